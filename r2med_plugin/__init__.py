@@ -1,0 +1,41 @@
+"""R2MED and NanoR2MED for MTEB and ir_datasets.
+
+Re-exports only. Attributes are imported on first use so that ``import r2med_plugin`` stays fast
+and never imports torch, mteb or ir_datasets.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "list_tasks": "r2med_plugin.catalog",
+    "get_task_spec": "r2med_plugin.catalog",
+    "list_benchmarks": "r2med_plugin.catalog",
+    "load_task": "r2med_plugin.data.loader",
+    "evaluate_run": "r2med_plugin.evaluation.metrics",
+    "evaluate_run_per_query": "r2med_plugin.evaluation.metrics",
+    "write_official_results": "r2med_plugin.evaluation.official",
+    "TaskSpec": "r2med_plugin.types",
+    "TaskData": "r2med_plugin.types",
+    "Qrels": "r2med_plugin.types",
+    "Run": "r2med_plugin.types",
+    "Candidates": "r2med_plugin.types",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'r2med_plugin' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,91 @@
+"""The hub layout of a dataset repo: README.md front matter -> files per config and split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+README = "README.md"
+
+
+def read_front_matter(repo_root: Path) -> dict:
+    """The YAML front matter of ``<repo_root>/README.md`` (the block between the first two '---' lines)."""
+    readme = repo_root / README
+    if not readme.is_file():
+        raise FileNotFoundError(
+            f"{readme} is missing: a dataset repo in the hub layout needs its README.md with the "
+            "`configs` front matter (download the whole repo, README.md included)"
+        )
+    text = readme.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise ValueError(f"{readme}: no YAML front matter (the file must start with a '---' line)")
+    try:
+        end = next(i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---")
+    except StopIteration:
+        raise ValueError(f"{readme}: the YAML front matter is not closed by a '---' line") from None
+    try:
+        front = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{readme}: the YAML front matter does not parse ({error})") from error
+    if not isinstance(front, dict):
+        raise ValueError(f"{readme}: the YAML front matter must be a mapping, got {type(front).__name__}")
+    return front
+
+
+def config_files(front_matter: dict, readme: Path) -> dict[str, dict[str, list[str]]]:
+    """config name -> split -> relative file paths, from the front matter's ``configs`` list."""
+    configs = front_matter.get("configs")
+    if not isinstance(configs, list):
+        raise ValueError(f"{readme}: the front matter has no `configs` list")
+    layout: dict[str, dict[str, list[str]]] = {}
+    for position, entry in enumerate(configs):
+        if not isinstance(entry, dict) or "config_name" not in entry:
+            raise ValueError(f"{readme}: configs[{position}] has no config_name")
+        layout[str(entry["config_name"])] = _split_files(entry.get("data_files"), readme, entry["config_name"])
+    return layout
+
+
+def _split_files(data_files: object, readme: Path, config: str) -> dict[str, list[str]]:
+    if isinstance(data_files, str):
+        return {"train": [data_files]}
+    if not isinstance(data_files, list):
+        raise ValueError(f"{readme}: config {config!r} has no data_files list")
+    splits: dict[str, list[str]] = {}
+    for item in data_files:
+        if isinstance(item, str):
+            splits.setdefault("train", []).append(item)
+            continue
+        if not isinstance(item, dict) or "split" not in item or "path" not in item:
+            raise ValueError(f"{readme}: config {config!r} has a data_files entry without split/path: {item!r}")
+        paths = item["path"] if isinstance(item["path"], list) else [item["path"]]
+        splits.setdefault(str(item["split"]), []).extend(str(path) for path in paths)
+    return splits
+
+
+def resolve_split_file(repo_root: Path, layout: dict[str, dict[str, list[str]]], config: str, split: str) -> Path:
+    """The one file holding ``config``/``split``, checked to lie inside the repo."""
+    readme = repo_root / README
+    if config not in layout:
+        raise ValueError(
+            f"{readme}: config {config!r} is not declared (declared: {', '.join(layout) or 'none'}); "
+            "the mirror is incomplete or from another dataset"
+        )
+    if split not in layout[config]:
+        raise ValueError(
+            f"{readme}: config {config!r} has no split {split!r} (has: {', '.join(layout[config])})"
+        )
+    paths = layout[config][split]
+    if len(paths) != 1 or any(ch in paths[0] for ch in "*?["):
+        raise ValueError(f"{readme}: config {config!r} split {split!r} must name exactly one file, got {paths}")
+    root = repo_root.resolve()
+    target = (repo_root / paths[0]).resolve()
+    if not target.is_relative_to(root):
+        raise ValueError(f"{readme}: config {config!r} split {split!r} points outside the repo: {paths[0]!r}")
+    if not target.is_file():
+        raise FileNotFoundError(
+            f"{repo_root / paths[0]} is missing (declared in {readme} for config {config!r}, split {split!r}); "
+            "download the complete dataset repo"
+        )
+    return target

@@ -1,0 +1,136 @@
+"""load_task: one task's corpus, queries, qrels and candidate lists, validated against task_metadata."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.data.hub import locate_repo
+from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
+from r2med_plugin.data.readers import read_table
+from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
+from r2med_plugin.types import Candidates, Qrels, TaskData, TaskSpec
+
+logger = logging.getLogger(__name__)
+
+_TEXT_TABLE = {
+    "jsonl": {"id": pl.Utf8, "text": pl.Utf8},
+    "parquet": {"_id": pl.Utf8, "text": pl.Utf8},
+}
+_QRELS_TABLE = {
+    "jsonl": {"q_id": pl.Utf8, "p_id": pl.Utf8, "score": pl.Int64},
+    "parquet": {"query-id": pl.Utf8, "corpus-id": pl.Utf8},
+}
+_CANDIDATE_TABLE = {"query-id": pl.Utf8, "corpus-ids": pl.List(pl.Utf8)}
+
+
+ACCEPT_DRIFT_ENV = "R2MED_ACCEPT_DRIFT"
+
+
+def load_task(
+    name: str, *, data_dir: str | os.PathLike | None = None, accept_drift: bool | None = None
+) -> TaskData:
+    """Load and validate task ``name`` from the hub (pinned revision) or from ``data_dir`` / R2MED_DATA_DIR.
+
+    ``accept_drift=True`` (default: the R2MED_ACCEPT_DRIFT environment variable) turns count and revision
+    mismatches into entries of ``TaskData.report`` instead of errors.
+    """
+    if accept_drift is None:
+        accept_drift = os.environ.get(ACCEPT_DRIFT_ENV, "").strip().lower() in {"1", "true", "yes"}
+    spec = get_task_spec(name)
+    repo = locate_repo(spec, data_dir, accept_drift=accept_drift)
+    layout = config_files(read_front_matter(repo.root), repo.root / README)
+
+    def file_of(entry: Any) -> Path:
+        return resolve_split_file(repo.root, layout, entry["config"], entry["split"])
+
+    corpus_path, queries_path, qrels_path = (file_of(spec.configs[key]) for key in ("corpus", "queries", "qrels"))
+    corpus = _read_texts(corpus_path, spec, "document id")
+    queries = _read_texts(queries_path, spec, "query id")
+    qrels_frame = _read_qrels(qrels_path, spec)
+    check_known(qrels_frame["query_id"], queries["id"], qrels_path, "query id")
+    check_known(qrels_frame["doc_id"], corpus["id"], qrels_path, "document id")
+
+    found = {"queries": queries.height, "documents": corpus.height, "qrels": qrels_frame.height}
+    drift = count_differences(dict(spec.expected_counts), found)
+    if drift:
+        logger.warning("%s: counts differ from task_metadata: %s", spec.name, drift)
+    if drift and not accept_drift:
+        details = "; ".join(f"{key}: expected {v['expected']}, found {v['found']}" for key, v in drift.items())
+        raise ValueError(
+            f"{repo.root}: task {spec.name} counts differ from task_metadata ({details}). The mirror is incomplete "
+            "or from another revision; re-download it, or pass accept_drift=True (--accept-drift) to evaluate anyway (or set R2MED_ACCEPT_DRIFT=1)"
+        )
+
+    candidates = {key: _read_candidates(file_of(entry), queries, corpus) for key, entry in spec.candidate_configs.items()}
+    qrels = qrels_to_dict(qrels_frame)
+    without_positives = sorted(set(queries["id"].to_list()) - set(qrels))
+    if without_positives:
+        logger.warning("%s: %d queries have no positive qrels and are dropped", spec.name, len(without_positives))
+        queries = queries.filter(~pl.col("id").is_in(without_positives))
+    report = {
+        "found_counts": found,
+        "count_drift": drift,
+        "queries_without_positives": without_positives,
+        "query_ids_in_corpus": sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
+        "unknown_candidate_ids": {key: value[1] for key, value in candidates.items()},
+    }
+    return TaskData(
+        spec=spec,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        candidates={key: _only(value[0], qrels) for key, value in candidates.items()},
+        revision=repo.revision,
+        source=repo.source,
+        report=report,
+    )
+
+
+def _read_texts(path: Path, spec: TaskSpec, what: str) -> pl.DataFrame:
+    columns = _TEXT_TABLE[spec.data_format]
+    frame = read_table(path, columns).rename({next(iter(columns)): "id"})
+    check_unique(frame, ["id"], path, what)
+    check_texts(frame, path)
+    return frame
+
+
+def _read_qrels(path: Path, spec: TaskSpec) -> pl.DataFrame:
+    columns = _QRELS_TABLE[spec.data_format]
+    frame = read_table(path, columns)
+    if spec.data_format == "jsonl":
+        frame = frame.rename({"q_id": "query_id", "p_id": "doc_id"})
+    else:
+        frame = frame.rename({"query-id": "query_id", "corpus-id": "doc_id"}).with_columns(score=pl.lit(1, pl.Int64))
+    check_unique(frame, ["query_id", "doc_id"], path, "qrels pair")
+    return frame
+
+
+def qrels_to_dict(frame: pl.DataFrame) -> Qrels:
+    """query id -> {doc id: relevance}, keeping only queries with at least one positive."""
+    positive_queries = frame.filter(pl.col("score") > 0)["query_id"].unique()
+    kept = frame.filter(pl.col("query_id").is_in(positive_queries.implode()))
+    grouped = kept.group_by("query_id", maintain_order=True).agg("doc_id", "score")
+    return {
+        query_id: dict(zip(doc_ids, scores))
+        for query_id, doc_ids, scores in zip(grouped["query_id"], grouped["doc_id"], grouped["score"])
+    }
+
+
+def _read_candidates(path: Path, queries: pl.DataFrame, corpus: pl.DataFrame) -> tuple[Candidates, int]:
+    """The stored candidate lists (ordered), and how many listed ids are not in the corpus."""
+    frame = read_table(path, _CANDIDATE_TABLE)
+    check_unique(frame, ["query-id"], path, "query id")
+    check_known(frame["query-id"], queries["id"], path, "query id")
+    listed = frame.explode("corpus-ids")["corpus-ids"].drop_nulls()
+    unknown = int((~listed.is_in(corpus["id"].implode())).sum())
+    return dict(zip(frame["query-id"].to_list(), frame["corpus-ids"].to_list())), unknown
+
+
+def _only(candidates: Candidates, qrels: Qrels) -> Candidates:
+    return {query_id: ids for query_id, ids in candidates.items() if query_id in qrels}

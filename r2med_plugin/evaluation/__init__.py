@@ -1,0 +1,1 @@
+"""Metrics and the official result format."""

@@ -1,0 +1,79 @@
+"""Exchange types shared by every module (plain dicts, as in pytrec_eval, ranx and MTEB)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Mapping
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, dict[str, float]]
+Candidates = dict[str, list[str]]
+TaskKind = Literal["r2med", "nano"]
+
+
+def freeze(value: Any) -> Any:
+    """Read-only view of nested JSON-like data (dicts become mapping proxies, lists tuples)."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task as described by its task_metadata/<name>.json file."""
+
+    name: str
+    kind: TaskKind
+    domain: str
+    hub_name: str
+    slug: str
+    official_order: int
+    hub_repo: str
+    revision: str | None
+    data_format: Literal["jsonl", "parquet"]
+    configs: Mapping[str, Mapping[str, str]]
+    candidate_configs: Mapping[str, Mapping[str, str]]
+    gar_configs: Mapping[str, tuple[str, ...]]
+    expected_counts: Mapping[str, int]
+    instruction: str
+    official_internal_name: str
+    mteb_builtin_task: str | None
+    description: str
+    license: str
+    citation: str
+    paper_stats: Mapping[str, float]
+    candidate_profiles: Mapping[str, Mapping[str, Any]]
+    source: str
+    hybrid_construction: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def hub_org(self) -> str:
+        return self.hub_repo.split("/", 1)[0]
+
+    @property
+    def hub_repo_name(self) -> str:
+        return self.hub_repo.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """A loaded task: corpus and queries as polars frames with columns ``id`` and ``text``."""
+
+    spec: TaskSpec
+    corpus: pl.DataFrame
+    queries: pl.DataFrame
+    qrels: Qrels
+    candidates: dict[str, Candidates]
+    revision: str
+    source: str
+    report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def name(self) -> str:
+        return self.spec.name

@@ -1,0 +1,189 @@
+"""Generate task_metadata/*.json from the reference JSON files (never edit the outputs by hand).
+
+Usage:
+    python scripts/generate_task_metadata.py [--reference ../shared/reference] [--out task_metadata]
+    python scripts/generate_task_metadata.py --check   # exit 1 if the committed files are stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+
+# Official task order of the R2MED paper and leaderboard, as hub names.
+OFFICIAL_ORDER = [
+    "Biology",
+    "Bioinformatics",
+    "Medical-Sciences",
+    "MedXpertQA-Exam",
+    "MedQA-Diag",
+    "PMC-Treatment",
+    "PMC-Clinical",
+    "IIYi-Clinical",
+]
+INSTRUCTION_PREFIX = "Instruct: "
+INSTRUCTION_SUFFIX = "\nQuery: "
+NANO_CANDIDATE_CONFIGS = {"bm25": "bm25", "dense": "harrier_oss_v1_270m", "hybrid": "reranking_hybrid"}
+NANO_PROFILE_KEYS = {"bm25": "bm25", "dense": "dense", "hybrid": "reranking_hybrid"}
+NANO_SEED = 20260524
+
+
+def domain_of(hub_name: str) -> str:
+    return hub_name.replace("-", "")
+
+
+def official_instruction(e5_instruction: str) -> str:
+    if not (e5_instruction.startswith(INSTRUCTION_PREFIX) and e5_instruction.endswith(INSTRUCTION_SUFFIX)):
+        raise ValueError(f"unexpected e5 instruction shape: {e5_instruction!r}")
+    return e5_instruction[len(INSTRUCTION_PREFIX) : -len(INSTRUCTION_SUFFIX)]
+
+
+def r2med_task(entry: dict, catalog: dict, position: int) -> dict:
+    hub_name = entry["name"]
+    domain = domain_of(hub_name)
+    layout = catalog["hf_layout"]
+    instruction = official_instruction(entry["instructions"]["e5_nv_sfr_query"])
+    return {
+        "name": f"R2MED{domain}",
+        "kind": "r2med",
+        "domain": domain,
+        "hub_name": hub_name,
+        "slug": hub_name.lower(),
+        "official_order": position,
+        "hub_repo": entry["hf_repo"],
+        "revision": entry["revision"],
+        "data_format": "jsonl",
+        "configs": {
+            "corpus": {"config": "corpus", "split": layout["configs"]["corpus"]["split"]},
+            "queries": {"config": "query", "split": layout["configs"]["query"]["split"]},
+            "qrels": {"config": "qrels", "split": layout["configs"]["qrels"]["split"]},
+        },
+        "candidate_configs": {},
+        "gar_configs": {method: spec["splits"] for method, spec in layout["gar_configs"].items()},
+        "expected_counts": dict(entry["expected_counts"]),
+        "instruction": instruction,
+        "official_internal_name": entry["official_internal_name"],
+        "mteb_builtin_task": entry["mteb_builtin_task"],
+        "description": (
+            f"R2MED {hub_name}: reasoning-driven medical retrieval. {instruction}. "
+            f"{entry['expected_counts']['queries']} queries over {entry['expected_counts']['documents']:,} documents."
+        ),
+        "license": "cc-by-4.0",
+        "citation": catalog["citation"],
+        "paper_stats": dict(entry["paper_stats"]),
+        "candidate_profiles": {},
+        "source": catalog["source"],
+    }
+
+
+def nano_task(entry: dict, profiles: dict, citation: str, position: int) -> dict:
+    hub_name = entry["name"]
+    domain = domain_of(hub_name)
+    name = f"NanoR2MED{domain}"
+    profile = profiles["tasks"][name]
+    counts = profile["counts"]
+    instruction = official_instruction(entry["instructions"]["e5_nv_sfr_query"])
+    subsets = profile["candidate_subsets"]
+    return {
+        "name": name,
+        "kind": "nano",
+        "domain": domain,
+        "hub_name": hub_name,
+        "slug": hub_name.lower(),
+        "official_order": position,
+        "hub_repo": profiles["dataset_id"],
+        "revision": None,
+        "data_format": "parquet",
+        "configs": {
+            "corpus": {"config": "corpus", "split": name},
+            "queries": {"config": "queries", "split": name},
+            "qrels": {"config": "qrels", "split": name},
+        },
+        "candidate_configs": {key: {"config": config, "split": name} for key, config in NANO_CANDIDATE_CONFIGS.items()},
+        "gar_configs": {},
+        "expected_counts": {
+            "queries": counts["queries"],
+            "documents": counts["documents"],
+            "qrels": counts["positive_qrels"],
+        },
+        "instruction": instruction,
+        "official_internal_name": entry["official_internal_name"],
+        "mteb_builtin_task": None,
+        "description": (
+            f"NanoR2MED {hub_name}: the R2MED {hub_name} queries over a {counts['documents']:,}-document corpus, "
+            f"with stored BM25, dense and hybrid candidate lists. {instruction}."
+        ),
+        "license": "cc-by-4.0",
+        # NanoR2MED is a sample of R2MED: cite the benchmark it comes from.
+        "citation": citation,
+        "paper_stats": {},
+        "candidate_profiles": {key: dict(subsets[ref]) for key, ref in NANO_PROFILE_KEYS.items()},
+        "hybrid_construction": {**profiles["hf_layout"]["hybrid_construction"], "seed": NANO_SEED, "rrf_k": 100},
+        "source": profiles["source"],
+    }
+
+
+def benchmarks(tasks: list[dict]) -> dict:
+    return {
+        "NanoR2MED": {
+            "description": "NanoR2MED: the 876 R2MED queries over 10,000-document corpora, 8 retrieval tasks.",
+            "tasks": [t["name"] for t in tasks if t["kind"] == "nano"],
+        },
+        "R2MED-Full": {
+            "description": "R2MED: 8 reasoning-driven medical retrieval tasks over the full corpora (official protocol).",
+            "tasks": [t["name"] for t in tasks if t["kind"] == "r2med"],
+        },
+    }
+
+
+def generate(reference: Path) -> dict[str, dict]:
+    catalog = json.loads((reference / "r2med_catalog.json").read_text(encoding="utf-8"))
+    profiles = json.loads((reference / "nanor2med_task_profiles.json").read_text(encoding="utf-8"))
+    by_hub_name = {entry["name"]: entry for entry in catalog["tasks"]}
+    if sorted(by_hub_name) != sorted(OFFICIAL_ORDER):
+        raise ValueError(f"catalog tasks {sorted(by_hub_name)} differ from the official order {OFFICIAL_ORDER}")
+    tasks = []
+    for position, hub_name in enumerate(OFFICIAL_ORDER):
+        tasks.append(r2med_task(by_hub_name[hub_name], catalog, position))
+    for position, hub_name in enumerate(OFFICIAL_ORDER):
+        tasks.append(nano_task(by_hub_name[hub_name], profiles, catalog["citation"], position))
+    files = {f"{task['name']}.json": task for task in tasks}
+    files["benchmarks.json"] = benchmarks(tasks)
+    return files
+
+
+def render(payload: dict) -> str:
+    return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "task_metadata")
+    parser.add_argument("--check", action="store_true", help="only compare with the files on disk")
+    args = parser.parse_args(argv)
+    files = generate(args.reference)
+    stale = []
+    for filename, payload in files.items():
+        target = args.out / filename
+        text = render(payload)
+        if args.check:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                stale.append(filename)
+            continue
+        args.out.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    if args.check and stale:
+        print(f"stale task_metadata files (re-run the generator): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    print(f"{'checked' if args.check else 'wrote'} {len(files)} files in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

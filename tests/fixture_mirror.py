@@ -1,0 +1,148 @@
+"""Tiny but complete mirrors of the R2MED and NanoR2MED hub repos, in the exact hub layouts.
+
+Deterministic: the same files every time. Each task gets multi-positive queries; each R2MED task has
+one query without positives (the loader reports and drops it) and GAR files for one LLM of each
+method; each NanoR2MED task has bm25/harrier lists and a reranking_hybrid list with a safeguard row.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import polars as pl
+
+from r2med_plugin.catalog import list_tasks
+from r2med_plugin.data.mirror import candidate_frame, write_nano_repo, write_r2med_repo
+
+TOPICS = [
+    ["insulin", "glucose", "pancreas", "diabetes"],
+    ["tumor", "chemotherapy", "metastasis", "oncology"],
+    ["neuron", "synapse", "dopamine", "cortex"],
+    ["antibiotic", "bacteria", "resistance", "infection"],
+    ["genome", "sequencing", "alignment", "variant"],
+    ["cardiac", "arrhythmia", "ventricle", "ecg"],
+    ["kidney", "nephron", "dialysis", "creatinine"],
+    ["vaccine", "antibody", "immune", "antigen"],
+]
+FILLER = (
+    "patient history presented with symptoms clinical findings treatment outcome study protocol "
+    "laboratory results imaging review cohort analysis therapy dose response follow up"
+).split()
+R2MED_DOCS = 24
+R2MED_QUERIES = 6  # the last one has no positives
+NANO_DOCS = 120
+NANO_QUERIES = 5
+GAR_FIXTURE = {"hyde": "o3_mini", "query2doc": "gpt4", "lamer": "gpt4", "search-r1": "qwen_7b_ins", "search-o1": "qwq_32b"}
+SAFEGUARD_QUERY = 1  # in every Nano task, this query's positives are kept out of the hybrid top 100
+
+
+def _sentence(rng: random.Random, words: list[str], length: int) -> str:
+    return " ".join(rng.choice(words) for _ in range(length))
+
+
+def _topic_doc(rng: random.Random, topic: list[str]) -> str:
+    return f"{' '.join(topic)} {_sentence(rng, topic + FILLER, 14)}."
+
+
+def _content(slug: str, n_docs: int, n_queries: int, with_unjudged: bool) -> dict:
+    """Documents, queries and positives for one task: query i is about TOPICS[i]; its positives too."""
+    rng = random.Random(f"fixture-{slug}-{n_docs}")
+    doc_ids = [f"{slug}-doc-{index:04d}" for index in range(n_docs)]
+    query_ids = [f"{slug}-q-{index:03d}" for index in range(n_queries)]
+    positives: dict[str, list[str]] = {}
+    texts = {doc_id: _sentence(rng, FILLER, 16) + "." for doc_id in doc_ids}
+    judged = query_ids[:-1] if with_unjudged else query_ids
+    for index, query_id in enumerate(judged):
+        count = 1 + index % 3  # 1, 2, 3, 1, ... positives
+        chosen = [doc_ids[(index * 5 + 3 * offset + 2) % n_docs] for offset in range(count)]
+        positives[query_id] = chosen
+        for doc_id in chosen:
+            texts[doc_id] = _topic_doc(rng, TOPICS[index % len(TOPICS)])
+    queries = {
+        query_id: f"Question {index}: how do {' and '.join(TOPICS[index % len(TOPICS)][:3])} relate "
+        f"in this {slug} case? {_sentence(rng, FILLER, 8)}"
+        for index, query_id in enumerate(query_ids)
+    }
+    return {"doc_ids": doc_ids, "texts": texts, "queries": queries, "positives": positives}
+
+
+def _texts_frame(ids: list[str], texts: dict[str, str], id_column: str) -> pl.DataFrame:
+    return pl.DataFrame({id_column: ids, "text": [texts[i] for i in ids]})
+
+
+def _r2med_repo(root: Path, slug: str, hub_name: str) -> None:
+    content = _content(slug, R2MED_DOCS, R2MED_QUERIES, with_unjudged=True)
+    pairs = [(q, d) for q, docs in content["positives"].items() for d in docs]
+    qrels = pl.DataFrame({"q_id": [q for q, _ in pairs], "p_id": [d for _, d in pairs], "score": [1] * len(pairs)})
+    queries = pl.DataFrame({"id": list(content["queries"]), "text": list(content["queries"].values())})
+    expansions = {
+        method: {split: _expansion_frame(content, method)} for method, split in GAR_FIXTURE.items()
+    }
+    write_r2med_repo(
+        root,
+        corpus=_texts_frame(content["doc_ids"], content["texts"], "id"),
+        queries=queries,
+        qrels=qrels,
+        expansions=expansions,
+        pretty_name=f"R2MED {hub_name} (test fixture)",
+    )
+
+
+def _expansion_frame(content: dict, method: str) -> pl.DataFrame:
+    ids = list(content["queries"])
+    hy_docs = [f"<think>reasoning about {q}</think>Answer for {q} from {method}." for q in ids]
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "text": [content["queries"][q] for q in ids],
+            "hy_doc": hy_docs,
+            "doc_id": [content["positives"].get(q, []) for q in ids],
+        },
+        schema={"id": pl.Utf8, "text": pl.Utf8, "hy_doc": pl.Utf8, "doc_id": pl.List(pl.Utf8)},
+    )
+
+
+def _nano_tables(slug: str) -> dict[str, pl.DataFrame]:
+    content = _content(f"nano-{slug}", NANO_DOCS, NANO_QUERIES, with_unjudged=False)
+    doc_ids, positives = content["doc_ids"], content["positives"]
+    rng = random.Random(f"fixture-lists-{slug}")
+    bm25, dense, hybrid = {}, {}, {}
+    for index, query_id in enumerate(content["queries"]):
+        others = [d for d in doc_ids if d not in positives[query_id]]
+        rng.shuffle(others)
+        bm25[query_id] = positives[query_id][:1] + others[:59] + positives[query_id][1:]
+        dense[query_id] = others[:3] + positives[query_id] + others[3:57]
+        if index == SAFEGUARD_QUERY:
+            hybrid[query_id] = others[:100] + [sorted(positives[query_id])[0]]
+        else:
+            hybrid[query_id] = positives[query_id] + others[: 100 - len(positives[query_id])]
+    pairs = [(q, d) for q, docs in positives.items() for d in docs]
+    return {
+        "corpus": _texts_frame(doc_ids, content["texts"], "_id"),
+        "queries": pl.DataFrame({"_id": list(content["queries"]), "text": list(content["queries"].values())}),
+        "qrels": pl.DataFrame({"query-id": [q for q, _ in pairs], "corpus-id": [d for _, d in pairs]}),
+        "bm25": candidate_frame(bm25),
+        "harrier_oss_v1_270m": candidate_frame(dense),
+        "reranking_hybrid": candidate_frame(hybrid),
+    }
+
+
+def build_fixture_mirror(root: Path) -> Path:
+    """Write the mirror of all 16 tasks under ``root`` (<root>/<org>/<repo>/...) and return ``root``."""
+    nano_splits = {}
+    for spec in list_tasks():
+        if spec.kind == "r2med":
+            _r2med_repo(root / spec.hub_repo, spec.slug, spec.hub_name)
+        else:
+            nano_splits[spec.configs["corpus"]["split"]] = _nano_tables(spec.slug)
+    nano_repo = next(spec.hub_repo for spec in list_tasks("nano"))
+    write_nano_repo(root / nano_repo, nano_splits, pretty_name="NanoR2MED (test fixture)")
+    return root
+
+
+def fixture_positives(slug: str, kind: str) -> dict[str, list[str]]:
+    """The positives the fixture wrote for a task (for expected values in tests)."""
+    if kind == "r2med":
+        return _content(slug, R2MED_DOCS, R2MED_QUERIES, with_unjudged=True)["positives"]
+    return _content(f"nano-{slug}", NANO_DOCS, NANO_QUERIES, with_unjudged=False)["positives"]
