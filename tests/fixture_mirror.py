@@ -111,7 +111,7 @@ def _nano_tables(slug: str) -> dict[str, pl.DataFrame]:
     for index, query_id in enumerate(content["queries"]):
         others = [d for d in doc_ids if d not in positives[query_id]]
         rng.shuffle(others)
-        bm25[query_id] = positives[query_id][:1] + others[:59] + positives[query_id][1:]
+        bm25[query_id] = positives[query_id][:1] + others[: 60 - len(positives[query_id])] + positives[query_id][1:]
         dense[query_id] = others[:3] + positives[query_id] + others[3:57]
         if index == SAFEGUARD_QUERY:
             hybrid[query_id] = others[:100] + [sorted(positives[query_id])[0]]

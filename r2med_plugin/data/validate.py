@@ -12,7 +12,7 @@ def first_row(mask: pl.Series) -> int:
 
 
 def check_unique(frame: pl.DataFrame, columns: list[str], path: Path, what: str) -> None:
-    duplicated = frame.select(columns).is_duplicated()
+    duplicated = frame.select(pl.struct(columns).is_first_distinct().not_()).to_series()
     if duplicated.any():
         row = first_row(duplicated)
         value = frame.row(row - 1, named=True)

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import r2med_plugin
+from r2med_plugin.catalog import list_benchmarks, metadata_dir, spec_from_dict
+
+OFFICIAL_DOMAINS = [
+    "Biology", "Bioinformatics", "MedicalSciences", "MedXpertQAExam",
+    "MedQADiag", "PMCTreatment", "PMCClinical", "IIYiClinical",
+]
+
+
+def test_sixteen_tasks_in_official_order():
+    assert [s.name for s in r2med_plugin.list_tasks("r2med")] == [f"R2MED{d}" for d in OFFICIAL_DOMAINS]
+    assert [s.name for s in r2med_plugin.list_tasks("nano")] == [f"NanoR2MED{d}" for d in OFFICIAL_DOMAINS]
+    assert len(r2med_plugin.list_tasks()) == 16
+
+
+def test_r2med_spec_fields():
+    spec = r2med_plugin.get_task_spec("R2MEDBioinformatics")
+    assert spec.kind == "r2med"
+    assert spec.hub_repo == "R2MED/Bioinformatics"
+    assert spec.revision == "6021fce366892cbfd7837fa85a4128ea93315e18"
+    assert dict(spec.expected_counts) == {"queries": 77, "documents": 47473, "qrels": 227}
+    assert spec.instruction == "Given a Bioinformatics post, retrieve relevant passages that help answer the post"
+    assert spec.official_internal_name == "Stack-Bioinformatics"
+    assert spec.mteb_builtin_task == "R2MEDBioinformaticsRetrieval"
+    assert spec.configs["qrels"] == {"config": "qrels", "split": "qrels"}
+    assert spec.gar_configs["hyde"][:2] == ("gpt4", "huatuo_o1_70b")
+    assert spec.slug == "bioinformatics" and spec.hub_name == "Bioinformatics"
+    assert spec.license == "cc-by-4.0" and "2505.14558" in spec.citation
+
+
+def test_nano_spec_fields():
+    spec = r2med_plugin.get_task_spec("NanoR2MEDMedQADiag")
+    assert spec.hub_repo == "hakari-bench/NanoR2MED"
+    assert spec.revision is None  # resolved at load time
+    assert dict(spec.expected_counts) == {"queries": 118, "documents": 10000, "qrels": 522}
+    assert spec.configs["corpus"] == {"config": "corpus", "split": "NanoR2MEDMedQADiag"}
+    assert spec.candidate_configs["dense"]["config"] == "harrier_oss_v1_270m"
+    hybrid = spec.candidate_profiles["hybrid"]
+    assert hybrid["ndcg_at_10"] == 0.1405588095 and hybrid["rows_with_101_candidates"] == 34
+    assert spec.hybrid_construction["seed"] == 20260524 and spec.hybrid_construction["rrf_k"] == 100
+    assert spec.instruction == "Given a Medical Exam, retrieve relevant passages that help answer the exam"
+
+
+def test_spec_is_frozen():
+    spec = r2med_plugin.get_task_spec("R2MEDBiology")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.revision = "main"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        spec.expected_counts["queries"] = 1  # type: ignore[index]
+
+
+def test_unknown_name_suggests_the_closest():
+    with pytest.raises(KeyError, match="Did you mean 'R2MEDBioinformatics'"):
+        r2med_plugin.get_task_spec("R2MEDBioinformatic")
+    with pytest.raises(KeyError, match="Did you mean 'NanoR2MEDPMCClinical'"):
+        r2med_plugin.get_task_spec("nanor2medpmcclinical")
+
+
+def test_bad_kind():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        r2med_plugin.list_tasks("full")  # type: ignore[arg-type]
+
+
+def test_unknown_and_missing_metadata_keys_are_errors():
+    payload = json.loads((metadata_dir() / "R2MEDBiology.json").read_text())
+    with pytest.raises(ValueError, match=r"unknown keys \['colour'\]"):
+        spec_from_dict({**payload, "colour": "blue"}, "R2MEDBiology.json")
+    payload.pop("revision")
+    with pytest.raises(ValueError, match=r"missing keys \['revision'\]"):
+        spec_from_dict(payload, "R2MEDBiology.json")
+
+
+def test_benchmarks():
+    benchmarks = list_benchmarks()
+    assert benchmarks["NanoR2MED"] == [f"NanoR2MED{d}" for d in OFFICIAL_DOMAINS]
+    assert benchmarks["R2MED-Full"] == [f"R2MED{d}" for d in OFFICIAL_DOMAINS]
+
+
+def test_import_is_light():
+    code = (
+        "import sys, r2med_plugin; r2med_plugin.get_task_spec('R2MEDBiology'); "
+        "print(','.join(m for m in ('torch', 'mteb', 'ir_datasets', 'polars') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_wheel_ships_task_metadata(tmp_path: Path):
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(root)],
+        check=True, capture_output=True,
+    )
+    wheel = next(tmp_path.glob("r2med_plugin-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(n for n in names if n.startswith("r2med_plugin/task_metadata/"))
+    assert len(shipped) == 17
+    assert "r2med_plugin/task_metadata/NanoR2MEDBiology.json" in shipped
