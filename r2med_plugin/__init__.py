@@ -7,7 +7,6 @@ and never imports torch, mteb or ir_datasets.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -19,6 +18,7 @@ _EXPORTS = {
     "evaluate_run": "r2med_plugin.evaluation.metrics",
     "evaluate_run_per_query": "r2med_plugin.evaluation.metrics",
     "write_official_results": "r2med_plugin.evaluation.official",
+    "register": "r2med_plugin.integrations",
     "TaskSpec": "r2med_plugin.types",
     "TaskData": "r2med_plugin.types",
     "Qrels": "r2med_plugin.types",
@@ -29,7 +29,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value

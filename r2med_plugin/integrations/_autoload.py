@@ -1,0 +1,77 @@
+"""A lazy import hook, installed by r2med_plugin_autoload.pth at interpreter start-up.
+
+Neither mteb nor ir_datasets discovers plugins. When one of them is first imported in a process,
+this hook runs every entry point of its group (``mteb.tasks`` / ``ir_datasets.datasets``) right
+after the host module has finished importing. Nothing else is imported at start-up: the hook
+itself is a few lines of standard library, and it answers every other import with None at once.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Kept free of typing/importlib.abc imports: this module is imported at every interpreter start-up.
+
+ENTRY_POINT_GROUPS = {"mteb": "mteb.tasks", "ir_datasets": "ir_datasets.datasets"}
+DISABLE_ENV = "R2MED_PLUGIN_NO_AUTOLOAD"
+
+
+def run_entry_points(group: str) -> None:
+    """Call every entry point of ``group``; a failing plugin is reported, never breaks the host import."""
+    import logging
+    from importlib.metadata import entry_points
+
+    for entry_point in entry_points(group=group):
+        try:
+            target = entry_point.load()
+            if callable(target):
+                target()
+        except Exception as error:  # noqa: BLE001 - a plugin must not break `import mteb`
+            logging.getLogger(__name__).warning(
+                "entry point %s of group %s failed to register (%s: %s); call it by hand to see the traceback",
+                entry_point.value, group, type(error).__name__, error,
+            )
+
+
+class _RegisterAfterExec:
+    def __init__(self, loader: object, group: str) -> None:
+        self._loader = loader
+        self._group = group
+
+    def create_module(self, spec: object) -> object:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: object) -> None:
+        self._loader.exec_module(module)
+        module.__spec__.loader = self._loader
+        run_entry_points(self._group)
+
+
+class HostImportHook:
+    """Wraps the loader of ``mteb`` / ``ir_datasets`` so their entry points run once they are imported."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+        group = ENTRY_POINT_GROUPS.get(fullname)
+        if group is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _RegisterAfterExec(spec.loader, group)
+                return spec
+        return None
+
+
+def install() -> None:
+    """Put the hook in front of sys.meta_path (idempotent); run the groups of hosts already imported."""
+    import os
+
+    if os.environ.get(DISABLE_ENV):
+        return
+    if not any(isinstance(finder, HostImportHook) for finder in sys.meta_path):
+        sys.meta_path.insert(0, HostImportHook())
+    for module_name, group in ENTRY_POINT_GROUPS.items():
+        if module_name in sys.modules:
+            run_entry_points(group)

@@ -1,0 +1,238 @@
+"""MTEB tasks generated from the catalog, and their registration into mteb's registries.
+
+Three families: ``R2MED<Domain>`` (full corpora), ``NanoR2MED<Domain>`` (10,000-document corpora)
+and ``NanoR2MED<Domain>Reranking`` (the reranking_hybrid candidate lists through MTEB's
+``top_ranked``, so cross-encoders work). Data comes from ``r2med_plugin.load_task``, so the local
+mirror (``R2MED_DATA_DIR``) works under ``mteb run``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import datasets
+import mteb
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.task_metadata import TaskMetadata
+
+from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
+from r2med_plugin.data.loader import load_task
+from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.types import Qrels, Run, TaskData, TaskSpec
+
+logger = logging.getLogger(__name__)
+
+K_VALUES = (1, 3, 5, 10, 25, 50, 100, 1000)
+RERANKING_SUFFIX = "Reranking"
+RERANKING_CANDIDATES = "hybrid"
+PAPER_URL = "https://arxiv.org/abs/2505.14558"
+PLUGIN_MARKER = "__r2med_plugin__"
+
+# Extra score providers: (task, task data, qrels, model run) -> extra keys. The evaluators add theirs here.
+ScoreProvider = Callable[["R2MEDRetrievalTask", TaskData, Qrels, Run], dict[str, float]]
+SCORE_PROVIDERS: list[ScoreProvider] = []
+
+
+class R2MEDRetrievalTask(AbsTaskRetrieval):
+    """Base of every generated task: loads through r2med_plugin and adds hit@k and the extra scores."""
+
+    spec_name: ClassVar[str]
+    candidate_key: ClassVar[str | None] = None
+    k_values = K_VALUES
+    __r2med_plugin__ = True
+
+    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+        if self.data_loaded:
+            return
+        data = load_task(self.spec_name)
+        self.task_data = data
+        top_ranked = dict(data.candidates[self.candidate_key]) if self.candidate_key else None
+        split = {
+            "corpus": datasets.Dataset(data.corpus.to_arrow()),
+            "queries": datasets.Dataset(data.queries.to_arrow()),
+            "relevant_docs": {query_id: dict(judged) for query_id, judged in data.qrels.items()},
+            "top_ranked": top_ranked,
+        }
+        self.dataset = {"default": {split_name: split for split_name in self.metadata.eval_splits}}
+        # Record the commit actually loaded (NanoR2MED has no pinned revision; a mirror may record one).
+        self.metadata = self.metadata.model_copy(
+            update={"dataset": {**self.metadata.dataset, "revision": data.revision}}
+        )
+        self.data_loaded = True
+
+    def task_specific_scores(
+        self,
+        scores: dict[str, dict[str, float]],
+        qrels: Mapping[str, Mapping[str, int]],
+        results: dict[str, dict[str, float]],
+        hf_split: str,
+        hf_subset: str,
+    ) -> dict[str, float]:
+        own = evaluate_run(qrels, results, self.k_values)
+        extra = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
+        for provider in SCORE_PROVIDERS:
+            extra.update(provider(self, self.task_data, dict(qrels), results))
+        return extra
+
+
+class R2MEDRerankingTask(R2MEDRetrievalTask):
+    """Ranks the stored reranking_hybrid lists; scores with and without the safeguard row (candidate 101)."""
+
+    candidate_key = RERANKING_CANDIDATES
+
+    def task_specific_scores(
+        self,
+        scores: dict[str, dict[str, float]],
+        qrels: Mapping[str, Mapping[str, int]],
+        results: dict[str, dict[str, float]],
+        hf_split: str,
+        hf_subset: str,
+    ) -> dict[str, float]:
+        candidates = self.task_data.candidates[self.candidate_key]
+        top_k = int(self.task_data.spec.candidate_profiles[self.candidate_key]["top_k"])
+        without = {
+            query_id: {doc_id: score for doc_id, score in ranked.items() if doc_id not in candidates[query_id][top_k:]}
+            for query_id, ranked in results.items()
+        }
+        with_safeguard = evaluate_run(qrels, results, self.k_values)
+        without_safeguard = evaluate_run(qrels, without, self.k_values)
+        return {f"{key}_with_safeguard": value for key, value in with_safeguard.items()} | {
+            f"{key}_without_safeguard": value for key, value in without_safeguard.items()
+        }
+
+
+def normalise_bibtex(entry: str) -> str:
+    """One field per line, fields sorted, two-space indent: the form mteb's metadata checks expect."""
+    match = re.match(r"\s*@(\w+)\s*\{\s*([^,\s]+)\s*,(.*)\}\s*$", entry, flags=re.DOTALL)
+    if not match:
+        raise ValueError(f"citation is not a single BibTeX entry: {entry[:80]!r}")
+    kind, key, body = match.groups()
+    fields = dict(
+        (name.lower(), value.strip())
+        for name, value in re.findall(r"(\w+)\s*=\s*(\{(?:[^{}]|\{[^{}]*\})*\}|\"[^\"]*\"|\w+)", body)
+    )
+    lines = [f"  {name} = {value}," for name, value in sorted(fields.items())]
+    return "\n".join([f"@{kind.lower()}{{{key},", *lines, "}"])
+
+
+def _builtin_facts(spec: TaskSpec) -> dict[str, Any]:
+    """Dates, subtypes and annotation facts that mteb's own R2MED task records for the same data."""
+    builtin_name = get_task_spec(f"R2MED{spec.domain}").mteb_builtin_task
+    try:
+        builtin = mteb.get_task(builtin_name).metadata
+    except KeyError:
+        return {"date": None, "task_subtypes": ["Article retrieval"], "annotations_creators": "LM-generated and reviewed"}
+    return {
+        "date": builtin.date,
+        "task_subtypes": list(builtin.task_subtypes or []),
+        "annotations_creators": builtin.annotations_creators,
+    }
+
+
+def task_metadata(spec: TaskSpec, *, reranking: bool = False) -> TaskMetadata:
+    name = f"{spec.name}{RERANKING_SUFFIX}" if reranking else spec.name
+    description = spec.description
+    if reranking:
+        description += " Reranking of the stored reranking_hybrid candidate lists (100 ids, plus a safeguard positive as candidate 101 where none is in the top 100)."
+    return TaskMetadata(
+        name=name,
+        description=description,
+        reference=f"https://huggingface.co/datasets/{spec.hub_repo}",
+        dataset={"path": spec.hub_repo, "revision": spec.revision or "main"},
+        type="Reranking" if reranking else "Retrieval",
+        category="t2t",
+        modalities=["text"],
+        eval_splits=["test"],
+        eval_langs=["eng-Latn"],
+        main_score="ndcg_at_10_with_safeguard" if reranking else "ndcg_at_10",
+        domains=["Medical"],
+        license=spec.license,
+        dialect=[],
+        sample_creation="found",
+        bibtex_citation=normalise_bibtex(spec.citation),
+        prompt={"query": spec.instruction},
+        **_builtin_facts(spec),
+    )
+
+
+def build_task_classes() -> dict[str, type[R2MEDRetrievalTask]]:
+    """One class per task name: R2MED<Domain>, NanoR2MED<Domain>, NanoR2MED<Domain>Reranking."""
+    classes: dict[str, type[R2MEDRetrievalTask]] = {}
+    for spec in list_tasks():
+        classes[spec.name] = type(
+            spec.name, (R2MEDRetrievalTask,), {"metadata": task_metadata(spec), "spec_name": spec.name, "__module__": __name__}
+        )
+        if spec.kind == "nano":
+            name = f"{spec.name}{RERANKING_SUFFIX}"
+            classes[name] = type(
+                name, (R2MEDRerankingTask,), {"metadata": task_metadata(spec, reranking=True), "spec_name": spec.name, "__module__": __name__}
+            )
+    return classes
+
+
+def _module(name: str) -> Any:
+    # mteb re-exports functions under its modules' names (mteb.get_tasks is a function): go by module path.
+    return importlib.import_module(name)
+
+
+def _check_registry_shape() -> tuple[dict, Any]:
+    tasks_module = _module("mteb.get_tasks")
+    benchmark_module = _module("mteb.benchmarks.get_benchmark")
+    registry = getattr(tasks_module, "_TASKS_REGISTRY", None)
+    task_list = getattr(tasks_module, "TASK_LIST", None)
+    build_benchmarks = getattr(benchmark_module, "_build_registry", None)
+    if not isinstance(registry, dict) or not isinstance(task_list, tuple) or not callable(build_benchmarks):
+        raise RuntimeError(
+            f"mteb {getattr(mteb, '__version__', '?')} changed the shape of its task or benchmark registry "
+            "(mteb.get_tasks._TASKS_REGISTRY dict, TASK_LIST tuple, mteb.benchmarks.get_benchmark._build_registry); "
+            "r2med-plugin needs an update for this mteb release"
+        )
+    return registry, build_benchmarks
+
+
+def _owner(obj: Any) -> str:
+    return "r2med-plugin" if getattr(obj, PLUGIN_MARKER, False) else f"mteb ({getattr(obj, '__module__', '?')})"
+
+
+def register() -> list[str]:
+    """Add the 24 tasks and the NanoR2MED / R2MED-Full benchmarks to mteb's registries (idempotent)."""
+    tasks_module = _module("mteb.get_tasks")
+    registry, build_benchmarks = _check_registry_shape()
+    classes = build_task_classes() if not _already_registered(registry) else {}
+    for name, cls in classes.items():
+        if name in registry and not getattr(registry[name], PLUGIN_MARKER, False):
+            raise ValueError(
+                f"task name {name!r} is defined by both {_owner(registry[name])} and r2med-plugin; "
+                "uninstall one of them or report the clash to r2med-plugin"
+            )
+    new = {name: cls for name, cls in classes.items() if name not in registry}
+    registry.update(new)
+    tasks_module.TASK_LIST = tasks_module.TASK_LIST + tuple(new.values())
+    _register_benchmarks(build_benchmarks())
+    return sorted(new)
+
+
+def _already_registered(registry: dict) -> bool:
+    return all(spec.name in registry and getattr(registry[spec.name], PLUGIN_MARKER, False) for spec in list_tasks())
+
+
+def _register_benchmarks(benchmarks: dict) -> None:
+    for name, task_names in list_benchmarks().items():
+        existing = benchmarks.get(name)
+        if existing is not None:
+            if not getattr(existing, PLUGIN_MARKER, False):
+                raise ValueError(f"benchmark name {name!r} is defined by both mteb and r2med-plugin")
+            continue
+        benchmark = mteb.Benchmark(
+            name=name,
+            tasks=mteb.get_tasks(tasks=task_names),
+            description=benchmark_description(name),
+            reference=PAPER_URL,
+            citation=normalise_bibtex(get_task_spec(task_names[0]).citation),
+        )
+        object.__setattr__(benchmark, PLUGIN_MARKER, True)
+        benchmarks[name] = benchmark
