@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from r2med_plugin.cli import main
+
+
+def test_tasks_lists_all_sixteen(capsys: pytest.CaptureFixture[str]):
+    assert main(["tasks"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 16
+    assert lines[1].split()[:2] == ["R2MEDBioinformatics", "R2MED/Bioinformatics"]
+    assert main(["tasks", "--kind", "nano"]) == 0
+    assert all(line.startswith("NanoR2MED") for line in capsys.readouterr().out.splitlines())
+
+
+def test_check_prints_the_report(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["check", "NanoR2MEDBiology"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["documents"] == 120 and summary["candidate_lists"] == {"bm25": 5, "dense": 5, "hybrid": 5}
+
+
+def test_check_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["check", "R2MEDBiolgy"]) == 2
+    assert "Did you mean 'R2MEDBiology'" in capsys.readouterr().err
+    assert main(["check", "R2MEDBiology", "--data-dir", str(tmp_path)]) == 2
+    assert "huggingface-cli download R2MED/Biology" in capsys.readouterr().err

