@@ -1,0 +1,180 @@
+"""BM25 retrievers.
+
+``lucene`` (`bm25-lucene`): the official R2MED BM25 — Lucene's English analyzer feeding gensim's
+LuceneBM25Model (k1=0.9, b=0.4; idf = ln(N+1) - ln(df+0.5); term weight idf*tf/(tf + k1*(1-b+b*len/avgdl))
+applied to the documents and to the query bag of words alike; score = dot product, in float32 as
+gensim's SparseMatrixSimilarity computes it). Query terms unknown to the corpus are dropped.
+
+``robertson`` (`bm25-robertson`): bm25s with k1=1.5, b=0.75, English stop words and Porter
+stemming, the way NanoR2MED's stored `bm25` candidate lists were built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+from tqdm.auto import tqdm
+
+from r2med_plugin.retrieval.analyzer import analyze_many
+from r2med_plugin.retrieval.ranking import top_k_run
+from r2med_plugin.types import Run
+
+VARIANTS = ("lucene", "robertson")
+LUCENE_K1, LUCENE_B = 0.9, 0.4
+ROBERTSON_K1, ROBERTSON_B = 1.5, 0.75
+_QUERY_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class LuceneBM25Index:
+    """Document term weights (documents x terms, float32 CSR) and what scoring a query needs."""
+
+    doc_ids: tuple[str, ...]
+    vocabulary: dict[str, int]
+    idf: np.ndarray
+    avgdl: float
+    weights: sp.csr_matrix
+    k1: float = LUCENE_K1
+    b: float = LUCENE_B
+
+
+def _term_frequencies(analyzed: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> sp.csr_matrix:
+    """rows x terms counts; terms missing from ``vocabulary`` are dropped."""
+    lengths = np.fromiter((len(terms) for terms in analyzed), dtype=np.int64, count=len(analyzed))
+    flat = [term for terms in analyzed for term in terms]
+    term_ids = np.fromiter((vocabulary.get(term, -1) for term in flat), dtype=np.int64, count=len(flat))
+    rows = np.repeat(np.arange(len(analyzed)), lengths)
+    known = term_ids >= 0
+    counts = sp.coo_matrix(
+        (np.ones(int(known.sum()), dtype=np.float64), (rows[known], term_ids[known])),
+        shape=(len(analyzed), len(vocabulary)),
+    ).tocsr()
+    counts.sum_duplicates()
+    return counts
+
+
+def _bm25_weights(counts: sp.csr_matrix, idf: np.ndarray, avgdl: float, k1: float, b: float) -> sp.csr_matrix:
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    row_of_entry = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+    tf = counts.data
+    norm = k1 * (1.0 - b + b * lengths[row_of_entry] / avgdl)
+    data = idf[counts.indices] * (tf / (tf + norm))
+    return sp.csr_matrix((data.astype(np.float32), counts.indices, counts.indptr), shape=counts.shape)
+
+
+def build_lucene_index(
+    doc_ids: Sequence[str], documents: Sequence[str], *, k1: float = LUCENE_K1, b: float = LUCENE_B, show_progress: bool = True
+) -> LuceneBM25Index:
+    """Analyse and index a corpus for the official R2MED BM25."""
+    if len(doc_ids) != len(documents):
+        raise ValueError(f"doc_ids ({len(doc_ids)}) and documents ({len(documents)}) must have the same length")
+    if not documents:
+        raise ValueError("the corpus is empty: there is nothing to index")
+    analyzed = analyze_many(tqdm(documents, desc="bm25-lucene: analysing documents", disable=not show_progress, unit="doc"))
+    vocabulary = pl.Series("term", [term for terms in analyzed for term in terms], dtype=pl.Utf8).unique(maintain_order=True)
+    vocabulary_map = dict(zip(vocabulary.to_list(), range(vocabulary.len())))
+    counts = _term_frequencies(analyzed, vocabulary_map)
+    document_frequency = np.bincount(counts.indices, minlength=len(vocabulary_map))
+    idf = np.log(len(documents) + 1.0) - np.log(document_frequency + 0.5)
+    avgdl = float(counts.sum()) / len(documents)
+    return LuceneBM25Index(
+        doc_ids=tuple(doc_ids),
+        vocabulary=vocabulary_map,
+        idf=idf,
+        avgdl=avgdl,
+        weights=_bm25_weights(counts, idf, avgdl, k1, b),
+        k1=k1,
+        b=b,
+    )
+
+
+def lucene_query_weights(index: LuceneBM25Index, queries: Sequence[str]) -> sp.csr_matrix:
+    """Queries x terms BM25 weights: the same formula as the documents, on the query bag of words."""
+    counts = _term_frequencies(analyze_many(queries), index.vocabulary)
+    return _bm25_weights(counts, index.idf, index.avgdl, index.k1, index.b)
+
+
+def lucene_scores(index: LuceneBM25Index, queries: Sequence[str]) -> np.ndarray:
+    """Dense queries x documents float32 score matrix."""
+    query_weights = lucene_query_weights(index, queries)
+    return np.asarray((query_weights @ index.weights.T).toarray(), dtype=np.float32)
+
+
+def bm25_search(
+    corpus: pl.DataFrame,
+    queries: pl.DataFrame,
+    *,
+    variant: str = "lucene",
+    top_k: int = 1000,
+    show_progress: bool = True,
+) -> Run:
+    """BM25 run over ``corpus`` (columns id, text) for ``queries`` (columns id, text): top_k per query.
+
+    Ties are broken as pytrec_eval breaks them (document id descending), so the cut at top_k keeps
+    the documents an evaluator would rank first.
+    """
+    _check_frames(corpus, queries)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    doc_ids = corpus["id"].to_list()
+    query_ids = queries["id"].to_list()
+    query_texts = queries["text"].to_list()
+    if variant == "lucene":
+        index = build_lucene_index(doc_ids, corpus["text"].to_list(), show_progress=show_progress)
+        score = lambda chunk: lucene_scores(index, chunk)  # noqa: E731
+    else:
+        retriever = build_robertson_index(corpus["text"].to_list(), show_progress=show_progress)
+        score = lambda chunk: robertson_scores(retriever, chunk)  # noqa: E731
+    run: Run = {}
+    progress = tqdm(total=len(query_ids), desc=f"bm25-{variant}: scoring queries", disable=not show_progress, unit="query")
+    for start in range(0, len(query_ids), _QUERY_CHUNK):
+        chunk_ids = query_ids[start : start + _QUERY_CHUNK]
+        run.update(top_k_run(chunk_ids, doc_ids, score(query_texts[start : start + _QUERY_CHUNK]), top_k))
+        progress.update(len(chunk_ids))
+    progress.close()
+    return run
+
+
+def _check_frames(corpus: pl.DataFrame, queries: pl.DataFrame) -> None:
+    for name, frame in (("corpus", corpus), ("queries", queries)):
+        if not isinstance(frame, pl.DataFrame) or not {"id", "text"} <= set(frame.columns):
+            raise TypeError(f"{name} must be a polars DataFrame with columns 'id' and 'text' (as load_task returns)")
+
+
+# --- bm25-robertson: bm25s -------------------------------------------------------------------------
+
+
+def _robertson_tokens(texts: Sequence[str], show_progress: bool) -> list[list[str]]:
+    import bm25s
+    import Stemmer
+
+    return bm25s.tokenize(
+        list(texts), stopwords="en", stemmer=Stemmer.Stemmer("porter"), show_progress=show_progress, return_ids=False
+    )
+
+
+def build_robertson_index(documents: Sequence[str], *, show_progress: bool = True):
+    """A bm25s index (Robertson BM25, k1=1.5, b=0.75) over English-stopworded, Porter-stemmed tokens."""
+    import bm25s
+
+    if not documents:
+        raise ValueError("the corpus is empty: there is nothing to index")
+    retriever = bm25s.BM25(method="robertson", k1=ROBERTSON_K1, b=ROBERTSON_B)
+    retriever.index(_robertson_tokens(documents, show_progress), show_progress=show_progress)
+    return retriever
+
+
+def robertson_scores(retriever, queries: Sequence[str]) -> np.ndarray:
+    """Dense queries x documents scores from bm25s (query terms unknown to the corpus are dropped)."""
+    num_docs = retriever.scores["num_docs"]
+    rows = []
+    for terms in _robertson_tokens(queries, show_progress=False):
+        known = [term for term in terms if term in retriever.vocab_dict]
+        rows.append(retriever.get_scores(known) if known else np.zeros(num_docs, dtype=np.float32))
+    return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, num_docs), dtype=np.float32)

@@ -1,0 +1,43 @@
+"""Turning score matrices into runs, with pytrec_eval's tie order (score desc, then doc id desc)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from r2med_plugin.types import Run
+
+
+def descending_id_rank(doc_ids: Sequence[str]) -> np.ndarray:
+    """For each document, its position when ids are sorted descending (0 = largest id)."""
+    return pl.Series(doc_ids, dtype=pl.Utf8).rank("ordinal", descending=True).to_numpy().astype(np.int64) - 1
+
+
+def top_k_indices(scores: np.ndarray, tie_rank: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best entries of one score row, best first, ties by ``tie_rank`` ascending."""
+    n = scores.shape[0]
+    if k < n:
+        threshold = np.partition(scores, n - k)[n - k]
+        candidates = np.flatnonzero(scores >= threshold)
+    else:
+        candidates = np.arange(n)
+    order = np.lexsort((tie_rank[candidates], -scores[candidates]))[:k]
+    return candidates[order]
+
+
+def top_k_run(query_ids: Sequence[str], doc_ids: Sequence[str], scores: np.ndarray, top_k: int) -> Run:
+    """Run of the top_k documents per query from a queries x documents score matrix."""
+    if scores.shape != (len(query_ids), len(doc_ids)):
+        raise ValueError(f"scores has shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
+    if np.isnan(scores).any():
+        raise ValueError("the score matrix contains NaN; the retriever that produced it is broken")
+    tie_rank = descending_id_rank(doc_ids)
+    ids = np.asarray(doc_ids, dtype=object)
+    k = min(top_k, len(doc_ids))
+    run: Run = {}
+    for row, query_id in enumerate(query_ids):
+        chosen = top_k_indices(scores[row], tie_rank, k)
+        run[query_id] = dict(zip(ids[chosen].tolist(), scores[row, chosen].astype(np.float64).tolist()))
+    return run
