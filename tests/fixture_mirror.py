@@ -14,6 +14,7 @@ import polars as pl
 
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.mirror import candidate_frame, write_nano_repo, write_r2med_repo
+from r2med_plugin.retrieval.candidates import build_reranking_hybrid
 
 TOPICS = [
     ["insulin", "glucose", "pancreas", "diabetes"],
@@ -107,16 +108,20 @@ def _nano_tables(slug: str) -> dict[str, pl.DataFrame]:
     content = _content(f"nano-{slug}", NANO_DOCS, NANO_QUERIES, with_unjudged=False)
     doc_ids, positives = content["doc_ids"], content["positives"]
     rng = random.Random(f"fixture-lists-{slug}")
-    bm25, dense, hybrid = {}, {}, {}
+    bm25, dense = {}, {}
     for index, query_id in enumerate(content["queries"]):
-        others = [d for d in doc_ids if d not in positives[query_id]]
+        mine = positives[query_id]
+        others = [d for d in doc_ids if d not in mine]
         rng.shuffle(others)
-        bm25[query_id] = positives[query_id][:1] + others[: 60 - len(positives[query_id])] + positives[query_id][1:]
-        dense[query_id] = others[:3] + positives[query_id] + others[3:57]
-        if index == SAFEGUARD_QUERY:
-            hybrid[query_id] = others[:100] + [sorted(positives[query_id])[0]]
+        if index == SAFEGUARD_QUERY:  # no positive in either list: the hybrid list gets a safeguard row
+            bm25[query_id] = others[:60]
+            dense[query_id] = others[50:110]
         else:
-            hybrid[query_id] = positives[query_id] + others[: 100 - len(positives[query_id])]
+            bm25[query_id] = mine[:1] + others[: 60 - len(mine)] + mine[1:]
+            dense[query_id] = others[50:53] + mine + others[53 : 110 - len(mine)]
+    split = f"NanoR2MED{slug_to_domain(slug)}"
+    qrels = {q: dict.fromkeys(docs, 1) for q, docs in positives.items()}
+    hybrid = build_reranking_hybrid(bm25, dense, qrels, doc_ids, split=split)
     pairs = [(q, d) for q, docs in positives.items() for d in docs]
     return {
         "corpus": _texts_frame(doc_ids, content["texts"], "_id"),
@@ -126,6 +131,10 @@ def _nano_tables(slug: str) -> dict[str, pl.DataFrame]:
         "harrier_oss_v1_270m": candidate_frame(dense),
         "reranking_hybrid": candidate_frame(hybrid),
     }
+
+
+def slug_to_domain(slug: str) -> str:
+    return next(spec.domain for spec in list_tasks("nano") if spec.slug == slug)
 
 
 def build_fixture_mirror(root: Path) -> Path:
