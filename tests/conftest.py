@@ -16,6 +16,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from tests.fixture_mirror import build_fixture_mirror  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """BM25 runs and embeddings are cached in a folder of this test session, never in ~/.cache."""
+    path = tmp_path_factory.mktemp("r2med-cache")
+    os.environ["R2MED_CACHE_DIR"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def fixture_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A read-only-by-convention mirror of all 16 tasks; copy it before corrupting anything."""

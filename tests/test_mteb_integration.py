@@ -10,6 +10,9 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.integrations import mteb as integration
+from r2med_plugin.evaluation.extras import extra_scores
+from r2med_plugin.retrieval.bm25 import bm25_search
+from r2med_plugin.retrieval.fusion import rrf
 from tests.fixture_mirror import SAFEGUARD_QUERY
 
 DOMAINS = ["Biology", "Bioinformatics", "MedicalSciences", "MedXpertQAExam", "MedQADiag", "PMCTreatment", "PMCClinical", "IIYiClinical"]
@@ -112,6 +115,19 @@ def test_retrieval_scores_equal_evaluate_run(mirror_env: Path, tmp_path: Path):
     assert scores["recall_at_100"] == round(ours["recall_at_100"], 5)
     assert scores["hit_at_10"] == ours["hit_at_10"] and scores["mrr"] == ours["mrr"]
     assert all(len(ranked) == 120 for ranked in run.values())  # the whole fixture corpus is ranked
+    extras = extra_scores(data, run, show_progress=False)
+    assert {key: scores[key] for key in extras} == extras
+    assert {"hybrid_ndcg_at_10", "candidates_bm25_ndcg_at_10", "candidates_dense_recall_at_100",
+            "candidates_hybrid_ndcg_at_10_with_safeguard", "candidates_hybrid_ndcg_at_10_without_safeguard"} <= set(scores)
+
+
+def test_r2med_task_reports_hybrid_with_official_bm25(mirror_env: Path, tmp_path: Path):
+    scores, run = _evaluate(_minilm(), "R2MEDPMCClinical", tmp_path)
+    data = r2med_plugin.load_task("R2MEDPMCClinical")
+    bm25 = bm25_search(data.corpus, data.queries, variant="lucene", top_k=1000, show_progress=False)
+    fused = rrf([run, bm25], k=60, top_k=1000)
+    assert scores["hybrid_ndcg_at_10"] == r2med_plugin.evaluate_run(data.qrels, fused)["ndcg_at_10"]
+    assert not any(key.startswith("candidates_") for key in scores)
 
 
 def test_resolved_revision_is_recorded(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import datasets
@@ -21,8 +21,9 @@ from mteb.abstasks.task_metadata import TaskMetadata
 
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.evaluation.extras import extra_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
-from r2med_plugin.types import Qrels, Run, TaskData, TaskSpec
+from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
 
@@ -32,13 +33,12 @@ RERANKING_CANDIDATES = "hybrid"
 PAPER_URL = "https://arxiv.org/abs/2505.14558"
 PLUGIN_MARKER = "__r2med_plugin__"
 
-# Extra score providers: (task, task data, qrels, model run) -> extra keys. The evaluators add theirs here.
-ScoreProvider = Callable[["R2MEDRetrievalTask", TaskData, Qrels, Run], dict[str, float]]
-SCORE_PROVIDERS: list[ScoreProvider] = []
-
-
 class R2MEDRetrievalTask(AbsTaskRetrieval):
-    """Base of every generated task: loads through r2med_plugin and adds hit@k and the extra scores."""
+    """Base of every generated task: loads through r2med_plugin and adds hit@k, hybrid and candidate scores.
+
+    NanoR2MED retrieval tasks keep the model's scores for the whole 10,000-document corpus, so that
+    ranking each stored candidate list needs no second encoding pass.
+    """
 
     spec_name: ClassVar[str]
     candidate_key: ClassVar[str | None] = None
@@ -58,6 +58,8 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
             "top_ranked": top_ranked,
         }
         self.dataset = {"default": {split_name: split for split_name in self.metadata.eval_splits}}
+        if data.candidates and self.candidate_key is None:
+            self._top_k = max(self._top_k, data.corpus.height)
         # Record the commit actually loaded (NanoR2MED has no pinned revision; a mirror may record one).
         self.metadata = self.metadata.model_copy(
             update={"dataset": {**self.metadata.dataset, "revision": data.revision}}
@@ -73,10 +75,8 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         hf_subset: str,
     ) -> dict[str, float]:
         own = evaluate_run(qrels, results, self.k_values)
-        extra = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
-        for provider in SCORE_PROVIDERS:
-            extra.update(provider(self, self.task_data, dict(qrels), results))
-        return extra
+        scores_of_model = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
+        return scores_of_model | extra_scores(self.task_data, results)
 
 
 class R2MEDRerankingTask(R2MEDRetrievalTask):

@@ -1,0 +1,91 @@
+"""On-disk cache for what is reused across runs (BM25 runs, embeddings).
+
+Keys always include the task, the dataset revision and a fingerprint of the texts themselves, so a
+changed mirror never serves stale results. Location: $R2MED_CACHE_DIR, else ~/.cache/r2med_plugin.
+Writes are atomic; a corrupt entry is treated as a miss and rewritten.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from r2med_plugin.types import Run
+
+CACHE_DIR_ENV = "R2MED_CACHE_DIR"
+DISABLE_ENV = "R2MED_NO_CACHE"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "r2med_plugin").expanduser()
+
+
+def cache_enabled() -> bool:
+    return not os.environ.get(DISABLE_ENV)
+
+
+def fingerprint(frame: pl.DataFrame) -> str:
+    """A content hash of an (id, text) frame: order-sensitive, stable across processes."""
+    digest = hashlib.sha256()
+    for column in ("id", "text"):
+        for chunk in frame[column].cast(pl.Utf8).to_list():
+            digest.update(chunk.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+    return digest.hexdigest()[:24]
+
+
+def key_of(*parts: object) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode("utf-8")).hexdigest()[:32]
+
+
+def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
+    """The run stored under (kind, key), computed and stored on a miss."""
+    path = cache_dir() / kind / f"{key}.json.gz"
+    if cache_enabled() and path.is_file():
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as stream:
+                return json.load(stream)
+        except (OSError, ValueError, EOFError):
+            path.unlink(missing_ok=True)
+    run = compute()
+    if cache_enabled():
+        def write(temporary: Path) -> None:
+            with gzip.open(temporary, "wt", encoding="utf-8") as stream:
+                json.dump(run, stream)
+
+        _atomic_write(path, write)
+    return run
+
+
+def cached_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """The array stored under (kind, key), computed and stored on a miss."""
+    path = cache_dir() / kind / f"{key}.npy"
+    if cache_enabled() and path.is_file():
+        try:
+            return np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+    array = compute()
+    if cache_enabled():
+        _atomic_write(path, lambda temporary: np.save(temporary.open("wb"), array, allow_pickle=False))
+    return array

@@ -1,0 +1,67 @@
+"""The scores every task run reports next to the model's own: hybrid and candidate-subset scores.
+
+- ``hybrid_*``: reciprocal rank fusion (k=60) of the model's run and BM25 (bm25-robertson for
+  NanoR2MED, the official bm25-lucene for R2MED).
+- ``candidates_{bm25,dense,hybrid}_*`` (NanoR2MED): the model's scores restricted to each stored
+  candidate list; positives outside a list count as misses. The hybrid list is scored with its
+  safeguard row (``*_with_safeguard``) and without it (``*_without_safeguard``).
+
+Nothing here encodes: it reuses the model's run, so the extra cost is BM25 and fusion only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from r2med_plugin.cache import cached_run, fingerprint, key_of
+from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.retrieval.bm25 import bm25_search
+from r2med_plugin.retrieval.candidates import restrict_run
+from r2med_plugin.retrieval.fusion import rrf
+from r2med_plugin.types import Run, TaskData
+
+EXTRA_METRICS = ("ndcg_at_10", "ndcg_at_100", "map_at_10", "recall_at_10", "recall_at_100", "precision_at_10", "hit_at_10", "mrr")
+HYBRID_RRF_K = 60
+RUN_DEPTH = 1000
+
+
+def bm25_variant_for(data: TaskData) -> str:
+    return "robertson" if data.spec.kind == "nano" else "lucene"
+
+
+def bm25_run(data: TaskData, variant: str | None = None, *, top_k: int = RUN_DEPTH, show_progress: bool = True) -> Run:
+    """The task's BM25 run, cached on disk by task, revision, variant, depth and text fingerprints."""
+    variant = variant or bm25_variant_for(data)
+    key = key_of(data.name, data.revision, variant, top_k, fingerprint(data.corpus), fingerprint(data.queries))
+    return cached_run(
+        f"bm25-{variant}", key, lambda: bm25_search(data.corpus, data.queries, variant=variant, top_k=top_k, show_progress=show_progress)
+    )
+
+
+def _prefixed(prefix: str, scores: Mapping[str, float], suffix: str = "") -> dict[str, float]:
+    return {f"{prefix}{name}{suffix}": scores[name] for name in EXTRA_METRICS}
+
+
+def hybrid_scores(data: TaskData, model_run: Run, bm25: Run) -> dict[str, float]:
+    fused = rrf([model_run, bm25], k=HYBRID_RRF_K, top_k=RUN_DEPTH)
+    return _prefixed("hybrid_", evaluate_run(data.qrels, fused))
+
+
+def candidate_scores(data: TaskData, model_run: Run) -> dict[str, float]:
+    """The model ranking each stored candidate list (NanoR2MED); {} for tasks without lists."""
+    scores: dict[str, float] = {}
+    for key, lists in data.candidates.items():
+        restricted = restrict_run(model_run, lists)
+        if key == "hybrid":
+            top_k = int(data.spec.candidate_profiles[key]["top_k"])
+            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, restricted), "_with_safeguard")
+            without = restrict_run(model_run, lists, limit=top_k)
+            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, without), "_without_safeguard")
+        else:
+            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, restricted))
+    return scores
+
+
+def extra_scores(data: TaskData, model_run: Run, *, show_progress: bool = True) -> dict[str, float]:
+    """hybrid_* and candidates_* for one model run on one task."""
+    return hybrid_scores(data, model_run, bm25_run(data, show_progress=show_progress)) | candidate_scores(data, model_run)
