@@ -35,6 +35,47 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_scores(result, keys: Sequence[str]) -> None:
+    shown = [key for key in keys if key in result.scores]
+    print(f"{result.task}  {result.retriever}  (dataset revision {result.dataset_revision})")
+    for key in shown:
+        print(f"  {key:<48} {result.scores[key]:.5f}")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
+
+    if args.retriever in BM25_RETRIEVERS:
+        retriever = args.retriever
+    else:
+        from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
+        retriever = SentenceTransformerEncoder(
+            args.retriever, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
+            show_progress=not args.quiet,
+        )
+    for task in args.task:
+        prompt = None
+        if args.instruction:
+            from r2med_plugin.catalog import get_task_spec
+            from r2med_plugin.retrieval.dense import E5_TEMPLATE
+
+            prompt = E5_TEMPLATE.format(instruction=get_task_spec(task).instruction)
+        result = evaluate_task(
+            task, retriever, hybrid=args.hybrid, candidates=args.candidates or (), candidates_only=args.candidates_only,
+            data_dir=args.data_dir, accept_drift=args.accept_drift, top_k=args.top_k, query_prompt=prompt,
+            show_progress=not args.quiet,
+        )
+        keys = [result.main_score, "ndcg_at_10", "recall_at_100", "hit_at_10", "mrr", "hybrid_ndcg_at_10"] + [
+            key for key in result.scores if key.startswith("candidates_") and "ndcg_at_10" in key
+        ]
+        _print_scores(result, list(dict.fromkeys(keys)))
+        if args.output:
+            for kind, path in write_outputs(result, args.output, trec=args.trec).items():
+                print(f"  wrote {kind}: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -46,6 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")
     check.add_argument("--accept-drift", action="store_true", default=None, help="accept counts/revision that differ from task_metadata")
     check.set_defaults(func=_check)
+    evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks")
+    evaluate.add_argument("--task", nargs="+", required=True, help="task name(s), e.g. NanoR2MEDBiology")
+    evaluate.add_argument("--retriever", required=True, help="bm25-lucene, bm25-robertson, or a model name or folder")
+    evaluate.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
+    evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
+    evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
+    evaluate.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
+    evaluate.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
+    evaluate.add_argument("--trec", action="store_true", help="also write TREC run files")
+    evaluate.add_argument("--top-k", type=int, default=1000)
+    evaluate.add_argument("--model-revision", default=None)
+    evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--data-dir", default=None)
+    evaluate.add_argument("--accept-drift", action="store_true", default=None)
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.set_defaults(func=_evaluate)
     return parser
 
 

@@ -32,7 +32,8 @@ FILLER = (
 ).split()
 R2MED_DOCS = 24
 R2MED_QUERIES = 6  # the last one has no positives
-NANO_DOCS = 120
+NANO_DOCS = 200
+NANO_LIST_POOL = 150  # candidate lists draw from the first 150 documents; the rest are never candidates
 NANO_QUERIES = 5
 GAR_FIXTURE = {"hyde": "o3_mini", "query2doc": "gpt4", "lamer": "gpt4", "search-r1": "qwen_7b_ins", "search-o1": "qwq_32b"}
 SAFEGUARD_QUERY = 1  # in every Nano task, this query's positives are kept out of the hybrid top 100
@@ -53,6 +54,9 @@ def _content(slug: str, n_docs: int, n_queries: int, with_unjudged: bool) -> dic
     query_ids = [f"{slug}-q-{index:03d}" for index in range(n_queries)]
     positives: dict[str, list[str]] = {}
     texts = {doc_id: _sentence(rng, FILLER, 16) + "." for doc_id in doc_ids}
+    for distractor in doc_ids[n_docs * 3 // 4 :]:  # share topic words with a query; positives below overwrite
+        topic = TOPICS[rng.randrange(len(TOPICS))]
+        texts[distractor] = f"{' '.join(rng.sample(topic, 2))} {_sentence(rng, FILLER, 14)}."
     judged = query_ids[:-1] if with_unjudged else query_ids
     for index, query_id in enumerate(judged):
         count = 1 + index % 3  # 1, 2, 3, 1, ... positives
@@ -111,7 +115,7 @@ def _nano_tables(slug: str) -> dict[str, pl.DataFrame]:
     bm25, dense = {}, {}
     for index, query_id in enumerate(content["queries"]):
         mine = positives[query_id]
-        others = [d for d in doc_ids if d not in mine]
+        others = [d for d in doc_ids[:NANO_LIST_POOL] if d not in mine]
         rng.shuffle(others)
         if index == SAFEGUARD_QUERY:  # no positive in either list: the hybrid list gets a safeguard row
             bm25[query_id] = others[:60]

@@ -20,7 +20,7 @@ def test_tasks_lists_all_sixteen(capsys: pytest.CaptureFixture[str]):
 def test_check_prints_the_report(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["check", "NanoR2MEDBiology"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["documents"] == 120 and summary["candidate_lists"] == {"bm25": 5, "dense": 5, "hybrid": 5}
+    assert summary["documents"] == 200 and summary["candidate_lists"] == {"bm25": 5, "dense": 5, "hybrid": 5}
 
 
 def test_check_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

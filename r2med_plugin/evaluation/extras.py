@@ -11,7 +11,7 @@ Nothing here encodes: it reuses the model's run, so the extra cost is BM25 and f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from r2med_plugin.cache import cached_run, fingerprint, key_of
 from r2med_plugin.evaluation.metrics import evaluate_run
@@ -47,10 +47,16 @@ def hybrid_scores(data: TaskData, model_run: Run, bm25: Run) -> dict[str, float]
     return _prefixed("hybrid_", evaluate_run(data.qrels, fused))
 
 
-def candidate_scores(data: TaskData, model_run: Run) -> dict[str, float]:
-    """The model ranking each stored candidate list (NanoR2MED); {} for tasks without lists."""
+def candidate_scores(data: TaskData, model_run: Run, subsets: Sequence[str] | None = None) -> dict[str, float]:
+    """The model ranking each stored candidate list (NanoR2MED); {} for tasks without lists.
+
+    ``model_run`` must hold the model's score of every candidate (a full-depth run, or the output of
+    ``rerank_candidates``); a candidate it lacks counts as not retrieved.
+    """
     scores: dict[str, float] = {}
     for key, lists in data.candidates.items():
+        if subsets is not None and key not in subsets:
+            continue
         restricted = restrict_run(model_run, lists)
         if key == "hybrid":
             top_k = int(data.spec.candidate_profiles[key]["top_k"])

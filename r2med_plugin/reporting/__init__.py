@@ -1,1 +1,1 @@
-"""reporting."""
+"""Result files and tables."""

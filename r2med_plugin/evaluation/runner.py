@@ -1,0 +1,132 @@
+"""One task x one retriever -> scores (model, hybrid, candidate subsets), run and result files."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from r2med_plugin import __version__
+from r2med_plugin.data.loader import load_task
+from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
+from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.evaluation.official import write_official_results
+from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
+from r2med_plugin.retrieval.dense import Encoder, dense_search, rerank_candidates
+from r2med_plugin.types import Run, TaskData
+
+BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
+CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")
+
+
+@dataclass(frozen=True)
+class TaskRunResult:
+    task: str
+    retriever: str
+    model_revision: str
+    dataset_revision: str
+    scores: dict[str, float]
+    main_score: str
+    run: Run
+    evaluation_time: float
+    data: TaskData
+
+
+def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
+    unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
+    if unknown:
+        raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
+    if candidates and not data.candidates:
+        raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
+    return list(dict.fromkeys(candidates))
+
+
+def _model_run(data: TaskData, retriever: str | Encoder, depth: int, query_prompt: str | None, show_progress: bool) -> Run:
+    if isinstance(retriever, str):
+        return bm25_run(data, BM25_RETRIEVERS[retriever], top_k=depth, show_progress=show_progress)
+    return dense_search(retriever, data.corpus, data.queries, dataset_revision=data.revision, query_prompt=query_prompt, top_k=depth)
+
+
+def _cut(run: Run, top_k: int) -> Run:
+    return {query_id: dict(list(ranked.items())[:top_k]) for query_id, ranked in run.items()}
+
+
+def evaluate_task(
+    task: str,
+    retriever: str | Encoder,
+    *,
+    hybrid: bool = False,
+    candidates: Sequence[str] = (),
+    candidates_only: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    top_k: int = 1000,
+    query_prompt: str | None = None,
+    show_progress: bool = True,
+) -> TaskRunResult:
+    """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``.
+
+    Full-corpus scores (main: ndcg_at_10), plus ``hybrid_*`` (RRF with the task's BM25) when ``hybrid``,
+    plus ``candidates_<subset>_*`` for each requested stored list. With ``candidates_only`` an encoder
+    encodes just the union of the candidate documents and the full-corpus scores are skipped.
+    """
+    if isinstance(retriever, str) and retriever not in BM25_RETRIEVERS:
+        raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+    if not isinstance(retriever, str) and not isinstance(retriever, Encoder):
+        raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
+    started = time.perf_counter()
+    data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
+    subsets = _check_subsets(data, candidates)
+    if candidates_only and not subsets:
+        raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
+    scores: dict[str, float] = {}
+    if candidates_only and not isinstance(retriever, str):
+        union = {q: [d for key in subsets for d in data.candidates[key].get(q, [])] for q in data.qrels}
+        run = rerank_candidates(retriever, data.corpus, data.queries, union, dataset_revision=data.revision, query_prompt=query_prompt)
+    else:
+        depth = data.corpus.height if subsets else top_k
+        run = _model_run(data, retriever, depth, query_prompt, show_progress)
+        if not candidates_only:
+            scores |= evaluate_run(data.qrels, _cut(run, top_k))
+            if hybrid:
+                scores |= hybrid_scores(data, _cut(run, top_k), bm25_run(data, show_progress=show_progress))
+    scores |= candidate_scores(data, run, subsets)
+    if candidates_only:
+        first = subsets[0]
+        main = f"candidates_{first}_ndcg_at_10" + ("_with_safeguard" if first == "hybrid" else "")
+    else:
+        main = "ndcg_at_10"
+    return TaskRunResult(
+        task=data.name,
+        retriever=retriever if isinstance(retriever, str) else retriever.name,
+        model_revision=f"r2med-plugin-{__version__}" if isinstance(retriever, str) else retriever.revision,
+        dataset_revision=data.revision,
+        scores=scores,
+        main_score=main,
+        run=_cut(run, top_k) if not candidates_only else run,
+        evaluation_time=time.perf_counter() - started,
+        data=data,
+    )
+
+
+def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False) -> dict[str, Path]:
+    """MTEB-format result, the official R2MED JSON (when full-corpus scores exist) and optionally a TREC run."""
+    output = Path(output_dir)
+    paths = {
+        "mteb": write_mteb_result(
+            output, spec=result.data.spec, task_name=result.task, model_name=result.retriever,
+            model_revision=result.model_revision, dataset_revision=result.dataset_revision, scores=result.scores,
+            main_score=result.main_score, evaluation_time=result.evaluation_time,
+        )
+    }
+    if "ndcg_at_1" in result.scores:
+        paths["official"] = write_official_results(
+            output / "official" / model_folder_name(result.retriever) / f"{result.task}.json",
+            dataset_name=result.data.spec.hub_name, model_name=result.retriever, scores=result.scores,
+            evaluation_time=result.evaluation_time,
+        )
+    if trec:
+        paths["trec"] = write_trec_run(output / "runs" / model_folder_name(result.retriever) / f"{result.task}.trec", result.run, result.retriever)
+    return paths

@@ -1,0 +1,77 @@
+"""Result files: MTEB's result layout (readable by mteb.ResultCache) and TREC run files."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from r2med_plugin.evaluation.official import write_json_atomic
+from r2med_plugin.types import TaskSpec
+
+LANGUAGES = ["eng-Latn"]
+
+
+def model_folder_name(model_name: str) -> str:
+    return model_name.replace("/", "__").replace(" ", "_")
+
+
+def mteb_result_path(output_dir: Path, model_name: str, model_revision: str, task_name: str) -> Path:
+    """Where MTEB's ResultCache keeps a result: results/<model>/<revision>/<task>.json."""
+    return Path(output_dir) / "results" / model_folder_name(model_name) / model_revision / f"{task_name}.json"
+
+
+def _mteb_version() -> str:
+    try:
+        return version("mteb")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def write_mteb_result(
+    output_dir: Path,
+    *,
+    spec: TaskSpec,
+    task_name: str,
+    model_name: str,
+    model_revision: str,
+    dataset_revision: str,
+    scores: Mapping[str, float],
+    main_score: str,
+    evaluation_time: float,
+) -> Path:
+    """One TaskResult JSON in MTEB's layout (plus the model_meta.json MTEB reads beside it)."""
+    if main_score not in scores:
+        raise ValueError(f"main score {main_score!r} is not among the scores")
+    payload = {
+        "dataset_revision": dataset_revision,
+        "task_name": task_name,
+        "mteb_version": _mteb_version(),
+        "scores": {
+            "test": [{**scores, "main_score": scores[main_score], "hf_subset": "default", "languages": LANGUAGES}]
+        },
+        "evaluation_time": evaluation_time,
+        "kg_co2_emissions": None,
+        "date": time.time(),
+    }
+    path = mteb_result_path(output_dir, model_name, model_revision, task_name)
+    write_json_atomic(path, payload)
+    meta = path.parent / "model_meta.json"
+    if not meta.exists():
+        write_json_atomic(meta, {"name": model_name, "revision": model_revision, "loader": None, "framework": [], "modalities": ["text"]})
+    return path
+
+
+def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:
+    """A TREC run file (qid Q0 docid rank score tag), documents in pytrec_eval order."""
+    lines = []
+    for query_id, ranked in run.items():
+        ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        lines.extend(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {tag}" for rank, (doc_id, score) in enumerate(ordered, start=1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    temporary.replace(path)
+    return path

@@ -1,0 +1,193 @@
+"""Dense retrieval: any encoder, cosine similarity, exact top-k, embeddings cached on disk.
+
+An encoder is any object with ``name``, ``revision`` and ``encode(texts, kind=...)`` returning one
+row per text (``kind`` is "query" or "document"). ``SentenceTransformerEncoder`` adapts a
+sentence-transformers model the way MTEB runs one (``encode_query`` / ``encode_document``; a prompt
+only when asked for). ``HashingEncoder`` is a fast deterministic stand-in for tests and benchmarks.
+
+Embeddings are cached by (model name, model revision, dataset revision, kind, prompt, text hash), so
+a second run of the same model on the same task encodes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+import polars as pl
+
+from r2med_plugin.cache import cached_array, key_of
+from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
+from r2med_plugin.types import Run
+
+EncodeKind = Literal["query", "document"]
+FAISS_MIN_DOCUMENTS = 5000
+E5_TEMPLATE = "Instruct: {instruction}\nQuery: "
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    name: str
+    revision: str
+
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray: ...
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given."""
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        revision: str | None = None,
+        device: str | None = "cpu",
+        batch_size: int = 32,
+        query_prompt: str | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            self.model = SentenceTransformer(model_name_or_path, revision=revision, device=device)
+        except OSError as error:
+            raise ValueError(
+                f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
+                "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
+            ) from error
+        self.name = model_name_or_path
+        self.revision = revision or _folder_revision(self.model)
+        self.batch_size = batch_size
+        self.query_prompt = query_prompt
+        self.show_progress = show_progress
+
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
+        encode = self.model.encode_query if kind == "query" else self.model.encode_document
+        prompt = self.query_prompt if kind == "query" else None
+        return np.asarray(
+            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress)
+        )
+
+
+def _folder_revision(model: object) -> str:
+    """A revision for a model loaded without one: the hash of its weights' config, stable per folder."""
+    config = getattr(getattr(model, "_first_module", lambda: None)(), "auto_model", None)
+    text = repr(getattr(config, "config", model))
+    return "local-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+class HashingEncoder:
+    """Deterministic bag-of-hashed-words embeddings: no model, no download, thousands of texts a second."""
+
+    def __init__(self, dim: int = 256, name: str = "hashing-encoder") -> None:
+        if dim < 1:
+            raise ValueError(f"dim must be positive, got {dim}")
+        self.dim = dim
+        self.name = name
+        self.revision = f"dim{dim}"
+        self.encoded_texts = 0
+
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
+        self.encoded_texts += len(texts)
+        words = pl.Series("text", list(texts), dtype=pl.Utf8).str.to_lowercase().str.extract_all(r"[a-z0-9]+")
+        exploded = pl.DataFrame({"row": np.arange(len(texts)), "word": words}).explode("word").drop_nulls()
+        buckets = (exploded["word"].hash(seed=7) % self.dim).cast(pl.Int64).to_numpy()
+        matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        np.add.at(matrix, (exploded["row"].to_numpy(), buckets), 1.0)
+        return matrix
+
+
+def _validated(embeddings: np.ndarray, count: int, encoder: Encoder, kind: str) -> np.ndarray:
+    array = np.asarray(embeddings, dtype=np.float32)
+    if array.ndim != 2 or array.shape[0] != count:
+        raise ValueError(
+            f"model {encoder.name!r} returned {kind} embeddings of shape {array.shape} for {count} texts; "
+            "expected one row per text"
+        )
+    if not np.isfinite(array).all():
+        raise ValueError(f"model {encoder.name!r} returned NaN or infinite {kind} embeddings; check the model and its dtype")
+    return array
+
+
+def encode_cached(
+    encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind, dataset_revision: str, prompt: str | None = None
+) -> np.ndarray:
+    """L2-normalised embeddings of ``texts``, from the cache when this model already encoded them."""
+    digest = hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+    key = key_of(encoder.name, encoder.revision, dataset_revision, kind, prompt, len(texts), digest)
+    embeddings = cached_array("embeddings", key, lambda: _validated(encoder.encode(list(texts), kind=kind), len(texts), encoder, kind))
+    if embeddings.shape[0] != len(texts):
+        raise ValueError(f"cached embeddings for {encoder.name!r} have {embeddings.shape[0]} rows, expected {len(texts)}")
+    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+    return embeddings / np.where(norms == 0, 1.0, norms)
+
+
+def _faiss_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, scores) of the k best documents per query by exact inner product (faiss IndexFlatIP)."""
+    import faiss
+
+    index = faiss.IndexFlatIP(doc_vectors.shape[1])
+    index.add(np.ascontiguousarray(doc_vectors, dtype=np.float32))
+    scores, indices = index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
+    return indices, scores
+
+
+def dense_search(
+    encoder: Encoder,
+    corpus: pl.DataFrame,
+    queries: pl.DataFrame,
+    *,
+    dataset_revision: str,
+    query_prompt: str | None = None,
+    top_k: int = 1000,
+) -> Run:
+    """Cosine top_k per query over the whole corpus, in pytrec_eval order (score desc, doc id desc)."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    doc_ids = corpus["id"].to_list()
+    doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
+    query_vectors = encode_cached(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)
+    if query_vectors.shape[1] != doc_vectors.shape[1]:
+        raise ValueError(f"model {encoder.name!r} gives queries {query_vectors.shape[1]} and documents {doc_vectors.shape[1]} dimensions")
+    query_ids = queries["id"].to_list()
+    if len(doc_ids) < FAISS_MIN_DOCUMENTS:
+        return top_k_run(query_ids, doc_ids, query_vectors @ doc_vectors.T, top_k)
+    k = min(top_k, len(doc_ids))
+    indices, scores = _faiss_top_k(query_vectors, doc_vectors, k)
+    tie_rank = descending_id_rank(doc_ids)
+    ids = np.asarray(doc_ids, dtype=object)
+    run: Run = {}
+    for row, query_id in enumerate(query_ids):
+        order = top_k_indices(scores[row], tie_rank[indices[row]], k)
+        chosen = indices[row][order]
+        run[query_id] = dict(zip(ids[chosen].tolist(), scores[row][order].astype(np.float64).tolist()))
+    return run
+
+
+def rerank_candidates(
+    encoder: Encoder,
+    corpus: pl.DataFrame,
+    queries: pl.DataFrame,
+    candidates: Mapping[str, Sequence[str]],
+    *,
+    dataset_revision: str,
+    query_prompt: str | None = None,
+) -> Run:
+    """Cosine scores of each query's candidates only; encodes just the union of the candidate documents."""
+    wanted = pl.Series("id", sorted({doc_id for ids in candidates.values() for doc_id in ids}), dtype=pl.Utf8)
+    subset = corpus.filter(pl.col("id").is_in(wanted.implode()))
+    missing = len(wanted) - subset.height
+    if missing:
+        raise ValueError(f"{missing} candidate document(s) are not in the corpus; the candidate lists do not belong to it")
+    listed = queries.filter(pl.col("id").is_in(list(candidates)))
+    doc_vectors = encode_cached(encoder, subset["text"].to_list(), kind="document", dataset_revision=dataset_revision)
+    query_vectors = encode_cached(encoder, listed["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)
+    position = dict(zip(subset["id"].to_list(), range(subset.height)))
+    run: Run = {}
+    for row, query_id in enumerate(listed["id"].to_list()):
+        ids = list(dict.fromkeys(candidates[query_id]))
+        scores = doc_vectors[[position[doc_id] for doc_id in ids]] @ query_vectors[row]
+        run[query_id] = dict(zip(ids, scores.astype(np.float64).tolist()))
+    return run
