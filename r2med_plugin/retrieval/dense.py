@@ -166,7 +166,7 @@ def dense_search(
     return run
 
 
-def rerank_candidates(
+def score_candidates(
     encoder: Encoder,
     corpus: pl.DataFrame,
     queries: pl.DataFrame,
