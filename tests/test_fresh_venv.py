@@ -121,3 +121,21 @@ def test_bad_input_through_the_cli(fresh_python: Path, cli_env: dict[str, str], 
                {**cli_env, "R2MED_DATA_DIR": str(empty)}, tmp_path)
     assert out.returncode != 0
     assert "hakari-bench/NanoR2MED is missing from the local mirror" in out.stderr
+
+
+def test_ir_datasets_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    env = {**cli_env, "IR_DATASETS_HOME": str(tmp_path / "irds")}
+    out = _run(fresh_python, ["-m", "ir_datasets", "export", "r2med/bioinformatics", "docs"], env, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert len(lines) == 24 and lines[0].startswith("bioinformatics-doc-0000\t")
+    out = _run(fresh_python, ["-m", "ir_datasets", "export", "nano-r2med/pmc-treatment/bm25", "scoreddocs", "--format", "trec"], env, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    first = out.stdout.splitlines()[0].split()
+    assert first[0] == "nano-pmc-treatment-q-000" and first[1] == "Q0" and first[-1] == "run"
+    out = _run(fresh_python, ["-m", "ir_datasets", "lookup", "r2med/bioinformatics", "bioinformatics-doc-0003"], env, tmp_path)
+    assert out.returncode == 0 and out.stdout.startswith("bioinformatics-doc-0003\t")
+    out = _run(fresh_python, ["-m", "ir_datasets", "export", "r2med/bioinformatics/hyde/o3-mini", "queries"], env, tmp_path)
+    assert out.stdout.splitlines()[0].count("\t") == 2  # query_id, text, hy_doc
+    out = _run(fresh_python, ["-m", "ir_datasets", "list"], env, tmp_path)
+    assert "nano-r2med/biology/hybrid" in out.stdout.split()

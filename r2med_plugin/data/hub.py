@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +27,22 @@ def data_dir_from_env(data_dir: str | os.PathLike | None) -> Path | None:
     return Path(chosen).expanduser() if chosen is not None else None
 
 
-def locate_repo(spec: TaskSpec, data_dir: str | os.PathLike | None = None, *, accept_drift: bool = False) -> LocatedRepo:
-    """The folder of ``spec``'s dataset repo, from the mirror when one is set, else from the hub."""
+def locate_repo(
+    spec: TaskSpec,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    accept_drift: bool = False,
+    extra_configs: Sequence[tuple[str, str]] = (),
+) -> LocatedRepo:
+    """The folder of ``spec``'s dataset repo, from the mirror when one is set, else from the hub.
+
+    From the hub, only the files of the task's configs (plus ``extra_configs``, (config, split) pairs)
+    are downloaded.
+    """
     mirror = data_dir_from_env(data_dir)
     if mirror is not None:
         return _locate_in_mirror(spec, mirror, accept_drift=accept_drift)
-    return _download_from_hub(spec)
+    return _download_from_hub(spec, extra_configs)
 
 
 def _locate_in_mirror(spec: TaskSpec, mirror: Path, *, accept_drift: bool) -> LocatedRepo:
@@ -68,14 +79,14 @@ def recorded_mirror_revision(root: Path) -> str | None:
     return first_line if _COMMIT.match(first_line) else None
 
 
-def _download_from_hub(spec: TaskSpec) -> LocatedRepo:
+def _download_from_hub(spec: TaskSpec, extra_configs: Sequence[tuple[str, str]]) -> LocatedRepo:
     from huggingface_hub import hf_hub_download, snapshot_download
 
     revision = spec.revision or "main"
     try:
         readme = Path(hf_hub_download(spec.hub_repo, README, repo_type="dataset", revision=revision))
         layout = config_files(read_front_matter(readme.parent), readme)
-        wanted = _needed_files(spec, layout)
+        wanted = _needed_files(spec, layout, extra_configs)
         root = Path(snapshot_download(spec.hub_repo, repo_type="dataset", revision=revision, allow_patterns=wanted))
     except (OSError, ValueError) as error:
         if isinstance(error, ValueError) and "front matter" in str(error):
@@ -88,8 +99,11 @@ def _download_from_hub(spec: TaskSpec) -> LocatedRepo:
     return LocatedRepo(root=root, revision=root.name if _COMMIT.match(root.name) else revision, source="hub")
 
 
-def _needed_files(spec: TaskSpec, layout: dict[str, dict[str, list[str]]]) -> list[str]:
+def _needed_files(
+    spec: TaskSpec, layout: dict[str, dict[str, list[str]]], extra_configs: Sequence[tuple[str, str]]
+) -> list[str]:
     wanted = [README]
-    for entry in [*spec.configs.values(), *spec.candidate_configs.values()]:
-        wanted.extend(layout.get(entry["config"], {}).get(entry["split"], []))
+    pairs = [(entry["config"], entry["split"]) for entry in [*spec.configs.values(), *spec.candidate_configs.values()]]
+    for config, split in [*pairs, *extra_configs]:
+        wanted.extend(layout.get(config, {}).get(split, []))
     return wanted

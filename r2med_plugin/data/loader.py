@@ -40,8 +40,7 @@ def load_task(
     ``accept_drift=True`` (default: the R2MED_ACCEPT_DRIFT environment variable) turns count and revision
     mismatches into entries of ``TaskData.report`` instead of errors.
     """
-    if accept_drift is None:
-        accept_drift = os.environ.get(ACCEPT_DRIFT_ENV, "").strip().lower() in {"1", "true", "yes"}
+    accept_drift = drift_accepted(accept_drift)
     spec = get_task_spec(name)
     repo = locate_repo(spec, data_dir, accept_drift=accept_drift)
     layout = config_files(read_front_matter(repo.root), repo.root / README)
@@ -90,6 +89,13 @@ def load_task(
         source=repo.source,
         report=report,
     )
+
+
+def drift_accepted(accept_drift: bool | None) -> bool:
+    """The explicit choice, else the R2MED_ACCEPT_DRIFT environment variable."""
+    if accept_drift is not None:
+        return accept_drift
+    return os.environ.get(ACCEPT_DRIFT_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
 def _read_texts(path: Path, spec: TaskSpec, what: str) -> pl.DataFrame:

@@ -38,12 +38,17 @@ class _RegisterAfterExec:
         self._loader = loader
         self._group = group
 
+    def __getattr__(self, name: str) -> object:  # get_data, get_resource_reader, ... of the real loader
+        return getattr(self._loader, name)
+
     def create_module(self, spec: object) -> object:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: object) -> None:
-        self._loader.exec_module(module)
+        # The host reads its own package data while importing (pkgutil.get_data): give it its real loader.
         module.__spec__.loader = self._loader
+        module.__loader__ = self._loader
+        self._loader.exec_module(module)
         run_entry_points(self._group)
 
 

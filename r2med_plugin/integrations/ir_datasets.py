@@ -1,0 +1,260 @@
+"""ir_datasets datasets for R2MED and NanoR2MED, served through r2med_plugin's data API.
+
+ids: ``r2med/<slug>``, ``r2med/<slug>/<method>/<llm>`` (released expansions), ``nano-r2med/<slug>``
+and ``nano-r2med/<slug>/{bm25,dense,hybrid}`` (stored candidate lists as scoreddocs). Sub-datasets
+share their parent's docs and qrels handlers, so nothing is stored twice and
+``ir_datasets.docs_parent_id`` finds the parent. Counts are known before any download (from
+task_metadata, through a metadata provider).
+
+No `from __future__ import annotations` here: ir_datasets' exporters read the record types'
+annotations at run time and need real types, not strings.
+"""
+
+
+import logging
+from functools import partial
+from typing import Any, NamedTuple
+
+import ir_datasets
+from ir_datasets.datasets.base import Dataset
+from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs, GenericDoc, GenericQuery, TrecQrel
+from ir_datasets.indices import PickleLz4FullStore
+from ir_datasets.util import home_path
+from ir_datasets.util.metadata import MetadataComponent, MetadataProvider
+
+from r2med_plugin.catalog import list_tasks, unknown_name_message
+from r2med_plugin.data.expansions import list_expansions, load_expansions
+from r2med_plugin.data.loader import load_task
+from r2med_plugin.types import TaskData, TaskSpec
+
+logger = logging.getLogger(__name__)
+
+ROOTS = {"r2med": "r2med", "nano": "nano-r2med"}
+CANDIDATE_IDS = ("bm25", "dense", "hybrid")
+NAMESPACE = "r2med"
+PLUGIN_MARKER = "_r2med_plugin_dataset"
+
+
+class R2MEDGarQuery(NamedTuple):
+    query_id: str
+    text: str
+    hy_doc: str
+
+    def default_text(self) -> str:
+        return self.text
+
+
+class R2MEDCandidate(NamedTuple):
+    """One stored candidate: score is a descending rank value; safeguard marks candidate 101."""
+
+    query_id: str
+    doc_id: str
+    score: float
+    safeguard: bool
+
+
+class _TaskSource:
+    """Loads a task once, on first use, through r2med_plugin.load_task."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+        self._data: TaskData | None = None
+
+    def data(self) -> TaskData:
+        if self._data is None:
+            self._data = load_task(self.spec.name)
+        return self._data
+
+    def loaded(self) -> TaskData | None:
+        return self._data
+
+
+class R2MEDDocs(BaseDocs):
+    def __init__(self, source: _TaskSource) -> None:
+        self._source = source
+
+    def docs_iter(self):
+        for doc_id, text in self._source.data().corpus.iter_rows():
+            yield GenericDoc(doc_id, text)
+
+    def docs_cls(self):
+        return GenericDoc
+
+    def docs_count(self):
+        loaded = self._source.loaded()
+        return loaded.corpus.height if loaded is not None else None  # None: the metadata count answers
+
+    def docs_store(self, field: str = "doc_id", options: Any = None):
+        data = self._source.data()
+        spec = self._source.spec
+        path = home_path() / NAMESPACE / spec.hub_repo / data.revision / f"{spec.configs['corpus']['split']}.pklz4"
+        return PickleLz4FullStore(
+            path=str(path), init_iter_fn=self.docs_iter, data_cls=GenericDoc, lookup_field=field,
+            index_fields=["doc_id"], count_hint=lambda: data.corpus.height,
+        )
+
+    def docs_namespace(self):
+        return NAMESPACE
+
+    def docs_lang(self):
+        return "en"
+
+
+class R2MEDQueries(BaseQueries):
+    def __init__(self, source: _TaskSource) -> None:
+        self._source = source
+
+    def queries_iter(self):
+        for query_id, text in self._source.data().queries.iter_rows():
+            yield GenericQuery(query_id, text)
+
+    def queries_cls(self):
+        return GenericQuery
+
+    def queries_namespace(self):
+        return NAMESPACE
+
+    def queries_lang(self):
+        return "en"
+
+
+class R2MEDGarQueries(BaseQueries):
+    """The task's queries with one released LLM expansion each."""
+
+    def __init__(self, source: _TaskSource, expansion: str) -> None:
+        self._source = source
+        self._expansion = expansion
+
+    def queries_iter(self):
+        kept = set(self._source.data().queries["id"].to_list())
+        frame = load_expansions(self._source.spec.name, self._expansion)
+        for query_id, text, hy_doc in frame.select("id", "text", "hy_doc").iter_rows():
+            if query_id in kept:
+                yield R2MEDGarQuery(query_id, text, hy_doc)
+
+    def queries_cls(self):
+        return R2MEDGarQuery
+
+    def queries_namespace(self):
+        return NAMESPACE
+
+    def queries_lang(self):
+        return "en"
+
+
+class R2MEDQrels(BaseQrels):
+    def __init__(self, source: _TaskSource) -> None:
+        self._source = source
+
+    def qrels_iter(self):
+        for query_id, judged in self._source.data().qrels.items():
+            for doc_id, relevance in judged.items():
+                yield TrecQrel(query_id, doc_id, relevance, "0")
+
+    def qrels_defs(self):
+        return {1: "relevant (a passage that helps answer the query)"}
+
+    def qrels_cls(self):
+        return TrecQrel
+
+
+class R2MEDScoredDocs(BaseScoredDocs):
+    def __init__(self, source: _TaskSource, key: str) -> None:
+        self._source = source
+        self._key = key
+
+    def scoreddocs_iter(self):
+        data = self._source.data()
+        top_k = int(data.spec.candidate_profiles[self._key]["top_k"])
+        for query_id, ids in data.candidates[self._key].items():
+            for position, doc_id in enumerate(ids):
+                yield R2MEDCandidate(query_id, doc_id, float(len(ids) - position), position >= top_k)
+
+    def scoreddocs_cls(self):
+        return R2MEDCandidate
+
+
+class _PluginMarker:
+    """Marks our datasets in the registry, so registration is idempotent and never overwrites others."""
+
+    _r2med_plugin_dataset = True
+
+
+class _Documentation:
+    def __init__(self, spec: TaskSpec, pretty_name: str, extra: str = "") -> None:
+        self._spec = spec
+        self._pretty_name = pretty_name
+        self._extra = extra
+
+    def documentation(self) -> dict[str, Any]:
+        return {
+            "pretty_name": self._pretty_name,
+            "desc": f"<p>{self._spec.description}{self._extra}</p>",
+            "bibtex": self._spec.citation,
+            "official_measures": ["nDCG@10"],
+        }
+
+
+def dataset_id(spec: TaskSpec) -> str:
+    return f"{ROOTS[spec.kind]}/{spec.slug}"
+
+
+def _counts(spec: TaskSpec) -> dict[str, dict[str, int]]:
+    counts = spec.expected_counts
+    return {"docs": {"count": counts["documents"]}, "queries": {"count": counts["queries"]}, "qrels": {"count": counts["qrels"]}}
+
+
+def _scoreddocs_count(spec: TaskSpec, key: str) -> int:
+    profile = spec.candidate_profiles[key]
+    return round(profile["candidate_count_mean"] * profile["query_count"])
+
+
+def build_datasets() -> tuple[dict[str, Dataset], dict[str, dict]]:
+    """Every dataset id -> Dataset, and the metadata (counts) our provider serves for them."""
+    datasets: dict[str, Dataset] = {}
+    metadata: dict[str, dict] = {}
+    for spec in list_tasks():
+        source = _TaskSource(spec)
+        docs, queries, qrels = R2MEDDocs(source), R2MEDQueries(source), R2MEDQrels(source)
+        parent = dataset_id(spec)
+        datasets[parent] = Dataset(docs, queries, qrels, _Documentation(spec, spec.description.split(":")[0]))
+        metadata[parent] = _counts(spec)
+        for expansion in list_expansions(spec.name) if spec.kind == "r2med" else []:
+            child = f"{parent}/{expansion}"
+            gar = R2MEDGarQueries(source, expansion)
+            datasets[child] = Dataset(docs, gar, qrels, _Documentation(spec, f"{spec.description.split(':')[0]} + {expansion}", f" Queries with the released {expansion} expansion."))
+            metadata[child] = {"docs": {"_ref": parent}, "qrels": {"_ref": parent}, "queries": {"_ref": parent}}
+        for key in CANDIDATE_IDS if spec.kind == "nano" else []:
+            child = f"{parent}/{key}"
+            scored = R2MEDScoredDocs(source, key)
+            datasets[child] = Dataset(docs, queries, qrels, scored, _Documentation(spec, f"{spec.description.split(':')[0]} {key} candidates", f" Scoreddocs: the stored {key} candidate list."))
+            metadata[child] = {"docs": {"_ref": parent}, "queries": {"_ref": parent}, "qrels": {"_ref": parent},
+                               "scoreddocs": {"count": _scoreddocs_count(spec, key)}}
+    return datasets, metadata
+
+
+def _unknown_id(root: str, known: list[str], dataset_id: str, groups: tuple) -> Dataset:
+    raise KeyError(unknown_name_message(f"{root} dataset id", dataset_id, [k for k in known if k.startswith(root + "/")]))
+
+
+def register() -> list[str]:
+    """Add our datasets to ir_datasets' registry (idempotent; existing ids are never overwritten)."""
+    registry = ir_datasets.registry
+    if not hasattr(registry, "_registered") or not hasattr(registry, "register_pattern"):
+        raise RuntimeError("ir_datasets changed the shape of its registry; r2med-plugin needs an update for this release")
+    datasets, metadata = build_datasets()
+    provider = MetadataProvider(lambda: metadata)
+    added = []
+    for name, dataset in datasets.items():
+        existing = registry._registered.get(name)
+        if existing is not None:
+            if not getattr(existing, PLUGIN_MARKER, False):
+                logger.warning("ir_datasets already has a dataset %r; r2med-plugin leaves it in place", name)
+            continue
+        registry.register(name, Dataset(MetadataComponent(name, dataset, provider), dataset, _PluginMarker()))
+        added.append(name)
+    if added:
+        known = list(datasets)
+        for root in ROOTS.values():
+            registry.register_pattern(rf"^{root}/.+$", partial(_unknown_id, root, known))
+    return added
