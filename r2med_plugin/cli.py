@@ -37,9 +37,19 @@ def _check(args: argparse.Namespace) -> int:
 
 def _print_scores(result, keys: Sequence[str]) -> None:
     shown = [key for key in keys if key in result.scores]
-    print(f"{result.task}  {result.retriever}  (dataset revision {result.dataset_revision})")
+    expansion = f" + {result.expansion}" if result.expansion else ""
+    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision})")
     for key in shown:
         print(f"  {key:<48} {result.scores[key]:.5f}")
+
+
+def _task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[str, str | None]]:
+    """(task, expansion) pairs: "all" sweeps every released expansion of each task."""
+    if expansion != "all":
+        return [(task, expansion) for task in tasks]
+    from r2med_plugin.data.expansions import list_expansions
+
+    return [(task, name) for task in tasks for name in list_expansions(task)]
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -54,7 +64,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             args.retriever, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
             show_progress=not args.quiet,
         )
-    for task in args.task:
+    for task, expansion in _task_expansions(args.task, args.expansion):
         prompt = None
         if args.instruction:
             from r2med_plugin.catalog import get_task_spec
@@ -64,7 +74,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         result = evaluate_task(
             task, retriever, hybrid=args.hybrid, candidates=args.candidates or (), candidates_only=args.candidates_only,
             data_dir=args.data_dir, accept_drift=args.accept_drift, top_k=args.top_k, query_prompt=prompt,
-            show_progress=not args.quiet,
+            expansion=expansion, show_progress=not args.quiet,
         )
         keys = [result.main_score, "ndcg_at_10", "recall_at_100", "hit_at_10", "mrr", "hybrid_ndcg_at_10"] + [
             key for key in result.scores if key.startswith("candidates_") and "ndcg_at_10" in key
@@ -94,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
     evaluate.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
+    evaluate.add_argument("--expansion", default=None, help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' (R2MED tasks)")
     evaluate.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
     evaluate.add_argument("--trec", action="store_true", help="also write TREC run files")
     evaluate.add_argument("--top-k", type=int, default=1000)

@@ -40,6 +40,7 @@ class TaskSpec:
     configs: Mapping[str, Mapping[str, str]]
     candidate_configs: Mapping[str, Mapping[str, str]]
     gar_configs: Mapping[str, tuple[str, ...]]
+    reasoning_llms: tuple[str, ...]
     expected_counts: Mapping[str, int]
     instruction: str
     official_internal_name: str

@@ -65,6 +65,7 @@ def r2med_task(entry: dict, catalog: dict, position: int) -> dict:
         },
         "candidate_configs": {},
         "gar_configs": {method: spec["splits"] for method, spec in layout["gar_configs"].items()},
+        "reasoning_llms": list(layout["reasoning_llms_official_names"]),
         "expected_counts": dict(entry["expected_counts"]),
         "instruction": instruction,
         "official_internal_name": entry["official_internal_name"],
@@ -106,6 +107,7 @@ def nano_task(entry: dict, profiles: dict, citation: str, position: int) -> dict
         },
         "candidate_configs": {key: {"config": config, "split": name} for key, config in NANO_CANDIDATE_CONFIGS.items()},
         "gar_configs": {},
+        "reasoning_llms": [],
         "expected_counts": {
             "queries": counts["queries"],
             "documents": counts["documents"],

@@ -35,7 +35,6 @@ R2MED_QUERIES = 6  # the last one has no positives
 NANO_DOCS = 200
 NANO_LIST_POOL = 150  # candidate lists draw from the first 150 documents; the rest are never candidates
 NANO_QUERIES = 5
-GAR_FIXTURE = {"hyde": "o3_mini", "query2doc": "gpt4", "lamer": "gpt4", "search-r1": "qwen_7b_ins", "search-o1": "qwq_32b"}
 SAFEGUARD_QUERY = 1  # in every Nano task, this query's positives are kept out of the hybrid top 100
 
 
@@ -76,13 +75,14 @@ def _texts_frame(ids: list[str], texts: dict[str, str], id_column: str) -> pl.Da
     return pl.DataFrame({id_column: ids, "text": [texts[i] for i in ids]})
 
 
-def _r2med_repo(root: Path, slug: str, hub_name: str) -> None:
+def _r2med_repo(root: Path, spec) -> None:
+    slug, hub_name = spec.slug, spec.hub_name
     content = _content(slug, R2MED_DOCS, R2MED_QUERIES, with_unjudged=True)
     pairs = [(q, d) for q, docs in content["positives"].items() for d in docs]
     qrels = pl.DataFrame({"q_id": [q for q, _ in pairs], "p_id": [d for _, d in pairs], "score": [1] * len(pairs)})
     queries = pl.DataFrame({"id": list(content["queries"]), "text": list(content["queries"].values())})
     expansions = {
-        method: {split: _expansion_frame(content, method)} for method, split in GAR_FIXTURE.items()
+        method: {split: _expansion_frame(content, split) for split in splits} for method, splits in spec.gar_configs.items()
     }
     write_r2med_repo(
         root,
@@ -94,14 +94,27 @@ def _r2med_repo(root: Path, slug: str, hub_name: str) -> None:
     )
 
 
-def _expansion_frame(content: dict, method: str) -> pl.DataFrame:
+def hy_doc_for(split: str, query_index: int) -> str:
+    """A fixture LLM output in the format of that LLM: the answer names the query's topic; any
+    reasoning part talks about another topic, so using it instead of the answer hurts retrieval."""
+    answer = f"The answer involves {' and '.join(TOPICS[query_index % len(TOPICS)])}."
+    noise = f"Let me think about {' '.join(TOPICS[(query_index + 3) % len(TOPICS)])} first."
+    if split.startswith(("r1_", "qwq", "qwen3")):
+        return f"<think>{noise}</think>{answer}"
+    if split.startswith("huatuo"):
+        return f"## Thinking\n{noise}\n\n## Final Response\n{answer}"
+    if split.endswith("_ins"):  # Search-R1
+        return f"<think>{noise}</think><search>{noise}</search><information>{noise}</information><answer>{answer}</answer>"
+    return f"{answer} {noise}" if split == "gpt4" else answer
+
+
+def _expansion_frame(content: dict, split: str) -> pl.DataFrame:
     ids = list(content["queries"])
-    hy_docs = [f"<think>reasoning about {q}</think>Answer for {q} from {method}." for q in ids]
     return pl.DataFrame(
         {
             "id": ids,
             "text": [content["queries"][q] for q in ids],
-            "hy_doc": hy_docs,
+            "hy_doc": [hy_doc_for(split, index) for index in range(len(ids))],
             "doc_id": [content["positives"].get(q, []) for q in ids],
         },
         schema={"id": pl.Utf8, "text": pl.Utf8, "hy_doc": pl.Utf8, "doc_id": pl.List(pl.Utf8)},
@@ -146,7 +159,7 @@ def build_fixture_mirror(root: Path) -> Path:
     nano_splits = {}
     for spec in list_tasks():
         if spec.kind == "r2med":
-            _r2med_repo(root / spec.hub_repo, spec.slug, spec.hub_name)
+            _r2med_repo(root / spec.hub_repo, spec)
         else:
             nano_splits[spec.configs["corpus"]["split"]] = _nano_tables(spec.slug)
     nano_repo = next(spec.hub_repo for spec in list_tasks("nano"))

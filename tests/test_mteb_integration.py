@@ -198,3 +198,13 @@ def test_runner_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path):
     task_result = loaded.model_results[0].task_results[0]
     assert task_result.task_name == "NanoR2MEDIIYiClinical"
     assert task_result.get_score() == result.scores["ndcg_at_10"]
+
+
+def test_expansion_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path):
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+
+    result = evaluate_task("R2MEDBiology", "bm25-lucene", expansion="hyde/o3-mini", show_progress=False)
+    write_outputs(result, tmp_path)
+    loaded = mteb.ResultCache(tmp_path).load_results(tasks=["R2MEDBiology"], models=["hyde/o3-mini+bm25-lucene"])
+    assert loaded.model_results[0].model_name == "hyde/o3-mini+bm25-lucene"
+    assert loaded.model_results[0].task_results[0].get_score() == result.scores["ndcg_at_10"]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import polars as pl
+
 from r2med_plugin.cache import cached_run, fingerprint, key_of
 from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.retrieval.bm25 import bm25_search
@@ -29,12 +31,21 @@ def bm25_variant_for(data: TaskData) -> str:
     return "robertson" if data.spec.kind == "nano" else "lucene"
 
 
-def bm25_run(data: TaskData, variant: str | None = None, *, top_k: int = RUN_DEPTH, show_progress: bool = True) -> Run:
-    """The task's BM25 run, cached on disk by task, revision, variant, depth and text fingerprints."""
+def bm25_run(
+    data: TaskData,
+    variant: str | None = None,
+    *,
+    top_k: int = RUN_DEPTH,
+    queries: pl.DataFrame | None = None,
+    show_progress: bool = True,
+) -> Run:
+    """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,
+    variant, depth and text fingerprints."""
     variant = variant or bm25_variant_for(data)
-    key = key_of(data.name, data.revision, variant, top_k, fingerprint(data.corpus), fingerprint(data.queries))
+    queries = data.queries if queries is None else queries
+    key = key_of(data.name, data.revision, variant, top_k, fingerprint(data.corpus), fingerprint(queries))
     return cached_run(
-        f"bm25-{variant}", key, lambda: bm25_search(data.corpus, data.queries, variant=variant, top_k=top_k, show_progress=show_progress)
+        f"bm25-{variant}", key, lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress)
     )
 
 

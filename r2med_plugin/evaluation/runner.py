@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from r2med_plugin import __version__
+from r2med_plugin.data.expansions import load_expansions, parse_expansion
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
@@ -16,6 +19,7 @@ from r2med_plugin.evaluation.official import write_official_results
 from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, dense_search, score_candidates
+from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.types import Run, TaskData
 
 BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
@@ -26,6 +30,7 @@ CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")
 class TaskRunResult:
     task: str
     retriever: str
+    expansion: str | None
     model_revision: str
     dataset_revision: str
     scores: dict[str, float]
@@ -50,6 +55,36 @@ def _model_run(data: TaskData, retriever: str | Encoder, depth: int, query_promp
     return dense_search(retriever, data.corpus, data.queries, dataset_revision=data.revision, query_prompt=query_prompt, top_k=depth)
 
 
+def _expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLike | None) -> tuple[str, list[str], list[str]]:
+    """(method, query texts, extracted expansion texts) for the task's evaluated queries, in order."""
+    frame = load_expansions(data.name, expansion, data_dir=data_dir)
+    by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list()))
+    query_ids, texts = data.queries["id"].to_list(), data.queries["text"].to_list()
+    missing = [query_id for query_id in query_ids if query_id not in by_id]
+    if missing:
+        raise ValueError(f"the {expansion} expansion of {data.name} lacks {len(missing)} evaluated queries (e.g. {missing[0]!r})")
+    method, llm = expansion.split("/", 1)
+    expansions = [expansion_text(by_id[query_id], llm, data.spec.reasoning_llms) for query_id in query_ids]
+    return method, texts, expansions
+
+
+def _expansion_run(
+    data: TaskData, retriever: str | Encoder, expansion: str, top_k: int, query_prompt: str | None,
+    data_dir: str | os.PathLike | None, show_progress: bool,
+) -> Run:
+    method, texts, expansions = _expanded_queries(data, expansion, data_dir)
+    if isinstance(retriever, str):
+        queries = data.queries.with_columns(text=pl.Series([bm25_query(method, t, e) for t, e in zip(texts, expansions)], dtype=pl.Utf8))
+        return bm25_run(data, BM25_RETRIEVERS[retriever], top_k=top_k, queries=queries, show_progress=show_progress)
+    single = [dense_query(method, t, e) for t, e in zip(texts, expansions)]
+    if method == "query2doc":
+        queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
+        return dense_search(retriever, data.corpus, queries, dataset_revision=data.revision, query_prompt=query_prompt, top_k=top_k)
+    return dense_search(
+        retriever, data.corpus, data.queries, dataset_revision=data.revision, query_prompt=query_prompt, top_k=top_k, mix_with=expansions
+    )
+
+
 def _cut(run: Run, top_k: int) -> Run:
     return {query_id: dict(list(ranked.items())[:top_k]) for query_id, ranked in run.items()}
 
@@ -65,6 +100,7 @@ def evaluate_task(
     accept_drift: bool | None = None,
     top_k: int = 1000,
     query_prompt: str | None = None,
+    expansion: str | None = None,
     show_progress: bool = True,
 ) -> TaskRunResult:
     """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``.
@@ -72,6 +108,8 @@ def evaluate_task(
     Full-corpus scores (main: ndcg_at_10), plus ``hybrid_*`` (RRF with the task's BM25) when ``hybrid``,
     plus ``candidates_<subset>_*`` for each requested stored list. With ``candidates_only`` an encoder
     encodes just the union of the candidate documents and the full-corpus scores are skipped.
+    ``expansion`` ("method/llm", R2MED tasks) combines each query with a released LLM expansion by the
+    official rules (see r2med_plugin.retrieval.expansion).
     """
     if isinstance(retriever, str) and retriever not in BM25_RETRIEVERS:
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
@@ -80,12 +118,21 @@ def evaluate_task(
     started = time.perf_counter()
     data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
     subsets = _check_subsets(data, candidates)
+    if expansion is not None:
+        parse_expansion(data.spec, expansion)
+        if subsets:
+            raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
     if candidates_only and not subsets:
         raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
     scores: dict[str, float] = {}
     if candidates_only and not isinstance(retriever, str):
         union = {q: [d for key in subsets for d in data.candidates[key].get(q, [])] for q in data.qrels}
         run = score_candidates(retriever, data.corpus, data.queries, union, dataset_revision=data.revision, query_prompt=query_prompt)
+    elif expansion is not None:
+        run = _expansion_run(data, retriever, expansion, top_k, query_prompt, data_dir, show_progress)
+        scores |= evaluate_run(data.qrels, run)
+        if hybrid:
+            scores |= hybrid_scores(data, run, bm25_run(data, show_progress=show_progress))
     else:
         depth = data.corpus.height if subsets else top_k
         run = _model_run(data, retriever, depth, query_prompt, show_progress)
@@ -102,34 +149,41 @@ def evaluate_task(
     return TaskRunResult(
         task=data.name,
         retriever=retriever if isinstance(retriever, str) else retriever.name,
+        expansion=expansion,
         model_revision=f"r2med-plugin-{__version__}" if isinstance(retriever, str) else retriever.revision,
         dataset_revision=data.revision,
         scores=scores,
         main_score=main,
-        run=_cut(run, top_k) if not candidates_only else run,
+        run=run if candidates_only or expansion else _cut(run, top_k),
         evaluation_time=time.perf_counter() - started,
         data=data,
     )
 
 
+def result_model_name(result: TaskRunResult) -> str:
+    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene")."""
+    return f"{result.expansion}+{result.retriever}" if result.expansion else result.retriever
+
+
 def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False) -> dict[str, Path]:
     """MTEB-format result, the official R2MED JSON (when full-corpus scores exist) and optionally a TREC run."""
     output = Path(output_dir)
+    model_name = result_model_name(result)
     paths = {
         "mteb": write_mteb_result(
-            output, spec=result.data.spec, task_name=result.task, model_name=result.retriever,
+            output, spec=result.data.spec, task_name=result.task, model_name=model_name,
             model_revision=result.model_revision, dataset_revision=result.dataset_revision, scores=result.scores,
             main_score=result.main_score, evaluation_time=result.evaluation_time,
         )
     }
     if "ndcg_at_1" in result.scores:
         paths["official"] = write_official_results(
-            output / "official" / model_folder_name(result.retriever) / f"{result.task}.json",
-            dataset_name=result.data.spec.hub_name, model_name=result.retriever, scores=result.scores,
+            output / "official" / model_folder_name(model_name) / f"{result.task}.json",
+            dataset_name=result.data.spec.hub_name, model_name=model_name, scores=result.scores,
             evaluation_time=result.evaluation_time,
         )
     if trec:
-        paths["trec"] = write_trec_run(output / "runs" / model_folder_name(result.retriever) / f"{result.task}.trec", result.run, result.retriever)
+        paths["trec"] = write_trec_run(output / "runs" / model_folder_name(model_name) / f"{result.task}.trec", result.run, model_folder_name(model_name))
     return paths
 
 

@@ -120,8 +120,7 @@ def encode_cached(
     embeddings = cached_array("embeddings", key, lambda: _validated(encoder.encode(list(texts), kind=kind), len(texts), encoder, kind))
     if embeddings.shape[0] != len(texts):
         raise ValueError(f"cached embeddings for {encoder.name!r} have {embeddings.shape[0]} rows, expected {len(texts)}")
-    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
-    return embeddings / np.where(norms == 0, 1.0, norms)
+    return normalise(embeddings)
 
 
 def _faiss_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -134,24 +133,12 @@ def _faiss_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int) -> 
     return indices, scores
 
 
-def dense_search(
-    encoder: Encoder,
-    corpus: pl.DataFrame,
-    queries: pl.DataFrame,
-    *,
-    dataset_revision: str,
-    query_prompt: str | None = None,
-    top_k: int = 1000,
+def search_vectors(
+    query_ids: Sequence[str], query_vectors: np.ndarray, doc_ids: Sequence[str], doc_vectors: np.ndarray, top_k: int
 ) -> Run:
-    """Cosine top_k per query over the whole corpus, in pytrec_eval order (score desc, doc id desc)."""
-    if top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k}")
-    doc_ids = corpus["id"].to_list()
-    doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
-    query_vectors = encode_cached(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)
+    """Inner-product top_k per query (cosine for normalised vectors), in pytrec_eval order."""
     if query_vectors.shape[1] != doc_vectors.shape[1]:
-        raise ValueError(f"model {encoder.name!r} gives queries {query_vectors.shape[1]} and documents {doc_vectors.shape[1]} dimensions")
-    query_ids = queries["id"].to_list()
+        raise ValueError(f"queries have {query_vectors.shape[1]} dimensions but documents {doc_vectors.shape[1]}")
     if len(doc_ids) < FAISS_MIN_DOCUMENTS:
         return top_k_run(query_ids, doc_ids, query_vectors @ doc_vectors.T, top_k)
     k = min(top_k, len(doc_ids))
@@ -164,6 +151,38 @@ def dense_search(
         chosen = indices[row][order]
         run[query_id] = dict(zip(ids[chosen].tolist(), scores[row][order].astype(np.float64).tolist()))
     return run
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def dense_search(
+    encoder: Encoder,
+    corpus: pl.DataFrame,
+    queries: pl.DataFrame,
+    *,
+    dataset_revision: str,
+    query_prompt: str | None = None,
+    top_k: int = 1000,
+    mix_with: Sequence[str] | None = None,
+) -> Run:
+    """Cosine top_k per query over the whole corpus, in pytrec_eval order (score desc, doc id desc).
+
+    ``mix_with`` (one text per query, e.g. an LLM expansion) is encoded without prompt and averaged
+    with the query embedding before the search.
+    """
+    if top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
+    query_vectors = encode_cached(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)
+    if mix_with is not None:
+        if len(mix_with) != queries.height:
+            raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
+        extra = encode_cached(encoder, list(mix_with), kind="document", dataset_revision=dataset_revision)
+        query_vectors = normalise((query_vectors + extra) / 2.0)
+    return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k)
 
 
 def score_candidates(
