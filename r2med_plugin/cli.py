@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -86,6 +87,44 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _leaderboard(args: argparse.Namespace) -> int:
+    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+
+    rows = build_leaderboard(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
+    text = render(rows, args.format)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(text, end="")
+    if args.plot:
+        from r2med_plugin.reporting.plots import default_selection, plot_nano, plot_tasks
+
+        if args.benchmark == "nano":
+            mine = [row for row in rows if row.source == "yours"]
+            path = plot_nano(mine[0], args.plot)
+        else:
+            path = plot_tasks(default_selection(rows), args.plot)
+        print(f"wrote {path}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from r2med_plugin.reporting.submission import export_submission, export_trec_runs
+
+    if args.submission:
+        if not args.model:
+            raise ValueError("--submission needs --model NAME (the model name in the result folders)")
+        paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
+                                  uses_llm=args.uses_llm, description=args.description)
+    else:
+        paths = export_trec_runs(args.trec, args.out)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -115,6 +154,24 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--accept-drift", action="store_true", default=None)
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=_evaluate)
+    board = commands.add_parser("leaderboard", help="the R2MED leaderboard table from MTEB result folders")
+    board.add_argument("results", nargs="+", help="MTEB result folders (ResultCache layout)")
+    board.add_argument("--benchmark", choices=["r2med", "nano"], default="r2med")
+    board.add_argument("--format", choices=["md", "csv", "html"], default="md")
+    board.add_argument("--out", default=None, help="write the table here instead of printing it")
+    board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
+    board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
+    board.set_defaults(func=_leaderboard)
+    export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
+    source = export.add_mutually_exclusive_group(required=True)
+    source.add_argument("--submission", nargs="+", metavar="RESULTS_DIR", help="MTEB result folders")
+    source.add_argument("--trec", nargs="+", metavar="PREDICTIONS_DIR", help="folders with MTEB <Task>_predictions.json files")
+    export.add_argument("--model", default=None, help="the model name as it appears in the results")
+    export.add_argument("--out", required=True)
+    export.add_argument("--model-size", default=None, help="e.g. 22.7M or 7B")
+    export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
+    export.add_argument("--description", default="")
+    export.set_defaults(func=_export)
     return parser
 
 

@@ -1,4 +1,6 @@
-"""Generate task_metadata/*.json from the reference JSON files (never edit the outputs by hand).
+"""Generate task_metadata/*.json (and the packaged published leaderboard) from the reference JSON files.
+
+Never edit the outputs by hand.
 
 Usage:
     python scripts/generate_task_metadata.py [--reference ../shared/reference] [--out task_metadata]
@@ -159,6 +161,9 @@ def generate(reference: Path) -> dict[str, dict]:
     return files
 
 
+PUBLISHED_LEADERBOARD = REPO_ROOT / "r2med_plugin" / "reporting" / "r2med_leaderboard.json"
+
+
 def render(payload: dict) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
@@ -180,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         args.out.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
+    published = render(json.loads((args.reference / "r2med_leaderboard.json").read_text(encoding="utf-8")))
+    if args.check:
+        if not PUBLISHED_LEADERBOARD.exists() or PUBLISHED_LEADERBOARD.read_text(encoding="utf-8") != published:
+            stale.append(str(PUBLISHED_LEADERBOARD.relative_to(REPO_ROOT)))
+    else:
+        PUBLISHED_LEADERBOARD.write_text(published, encoding="utf-8")
     if args.check and stale:
         print(f"stale task_metadata files (re-run the generator): {', '.join(stale)}", file=sys.stderr)
         return 1

@@ -1,0 +1,100 @@
+"""A leaderboard submission folder, and TREC runs from saved MTEB predictions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from r2med_plugin import __version__
+from r2med_plugin.catalog import list_tasks
+from r2med_plugin.evaluation.official import official_results, write_json_atomic
+from r2med_plugin.reporting.export import write_trec_run
+from r2med_plugin.reporting.leaderboard import _split_model, read_result_folders, rank_rows, render, user_rows
+
+SUBMISSION_README = """# R2MED submission: {model}
+
+Made by r2med-plugin {version} from MTEB result files.
+
+- `<Task>.json`: per task, the JSON the official R2MED evaluator writes (test split; nDCG, MAP,
+  Recall and Precision at 1, 10, 25, 50, 100 and MRR, rounded to 5 decimals).
+- `summary.md` / `summary.csv`: the leaderboard row (nDCG@10 x 100, official task order).
+- `model_card.json`: the model description the R2MED maintainers ask for (size, whether an LLM was
+  used and which), plus the dataset revisions the scores were computed on.
+{missing}
+To submit, send this folder to the R2MED maintainers as the project page asks (r2med.github.io;
+an issue or pull request on the R2MED/R2MED GitHub repository), with a link to the model.
+"""
+
+
+def export_submission(
+    folders: Iterable[str | Path],
+    model: str,
+    out_dir: str | Path,
+    *,
+    model_size: str | None = None,
+    uses_llm: bool | None = None,
+    description: str = "",
+) -> list[Path]:
+    """Write the official per-task JSON files, the summary row, the model card and a README."""
+    records = [r for r in read_result_folders(folders) if r.model == model]
+    by_task = {spec.name: spec for spec in list_tasks("r2med")}
+    builtin = {spec.mteb_builtin_task for spec in by_task.values()}
+    ours = {}
+    for record in records:
+        if record.task in by_task and (record.task not in ours or record.date > ours[record.task].date):
+            ours[record.task] = record
+    if not ours:
+        hint = " (only mteb's built-in R2MED*Retrieval results were found: they lack @25/@50; run our R2MED<Domain> tasks)" if any(
+            r.task in builtin for r in records) else ""
+        known = sorted({r.model for r in read_result_folders(folders)})
+        raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
+    out = Path(out_dir)
+    written = []
+    for name, record in ours.items():
+        spec = by_task[name]
+        payload = official_results(
+            dataset_name=spec.hub_name, model_name=model, scores=record.scores,
+            evaluation_time=float(json.loads(record.path.read_text(encoding="utf-8")).get("evaluation_time") or 0.0),
+        )
+        written.append(write_json_atomic(out / f"{spec.hub_name}.json", payload))
+    rows = rank_rows(user_rows([ours[name] for name in ours], "r2med"))
+    (out / "summary.md").write_text(render(rows, "md"), encoding="utf-8")
+    (out / "summary.csv").write_text(render(rows, "csv"), encoding="utf-8")
+    llm, retriever, method = _split_model(model)
+    card = {
+        "model_name": model,
+        "retriever": retriever,
+        "model_size": model_size,
+        "uses_llm": bool(llm) if uses_llm is None else uses_llm,
+        "llm": llm or None,
+        "expansion_method": method or None,
+        "description": description,
+        "dataset_revisions": {name: json.loads(r.path.read_text(encoding="utf-8")).get("dataset_revision") for name, r in ours.items()},
+        "made_with": f"r2med-plugin {__version__}",
+    }
+    written.append(write_json_atomic(out / "model_card.json", card))
+    missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
+    note = f"\n**Incomplete:** no results for {', '.join(missing)}; the average is not computed.\n" if missing else ""
+    (out / "README.md").write_text(SUBMISSION_README.format(model=model, version=__version__, missing=note), encoding="utf-8")
+    return written + [out / "summary.md", out / "summary.csv", out / "README.md"]
+
+
+def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
+    """One TREC run file per MTEB predictions file (<Task>_predictions.json) found under the folders."""
+    written = []
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*_predictions.json")):
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            model = (payload.get("mteb_model_meta") or {}).get("name") or "run"
+            task = path.name.removesuffix("_predictions.json")
+            for subset, splits in payload.items():
+                if subset == "mteb_model_meta" or not isinstance(splits, dict):
+                    continue
+                for split, run in splits.items():
+                    suffix = "" if (subset, split) == ("default", "test") else f".{subset}.{split}"
+                    tag = model.replace("/", "__").replace(" ", "_")
+                    written.append(write_trec_run(Path(out_dir) / f"{task}{suffix}.trec", run, tag))
+    if not written:
+        raise ValueError("no MTEB predictions files (<Task>_predictions.json) found; run mteb with --prediction-folder")
+    return written
