@@ -125,6 +125,13 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from r2med_plugin.integrations.demo import run_demo
+
+    run_demo(args.out, show_progress=not args.quiet)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -172,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
     export.add_argument("--description", default="")
     export.set_defaults(func=_export)
+    demo = commands.add_parser("demo", help="BM25, MiniLM, hybrid and candidate subsets on the shipped synthetic sample, offline")
+    demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
+    demo.add_argument("--quiet", action="store_true")
+    demo.set_defaults(func=_demo)
     return parser
 
 

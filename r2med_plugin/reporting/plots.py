@@ -64,7 +64,7 @@ def plot_tasks(rows: Sequence[LeaderboardRow], path: str | Path, title: str = "R
     return saved
 
 
-def plot_nano(row: LeaderboardRow, path: str | Path) -> Path:
+def plot_nano(row: LeaderboardRow, path: str | Path, title: str | None = None) -> Path:
     """For one model on NanoR2MED: full corpus vs candidate subset (hybrid list) vs hybrid fusion, per task."""
     import matplotlib
 
@@ -87,7 +87,7 @@ def plot_nano(row: LeaderboardRow, path: str | Path) -> Path:
         axis.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize=7, rotation=90, padding=2)
     axis.set_xticks(range(len(columns)), columns, rotation=20, ha="right")
     axis.set_ylabel("nDCG@10 x 100")
-    axis.set_title(f"NanoR2MED: {row.retriever}")
+    axis.set_title(title or f"NanoR2MED: {row.retriever}")
     axis.set_ylim(0, max(max(v) for v in series.values()) * 1.25 + 1)
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, frameon=False)
     axis.spines[["top", "right"]].set_visible(False)

