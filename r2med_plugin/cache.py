@@ -70,7 +70,7 @@ def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
     run = compute()
     if cache_enabled():
         def write(temporary: Path) -> None:
-            with gzip.open(temporary, "wt", encoding="utf-8") as stream:
+            with gzip.open(temporary, "wt", encoding="utf-8", compresslevel=1) as stream:
                 json.dump(run, stream)
 
         _atomic_write(path, write)

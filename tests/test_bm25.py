@@ -130,3 +130,14 @@ def test_bm25_on_fixture_finds_positives(mirror_env):
     data = r2med_plugin.load_task("R2MEDBioinformatics")
     run = bm25_search(data.corpus, data.queries, top_k=10, show_progress=False)
     assert evaluate_run(data.qrels, run)["hit_at_10"] == 1.0
+
+
+def test_truncate_run_keeps_pytrec_top_k():
+    from r2med_plugin.retrieval.ranking import truncate_run
+
+    run = {"q": {"a": 1.0, "b": 3.0, "c": 3.0, "d": 0.5, "e": 3.0}, "short": {"x": 1.0}}
+    assert truncate_run(run, 2) == {"q": {"e": 3.0, "c": 3.0}, "short": {"x": 1.0}}
+    rng = np.random.default_rng(0)
+    big = {"q": {f"d{i}": float(v) for i, v in enumerate(rng.integers(0, 50, size=3000))}}
+    scores = np.array([list(big["q"].values())])
+    assert set(truncate_run(big, 1000)["q"]) == set(top_k_run(["q"], list(big["q"]), scores, 1000)["q"])

@@ -20,6 +20,7 @@ from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.fusion import rrf
+from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
 
 EXTRA_METRICS = ("ndcg_at_10", "ndcg_at_100", "map_at_10", "recall_at_10", "recall_at_100", "precision_at_10", "hit_at_10", "mrr")
@@ -54,7 +55,8 @@ def _prefixed(prefix: str, scores: Mapping[str, float], suffix: str = "") -> dic
 
 
 def hybrid_scores(data: TaskData, model_run: Run, bm25: Run) -> dict[str, float]:
-    fused = rrf([model_run, bm25], k=HYBRID_RRF_K, top_k=RUN_DEPTH)
+    # Fusion at depth 1000 reads only each run's first 1000 ranks: cut deeper runs first.
+    fused = rrf([truncate_run(model_run, RUN_DEPTH), truncate_run(bm25, RUN_DEPTH)], k=HYBRID_RRF_K, top_k=RUN_DEPTH)
     return _prefixed("hybrid_", evaluate_run(data.qrels, fused))
 
 

@@ -94,9 +94,13 @@ def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels) -> Run:
             continue
         if not isinstance(ranked, Mapping):
             raise TypeError(f"run[{query_id!r}] must be a dict doc id -> score, got {type(ranked).__name__}")
-        scores = {str(doc_id): float(score) for doc_id, score in ranked.items()}
-        if any(np.isnan(score) for score in scores.values()):
+        if not ranked:
+            continue
+        try:
+            values = np.fromiter(ranked.values(), dtype=np.float64, count=len(ranked))
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"run[{query_id!r}] has a score that is not a number ({error})") from error
+        if np.isnan(values).any():
             raise ValueError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
-        if scores:
-            clean[str(query_id)] = scores
+        clean[str(query_id)] = dict(zip(map(str, ranked), values.tolist()))
     return clean

@@ -23,6 +23,7 @@ from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benc
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import extra_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         hf_split: str,
         hf_subset: str,
     ) -> dict[str, float]:
-        own = evaluate_run(qrels, results, self.k_values)
+        own = evaluate_run(qrels, truncate_run(results, max(self.k_values)), self.k_values)
         scores_of_model = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
         return scores_of_model | extra_scores(self.task_data, results)
 

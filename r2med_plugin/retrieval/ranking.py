@@ -41,3 +41,20 @@ def top_k_run(query_ids: Sequence[str], doc_ids: Sequence[str], scores: np.ndarr
         chosen = top_k_indices(scores[row], tie_rank, k)
         run[query_id] = dict(zip(ids[chosen].tolist(), scores[row, chosen].astype(np.float64).tolist()))
     return run
+
+
+def truncate_run(run: Run, top_k: int) -> Run:
+    """Each query's top_k documents in pytrec_eval order (score desc, doc id desc); shorter lists kept whole."""
+    truncated: Run = {}
+    for query_id, ranked in run.items():
+        if len(ranked) <= top_k:
+            truncated[query_id] = dict(ranked)
+            continue
+        ids = list(ranked)
+        scores = np.fromiter(ranked.values(), dtype=np.float64, count=len(ids))
+        threshold = np.partition(scores, len(ids) - top_k)[len(ids) - top_k]
+        above = np.flatnonzero(scores > threshold)
+        tied = sorted((ids[i] for i in np.flatnonzero(scores == threshold)), reverse=True)[: top_k - len(above)]
+        kept = [ids[i] for i in above] + tied
+        truncated[query_id] = {doc_id: ranked[doc_id] for doc_id in kept}
+    return truncated
