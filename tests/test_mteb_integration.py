@@ -208,3 +208,12 @@ def test_expansion_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path)
     loaded = mteb.ResultCache(tmp_path).load_results(tasks=["R2MEDBiology"], models=["hyde/o3-mini+bm25-lucene"])
     assert loaded.model_results[0].model_name == "hyde/o3-mini+bm25-lucene"
     assert loaded.model_results[0].task_results[0].get_score() == result.scores["ndcg_at_10"]
+
+
+def test_descriptive_statistics_stay_out_of_mteb_folder(mirror_env: Path, private_cache: Path):
+    task = mteb.get_task("NanoR2MEDBiology")
+    path = task.metadata.descriptive_stat_path
+    assert Path(mteb.__file__).parent not in path.parents
+    assert path == private_cache / "descriptive_stats" / "NanoR2MEDBiology.json"
+    task.calculate_descriptive_statistics()
+    assert path.is_file() and json.loads(path.read_text())["test"]["num_samples"] == 200 + 5

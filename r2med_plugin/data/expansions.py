@@ -58,7 +58,7 @@ def load_expansions(
     method, split = parse_expansion(spec, expansion)
     repo = locate_repo(spec, data_dir, accept_drift=drift_accepted(accept_drift), extra_configs=[(method, split)])
     layout = config_files(read_front_matter(repo.root), repo.root / README)
-    path = resolve_split_file(repo.root, layout, method, split)
+    path = resolve_split_file(repo.root, layout, method, split, repo.trusted_root)
     frame = read_table(path, {"id": pl.Utf8, "text": pl.Utf8, "hy_doc": pl.Utf8})
     check_unique(frame, ["id"], path, "query id")
     check_texts(frame, path)

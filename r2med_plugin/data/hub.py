@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 from r2med_plugin.data.layout import README, config_files, read_front_matter
 from r2med_plugin.types import TaskSpec
 
+logger = logging.getLogger(__name__)
 DATA_DIR_ENV = "R2MED_DATA_DIR"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -20,6 +23,7 @@ class LocatedRepo:
     root: Path
     revision: str
     source: str  # "mirror" or "hub"
+    trusted_root: Path  # files, once links are followed, must lie inside this folder
 
 
 def data_dir_from_env(data_dir: str | os.PathLike | None) -> Path | None:
@@ -67,7 +71,7 @@ def _locate_in_mirror(spec: TaskSpec, mirror: Path, *, accept_drift: bool) -> Lo
             "revision, or pass accept_drift=True (--accept-drift) to evaluate on it anyway"
         )
     revision = recorded or spec.revision or "unknown-local-mirror"
-    return LocatedRepo(root=root, revision=revision, source="mirror")
+    return LocatedRepo(root=root, revision=revision, source="mirror", trusted_root=mirror)
 
 
 def recorded_mirror_revision(root: Path) -> str | None:
@@ -79,24 +83,79 @@ def recorded_mirror_revision(root: Path) -> str | None:
     return first_line if _COMMIT.match(first_line) else None
 
 
-def _download_from_hub(spec: TaskSpec, extra_configs: Sequence[tuple[str, str]]) -> LocatedRepo:
+RETRIES_ENV = "R2MED_HUB_RETRIES"
+
+
+def _is_transient(error: BaseException) -> bool:
+    """Server errors (5xx, 429) and dropped or timed-out connections: worth another try."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    if isinstance(error, (OfflineModeIsEnabled, LocalEntryNotFoundError)):
+        return False
+    if isinstance(error, HfHubHTTPError):
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        return status is not None and (status >= 500 or status == 429)
+    name = type(error).__name__
+    return isinstance(error, (ConnectionError, TimeoutError)) or name in {
+        "ConnectError", "ReadError", "RemoteProtocolError", "ReadTimeout", "ConnectTimeout", "WriteError", "ChunkedEncodingError",
+    }
+
+
+def _download_once(spec: TaskSpec, revision: str, extra_configs: Sequence[tuple[str, str]]) -> Path:
     from huggingface_hub import hf_hub_download, snapshot_download
 
+    readme = Path(hf_hub_download(spec.hub_repo, README, repo_type="dataset", revision=revision))
+    layout = config_files(read_front_matter(readme.parent), readme)
+    wanted = _needed_files(spec, layout, extra_configs)
+    return Path(snapshot_download(spec.hub_repo, repo_type="dataset", revision=revision, allow_patterns=wanted))
+
+
+def _download_from_hub(spec: TaskSpec, extra_configs: Sequence[tuple[str, str]]) -> LocatedRepo:
     revision = spec.revision or "main"
-    try:
-        readme = Path(hf_hub_download(spec.hub_repo, README, repo_type="dataset", revision=revision))
-        layout = config_files(read_front_matter(readme.parent), readme)
-        wanted = _needed_files(spec, layout, extra_configs)
-        root = Path(snapshot_download(spec.hub_repo, repo_type="dataset", revision=revision, allow_patterns=wanted))
-    except (OSError, ValueError) as error:
-        if isinstance(error, ValueError) and "front matter" in str(error):
-            raise
-        raise ConnectionError(
-            f"could not download {spec.hub_repo} at revision {revision} for task {spec.name} ({error}). "
-            f"Offline or air-gapped? Put a copy of the repo in the hub layout under a folder and set "
-            f"{DATA_DIR_ENV} to it (<dir>/{spec.hub_repo}/README.md, ...)."
-        ) from error
-    return LocatedRepo(root=root, revision=root.name if _COMMIT.match(root.name) else revision, source="hub")
+    attempts = max(1, int(os.environ.get(RETRIES_ENV) or 4))
+    for attempt in range(1, attempts + 1):
+        try:
+            root = _download_once(spec, revision, extra_configs)
+            break
+        except Exception as error:  # noqa: BLE001 - sorted into transient (retried) and final below
+            if isinstance(error, ValueError) and "front matter" in str(error):
+                raise
+            if attempt < attempts and _is_transient(error):
+                logger.warning("download of %s failed (%s); retrying (%d/%d)", spec.hub_repo, type(error).__name__, attempt, attempts - 1)
+                time.sleep(min(8.0, 0.25 * 2**attempt))
+                continue
+            if not isinstance(error, (OSError, ValueError, ConnectionError, TimeoutError)) and not _is_transient(error):
+                raise
+            raise ConnectionError(
+                f"could not download {spec.hub_repo} at revision {revision} for task {spec.name} "
+                f"({type(error).__name__}: {_without_secrets(str(error))}). Offline or air-gapped? Put a copy of the "
+                f"repo in the hub layout under a folder and set {DATA_DIR_ENV} to it (<dir>/{spec.hub_repo}/README.md, ...)."
+            ) from None
+    # <cache>/datasets--org--repo/snapshots/<commit>/ links to <cache>/datasets--org--repo/blobs/
+    return LocatedRepo(root=root, revision=root.name if _COMMIT.match(root.name) else revision, source="hub", trusted_root=root.parent.parent)
+
+
+def _without_secrets(message: str) -> str:
+    """Error texts may echo request details: never let a token through."""
+    message = re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", message)
+    message = re.sub(r"(?i)(authorization|token)([=:]\s*)(bearer\s+)?\S+", r"\1\2***", message)
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        secret = os.environ.get(name)
+        if secret:
+            message = message.replace(secret, "***")
+    return message
+
+
+def evict_from_hub_cache(path: Path) -> bool:
+    """Remove a downloaded file (its snapshot link and blob) so that the next load downloads it again."""
+    removed = False
+    for candidate in {path, path.resolve()}:
+        try:
+            candidate.unlink()
+            removed = True
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _needed_files(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
 
 README = "README.md"
+MAX_README_BYTES = 1024 * 1024
 
 
 def read_front_matter(repo_root: Path) -> dict:
@@ -17,7 +19,9 @@ def read_front_matter(repo_root: Path) -> dict:
             f"{readme} is missing: a dataset repo in the hub layout needs its README.md with the "
             "`configs` front matter (download the whole repo, README.md included)"
         )
-    text = readme.read_text(encoding="utf-8")
+    if readme.stat().st_size > MAX_README_BYTES:
+        raise ValueError(f"{readme} is over {MAX_README_BYTES:,} bytes: not a dataset card; refusing to parse it")
+    text = readme.read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise ValueError(f"{readme}: no YAML front matter (the file must start with a '---' line)")
@@ -25,13 +29,25 @@ def read_front_matter(repo_root: Path) -> dict:
         end = next(i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---")
     except StopIteration:
         raise ValueError(f"{readme}: the YAML front matter is not closed by a '---' line") from None
+    header = "\n".join(lines[1:end])
+    if "&" in header and "*" in header and _has_aliases(header):
+        raise ValueError(f"{readme}: the YAML front matter uses anchors and aliases; dataset cards do not need them")
     try:
-        front = yaml.safe_load("\n".join(lines[1:end])) or {}
+        front = yaml.safe_load(header) or {}
     except yaml.YAMLError as error:
         raise ValueError(f"{readme}: the YAML front matter does not parse ({error})") from error
     if not isinstance(front, dict):
         raise ValueError(f"{readme}: the YAML front matter must be a mapping, got {type(front).__name__}")
     return front
+
+
+def _has_aliases(header: str) -> bool:
+    """True when the YAML text defines anchors or uses aliases (the material of YAML bombs)."""
+    try:
+        events = yaml.parse(header, Loader=yaml.SafeLoader)
+        return any(isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) for event in events)
+    except yaml.YAMLError:
+        return False
 
 
 def config_files(front_matter: dict, readme: Path) -> dict[str, dict[str, list[str]]]:
@@ -64,8 +80,15 @@ def _split_files(data_files: object, readme: Path, config: str) -> dict[str, lis
     return splits
 
 
-def resolve_split_file(repo_root: Path, layout: dict[str, dict[str, list[str]]], config: str, split: str) -> Path:
-    """The one file holding ``config``/``split``, checked to lie inside the repo."""
+def resolve_split_file(
+    repo_root: Path, layout: dict[str, dict[str, list[str]]], config: str, split: str, trusted_root: Path | None = None
+) -> Path:
+    """The one file holding ``config``/``split``, checked to lie inside the repo.
+
+    The declared path may not leave the repo (no ``..``, no absolute path); once symlinks are
+    followed the file must still lie inside ``trusted_root`` (the mirror folder, or the repo's folder
+    of the Hugging Face cache, whose snapshots link to its blobs).
+    """
     readme = repo_root / README
     if config not in layout:
         raise ValueError(
@@ -79,10 +102,15 @@ def resolve_split_file(repo_root: Path, layout: dict[str, dict[str, list[str]]],
     paths = layout[config][split]
     if len(paths) != 1 or any(ch in paths[0] for ch in "*?["):
         raise ValueError(f"{readme}: config {config!r} split {split!r} must name exactly one file, got {paths}")
-    root = repo_root.resolve()
-    target = (repo_root / paths[0]).resolve()
-    if not target.is_relative_to(root):
+    declared = Path(os.path.normpath(repo_root / paths[0]))
+    if Path(paths[0]).is_absolute() or not declared.is_relative_to(Path(os.path.normpath(repo_root))):
         raise ValueError(f"{readme}: config {config!r} split {split!r} points outside the repo: {paths[0]!r}")
+    target = declared.resolve()
+    boundary = (trusted_root or repo_root).resolve()
+    if declared.exists() and not target.is_relative_to(boundary):
+        raise ValueError(
+            f"{declared} is a link to {target}, outside {boundary}; links out of the data folder are refused"
+        )
     if not target.is_file():
         raise FileNotFoundError(
             f"{repo_root / paths[0]} is missing (declared in {readme} for config {config!r}, split {split!r}); "

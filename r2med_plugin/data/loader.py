@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 from r2med_plugin.catalog import get_task_spec
-from r2med_plugin.data.hub import locate_repo
+from r2med_plugin.data.hub import evict_from_hub_cache, locate_repo
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
-from r2med_plugin.data.readers import read_table
+from r2med_plugin.data.readers import check_ids, read_table
 from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
 from r2med_plugin.types import Candidates, Qrels, TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _TEXT_TABLE = {
     "jsonl": {"id": pl.Utf8, "text": pl.Utf8},
@@ -49,12 +51,12 @@ def load_task(
     synthetic = front.get("synthetic_sample") is True  # the demo sample: made-up data in the hub layout
 
     def file_of(entry: Any) -> Path:
-        return resolve_split_file(repo.root, layout, entry["config"], entry["split"])
+        return resolve_split_file(repo.root, layout, entry["config"], entry["split"], repo.trusted_root)
 
     corpus_path, queries_path, qrels_path = (file_of(spec.configs[key]) for key in ("corpus", "queries", "qrels"))
-    corpus = _read_texts(corpus_path, spec, "document id")
-    queries = _read_texts(queries_path, spec, "query id")
-    qrels_frame = _read_qrels(qrels_path, spec)
+    corpus = _evicting(repo.source, corpus_path, lambda: _read_texts(corpus_path, spec, "document id"))
+    queries = _evicting(repo.source, queries_path, lambda: _read_texts(queries_path, spec, "query id"))
+    qrels_frame = _evicting(repo.source, qrels_path, lambda: _read_qrels(qrels_path, spec))
     check_known(qrels_frame["query_id"], queries["id"], qrels_path, "query id")
     check_known(qrels_frame["doc_id"], corpus["id"], qrels_path, "document id")
 
@@ -69,7 +71,10 @@ def load_task(
             "or from another revision; re-download it, or pass accept_drift=True (--accept-drift) to evaluate anyway (or set R2MED_ACCEPT_DRIFT=1)"
         )
 
-    candidates = {key: _read_candidates(file_of(entry), queries, corpus) for key, entry in spec.candidate_configs.items()}
+    candidates = {
+        key: _evicting(repo.source, file_of(entry), lambda entry=entry: _read_candidates(file_of(entry), queries, corpus))
+        for key, entry in spec.candidate_configs.items()
+    }
     qrels = qrels_to_dict(qrels_frame)
     without_positives = sorted(set(queries["id"].to_list()) - set(qrels))
     if without_positives:
@@ -95,6 +100,17 @@ def load_task(
     )
 
 
+def _evicting(source: str, path: Path, read: Callable[[], T]) -> T:
+    """Run ``read``; a file from the hub cache that cannot be parsed is removed, so the next run re-downloads it."""
+    try:
+        return read()
+    except ValueError as error:
+        if source == "hub" and any(marker in str(error) for marker in ("not a readable", "malformed JSON", "could not be read")):
+            evict_from_hub_cache(path)
+            raise ValueError(f"{error}. The damaged download was removed from the Hugging Face cache: run again to re-download it") from error
+        raise
+
+
 def drift_accepted(accept_drift: bool | None) -> bool:
     """The explicit choice, else the R2MED_ACCEPT_DRIFT environment variable."""
     if accept_drift is not None:
@@ -105,6 +121,7 @@ def drift_accepted(accept_drift: bool | None) -> bool:
 def _read_texts(path: Path, spec: TaskSpec, what: str) -> pl.DataFrame:
     columns = _TEXT_TABLE[spec.data_format]
     frame = read_table(path, columns).rename({next(iter(columns)): "id"})
+    check_ids(frame, ["id"], path)
     check_unique(frame, ["id"], path, what)
     check_texts(frame, path)
     return frame
@@ -117,6 +134,7 @@ def _read_qrels(path: Path, spec: TaskSpec) -> pl.DataFrame:
         frame = frame.rename({"q_id": "query_id", "p_id": "doc_id"})
     else:
         frame = frame.rename({"query-id": "query_id", "corpus-id": "doc_id"}).with_columns(score=pl.lit(1, pl.Int64))
+    check_ids(frame, ["query_id", "doc_id"], path)
     check_unique(frame, ["query_id", "doc_id"], path, "qrels pair")
     return frame
 

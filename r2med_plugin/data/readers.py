@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+
+MAX_LINE_BYTES_ENV = "R2MED_MAX_LINE_BYTES"
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+_CONTROL_CHARACTERS = r"[\x00-\x1f\x7f]"
+
+
+def max_line_bytes() -> int:
+    return int(os.environ.get(MAX_LINE_BYTES_ENV) or DEFAULT_MAX_LINE_BYTES)
 
 
 def read_table(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -20,7 +30,24 @@ def read_table(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     return frame
 
 
+def _check_line_lengths(path: Path) -> None:
+    """Refuse a JSONL file with a line longer than the limit before parsing it (no 50 MB records)."""
+    limit = max_line_bytes()
+    if path.stat().st_size <= limit:
+        return
+    data = np.fromfile(path, dtype=np.uint8)
+    ends = np.concatenate([[-1], np.flatnonzero(data == 10), [data.size]])
+    lengths = np.diff(ends) - 1
+    longest = int(np.argmax(lengths))
+    if lengths[longest] > limit:
+        raise ValueError(
+            f"{path}, line {longest + 1}: {int(lengths[longest]):,} bytes, over the {limit:,}-byte limit for one record; "
+            f"the file is damaged or not a dataset file (raise the limit with {MAX_LINE_BYTES_ENV} if it is genuine)"
+        )
+
+
 def _read_jsonl(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    _check_line_lengths(path)
     try:
         frame = pl.read_ndjson(path, schema=columns)
     except Exception as error:  # polars reports no line number: find it ourselves
@@ -58,6 +85,15 @@ def _read_parquet(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
         return frame.select([pl.col(name).cast(dtype) for name, dtype in columns.items()])
     except Exception as error:
         raise ValueError(f"{path}: columns {list(columns)} do not have the expected types ({error})") from error
+
+
+def check_ids(frame: pl.DataFrame, columns: list[str], path: Path) -> None:
+    """Ids must be printable: control characters in an id are refused (file and row named)."""
+    for name in columns:
+        bad = frame[name].str.contains(_CONTROL_CHARACTERS)
+        if bad.any():
+            row = int(bad.arg_true()[0]) + 1
+            raise ValueError(f"{path}, row {row}: the {name!r} value {frame[name][row - 1]!r} contains control characters")
 
 
 def _require_values(frame: pl.DataFrame, path: Path) -> None:

@@ -12,6 +12,7 @@ import importlib
 import logging
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import datasets
@@ -19,6 +20,7 @@ import mteb
 from mteb.abstasks.retrieval import AbsTaskRetrieval
 from mteb.abstasks.task_metadata import TaskMetadata
 
+from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import extra_scores
@@ -33,6 +35,21 @@ RERANKING_SUFFIX = "Reranking"
 RERANKING_CANDIDATES = "hybrid"
 PAPER_URL = "https://arxiv.org/abs/2505.14558"
 PLUGIN_MARKER = "__r2med_plugin__"
+
+class R2MEDTaskMetadata(TaskMetadata):
+    """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
+
+    Statistics shipped in r2med_plugin/integrations/descriptive_stats/ are read from there; statistics
+    a user computes (``task.calculate_descriptive_statistics()``) go to the r2med_plugin cache folder.
+    """
+
+    @property
+    def descriptive_stat_path(self) -> Path:
+        shipped = Path(__file__).resolve().parent / "descriptive_stats" / f"{self.name}.json"
+        if shipped.is_file():
+            return shipped
+        return cache_dir() / "descriptive_stats" / f"{self.name}.json"
+
 
 class R2MEDRetrievalTask(AbsTaskRetrieval):
     """Base of every generated task: loads through r2med_plugin and adds hit@k, hybrid and candidate scores.
@@ -139,7 +156,7 @@ def task_metadata(spec: TaskSpec, *, reranking: bool = False) -> TaskMetadata:
     description = spec.description
     if reranking:
         description += " Reranking of the stored reranking_hybrid candidate lists (100 ids, plus a safeguard positive as candidate 101 where none is in the top 100)."
-    return TaskMetadata(
+    return R2MEDTaskMetadata(
         name=name,
         description=description,
         reference=f"https://huggingface.co/datasets/{spec.hub_repo}",
