@@ -116,4 +116,4 @@ def resolve_split_file(
             f"{repo_root / paths[0]} is missing (declared in {readme} for config {config!r}, split {split!r}); "
             "download the complete dataset repo"
         )
-    return target
+    return declared  # the name as declared (hub cache snapshots are links to extension-less blobs)
