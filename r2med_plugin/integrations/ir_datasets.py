@@ -118,11 +118,11 @@ class R2MEDQueries(BaseQueries):
         return "en"
 
 
-class R2MEDGarQueries(BaseQueries):
+class R2MEDGarQueries(R2MEDQueries):
     """The task's queries with one released LLM expansion each."""
 
     def __init__(self, source: _TaskSource, expansion: str) -> None:
-        self._source = source
+        super().__init__(source)
         self._expansion = expansion
 
     def queries_iter(self):
@@ -134,12 +134,6 @@ class R2MEDGarQueries(BaseQueries):
 
     def queries_cls(self):
         return R2MEDGarQuery
-
-    def queries_namespace(self):
-        return NAMESPACE
-
-    def queries_lang(self):
-        return "en"
 
 
 class R2MEDQrels(BaseQrels):

@@ -25,6 +25,7 @@ from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benc
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import extra_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import TaskSpec
 
@@ -112,10 +113,7 @@ class R2MEDRerankingTask(R2MEDRetrievalTask):
     ) -> dict[str, float]:
         candidates = self.task_data.candidates[self.candidate_key]
         top_k = int(self.task_data.spec.candidate_profiles[self.candidate_key]["top_k"])
-        without = {
-            query_id: {doc_id: score for doc_id, score in ranked.items() if doc_id not in candidates[query_id][top_k:]}
-            for query_id, ranked in results.items()
-        }
+        without = restrict_run(results, candidates, limit=top_k)
         with_safeguard = evaluate_run(qrels, results, self.k_values)
         without_safeguard = evaluate_run(qrels, without, self.k_values)
         return {f"{key}_with_safeguard": value for key, value in with_safeguard.items()} | {

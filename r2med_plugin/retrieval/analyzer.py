@@ -181,31 +181,13 @@ class _Stemmer:
         return True
 
     def m(self) -> int:
-        """The number of consonant-vowel sequences in b[0..j]."""
-        n, i, j = 0, 0, self.j
-        while True:
-            if i > j:
-                return n
-            if not self.cons(i):
-                break
-            i += 1
-        i += 1
-        while True:
-            while True:
-                if i > j:
-                    return n
-                if self.cons(i):
-                    break
-                i += 1
-            i += 1
-            n += 1
-            while True:
-                if i > j:
-                    return n
-                if not self.cons(i):
-                    break
-                i += 1
-            i += 1
+        """The measure of b[0..j]: how many vowel runs are followed by a consonant ([C](VC)^m[V])."""
+        measure, after_vowel = 0, False
+        for i in range(self.j + 1):
+            consonant = self.cons(i)
+            measure += consonant and after_vowel
+            after_vowel = not consonant
+        return measure
 
     def vowel_in_stem(self) -> bool:
         return any(not self.cons(i) for i in range(self.j + 1))
