@@ -139,3 +139,11 @@ def test_ir_datasets_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: 
     assert out.stdout.splitlines()[0].count("\t") == 2  # query_id, text, hy_doc
     out = _run(fresh_python, ["-m", "ir_datasets", "list"], env, tmp_path)
     assert "nano-r2med/biology/hybrid" in out.stdout.split()
+
+
+def test_demo_from_the_installed_wheel(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    env = {key: value for key, value in cli_env.items() if not key.startswith("R2MED_")}
+    out = _run(fresh_python, ["-m", "r2med_plugin.cli", "demo", "--out", str(tmp_path / "demo"), "--quiet"], env, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "site-packages" in out.stdout.split("== sample: ")[1].splitlines()[0]  # the sample inside the wheel
+    assert "| sentence-transformers/all-MiniLM-L6-v2 |" in out.stdout and "| bm25-lucene |" in out.stdout
