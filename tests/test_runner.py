@@ -58,10 +58,15 @@ class _BrokenEncoder(HashingEncoder):
         if self.mode == "nan":
             vectors[0, 0] = np.nan
             return vectors
+        if self.mode == "dimension":
+            return vectors if kind == "document" else np.hstack([vectors, vectors])
         return vectors[:-1]
 
 
-@pytest.mark.parametrize(("mode", "message"), [("nan", "returned NaN or infinite"), ("rows", "expected one row per text")])
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [("nan", "returned NaN or infinite"), ("rows", "expected one row per text"), ("dimension", "16-dimensional query embeddings but 8")],
+)
 def test_broken_encoder_is_named(mirror_env: Path, mode: str, message: str):
     with pytest.raises(ValueError, match=rf"model 'broken-{mode}' {message}|model 'broken-{mode}' .*{message}"):
         evaluate_task("R2MEDBiology", _BrokenEncoder(mode), show_progress=False)

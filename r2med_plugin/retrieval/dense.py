@@ -153,6 +153,14 @@ def search_vectors(
     return run
 
 
+def _same_dimension(encoder: Encoder, queries: np.ndarray, documents: np.ndarray) -> None:
+    if queries.shape[1] != documents.shape[1]:
+        raise ValueError(
+            f"model {encoder.name!r} returned {queries.shape[1]}-dimensional query embeddings but "
+            f"{documents.shape[1]}-dimensional document embeddings; both must have the same dimension"
+        )
+
+
 def normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1.0, norms)
@@ -181,7 +189,9 @@ def dense_search(
         if len(mix_with) != queries.height:
             raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
         extra = encode_cached(encoder, list(mix_with), kind="document", dataset_revision=dataset_revision)
+        _same_dimension(encoder, query_vectors, extra)
         query_vectors = normalise((query_vectors + extra) / 2.0)
+    _same_dimension(encoder, query_vectors, doc_vectors)
     return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k)
 
 
@@ -203,6 +213,7 @@ def score_candidates(
     listed = queries.filter(pl.col("id").is_in(list(candidates)))
     doc_vectors = encode_cached(encoder, subset["text"].to_list(), kind="document", dataset_revision=dataset_revision)
     query_vectors = encode_cached(encoder, listed["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)
+    _same_dimension(encoder, query_vectors, doc_vectors)
     position = dict(zip(subset["id"].to_list(), range(subset.height)))
     run: Run = {}
     for row, query_id in enumerate(listed["id"].to_list()):
