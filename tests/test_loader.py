@@ -223,3 +223,12 @@ def test_loading_does_not_mutate_between_calls(mirror_env: Path):
     first.qrels.clear()
     second = r2med_plugin.load_task("NanoR2MEDPMCClinical")
     assert len(second.qrels) == NANO_QUERIES
+
+
+def test_data_files_may_be_glob_patterns(mirror_copy: Path):
+    readme = mirror_copy / "R2MED" / "Biology" / "README.md"
+    readme.write_text(readme.read_text().replace("path: corpus.jsonl", "path: corpus*.jsonl"))
+    assert r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True).corpus.height == R2MED_DOCS
+    (mirror_copy / "R2MED" / "Biology" / "corpus-extra.jsonl").write_text('{"id": "x", "text": "y"}\n')
+    with pytest.raises(ValueError, match="must name exactly one file"):
+        r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)

@@ -80,6 +80,17 @@ def _split_files(data_files: object, readme: Path, config: str) -> dict[str, lis
     return splits
 
 
+def _expand_patterns(repo_root: Path, declared: list[str]) -> list[str]:
+    """Declared paths, with glob patterns (``corpus/*.jsonl``) expanded inside the repo."""
+    paths: list[str] = []
+    for entry in declared:
+        if any(ch in entry for ch in "*?["):
+            paths += sorted(str(p.relative_to(repo_root)) for p in repo_root.glob(entry) if p.is_file() or p.is_symlink())
+        else:
+            paths.append(entry)
+    return paths
+
+
 def resolve_split_file(
     repo_root: Path, layout: dict[str, dict[str, list[str]]], config: str, split: str, trusted_root: Path | None = None
 ) -> Path:
@@ -99,8 +110,8 @@ def resolve_split_file(
         raise ValueError(
             f"{readme}: config {config!r} has no split {split!r} (has: {', '.join(layout[config])})"
         )
-    paths = layout[config][split]
-    if len(paths) != 1 or any(ch in paths[0] for ch in "*?["):
+    paths = _expand_patterns(repo_root, layout[config][split])
+    if len(paths) != 1:
         raise ValueError(f"{readme}: config {config!r} split {split!r} must name exactly one file, got {paths}")
     declared = Path(os.path.normpath(repo_root / paths[0]))
     if Path(paths[0]).is_absolute() or not declared.is_relative_to(Path(os.path.normpath(repo_root))):
