@@ -20,6 +20,7 @@ from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, 
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, dense_search, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
+from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
 
 BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
@@ -85,10 +86,6 @@ def _expansion_run(
     )
 
 
-def _cut(run: Run, top_k: int) -> Run:
-    return {query_id: dict(list(ranked.items())[:top_k]) for query_id, ranked in run.items()}
-
-
 def evaluate_task(
     task: str,
     retriever: str | Encoder,
@@ -137,9 +134,9 @@ def evaluate_task(
         depth = data.corpus.height if subsets else top_k
         run = _model_run(data, retriever, depth, query_prompt, show_progress)
         if not candidates_only:
-            scores |= evaluate_run(data.qrels, _cut(run, top_k))
+            scores |= evaluate_run(data.qrels, truncate_run(run, top_k))
             if hybrid:
-                scores |= hybrid_scores(data, _cut(run, top_k), bm25_run(data, show_progress=show_progress))
+                scores |= hybrid_scores(data, truncate_run(run, top_k), bm25_run(data, show_progress=show_progress))
     scores |= candidate_scores(data, run, subsets)
     if candidates_only:
         first = subsets[0]
@@ -154,7 +151,7 @@ def evaluate_task(
         dataset_revision=data.revision,
         scores=scores,
         main_score=main,
-        run=run if candidates_only or expansion else _cut(run, top_k),
+        run=run if candidates_only or expansion else truncate_run(run, top_k),
         evaluation_time=time.perf_counter() - started,
         data=data,
     )
