@@ -19,6 +19,7 @@ _EXPORTS = {
     "evaluate_run_per_query": "r2med_plugin.evaluation.metrics",
     "write_official_results": "r2med_plugin.evaluation.official",
     "evaluate_task": "r2med_plugin.evaluation.runner",
+    "generate_expansions": "r2med_plugin.generation",
     "rerank_candidates": "r2med_plugin.evaluation.runner",
     "analyze": "r2med_plugin.retrieval.analyzer",
     "bm25_search": "r2med_plugin.retrieval.bm25",

@@ -132,6 +132,39 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate(args: argparse.Namespace) -> int:
+    from r2med_plugin.catalog import task_names
+    from r2med_plugin.generation import GenerationError, generate_expansions
+
+    tasks = task_names("r2med") if args.task == ["all"] else args.task
+    extra_body = json.loads(args.extra_body) if args.extra_body else None
+    if extra_body is not None and not isinstance(extra_body, dict):
+        raise ValueError("--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": true}}'")
+    for task in tasks:
+        try:
+            report = generate_expansions(
+                task, args.method, args.llm, args.base_url, out=args.out, name=args.name, api_key_env=args.api_key_env,
+                concurrency=args.concurrency, preset=args.preset, temperature=args.temperature, top_p=args.top_p,
+                max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage, extra_body=extra_body,
+                max_retries=args.max_retries, timeout=args.timeout, overwrite=args.overwrite, data_dir=args.data_dir,
+                accept_drift=args.accept_drift, show_progress=not args.quiet,
+            )
+        except (GenerationError, ImportError) as error:
+            print(f"r2med: error: {error}", file=sys.stderr)
+            return 1
+        print(f"{report.task}: {report.already_done + report.generated}/{report.total} queries in {report.folder} "
+              f"({report.generated} generated now, {report.prompt_tokens} prompt + {report.completion_tokens} completion tokens)")
+    folder = Path(args.out) / args.method / (args.name or _default_name(args.llm))
+    print(f"evaluate with: r2med evaluate --task {' '.join(args.task)} --retriever bm25-lucene --expansion local:{folder}")
+    return 0
+
+
+def _default_name(llm: str) -> str:
+    from r2med_plugin.generation.store import slug_name
+
+    return slug_name(llm)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -150,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
     evaluate.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
-    evaluate.add_argument("--expansion", default=None, help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' (R2MED tasks)")
+    evaluate.add_argument("--expansion", default=None, help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' (R2MED tasks), "
+                          "or one from r2med generate: local:<folder>/<method>/<llm>")
     evaluate.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
     evaluate.add_argument("--trec", action="store_true", help="also write TREC run files")
     evaluate.add_argument("--top-k", type=int, default=1000)
@@ -161,6 +195,30 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--accept-drift", action="store_true", default=None)
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(func=_evaluate)
+    generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
+    generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")
+    generate.add_argument("--method", required=True, choices=["hyde", "query2doc", "lamer"])
+    generate.add_argument("--llm", required=True, help="the model id the endpoint serves, e.g. Qwen/Qwen2.5-7B-Instruct")
+    generate.add_argument("--name", default=None, help="the LLM's name in folders and results (default: --llm made folder-safe)")
+    generate.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    generate.add_argument("--api-key-env", default=None, help="environment variable holding the API key (default OPENAI_API_KEY)")
+    generate.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
+    generate.add_argument("--preset", choices=["api", "vllm"], default="api",
+                          help="official sampling defaults: api (temperature 0.8, top_p 0.8) or vllm (temperature 0.7, seed 42, max_tokens 10240)")
+    generate.add_argument("--temperature", type=float, default=None)
+    generate.add_argument("--top-p", type=float, default=None)
+    generate.add_argument("--max-tokens", type=int, default=None)
+    generate.add_argument("--seed", type=int, default=None)
+    generate.add_argument("--first-stage", default="bm25-lucene", help="lamer only: bm25-lucene (official) or a TREC / topk_docs JSONL run file")
+    generate.add_argument("--extra-body", default=None, help="JSON merged into each request body (server-specific options)")
+    generate.add_argument("--max-retries", type=int, default=6, help="retries per request on 429, 5xx, timeouts and dropped connections")
+    generate.add_argument("--timeout", type=float, default=600.0, help="seconds per request before it is retried")
+    generate.add_argument("--out", default="r2med-expansions", help="local expansions folder (default ./r2med-expansions)")
+    generate.add_argument("--overwrite", action="store_true", help="start the (task, method, name) folders again instead of resuming")
+    generate.add_argument("--data-dir", default=None)
+    generate.add_argument("--accept-drift", action="store_true", default=None)
+    generate.add_argument("--quiet", action="store_true", help="no progress bars")
+    generate.set_defaults(func=_generate)
     board = commands.add_parser("leaderboard", help="the R2MED leaderboard table from MTEB result folders")
     board.add_argument("results", nargs="+", help="MTEB result folders (ResultCache layout)")
     board.add_argument("--benchmark", choices=["r2med", "nano"], default="r2med")

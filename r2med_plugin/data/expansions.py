@@ -7,7 +7,11 @@ one place that maps between the two.
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -19,6 +23,9 @@ from r2med_plugin.data.validate import check_texts, check_unique
 from r2med_plugin.types import TaskSpec
 
 METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
+LOCAL_PREFIX = "local:"
+LOCAL_FILE = "query_with_hydoc.jsonl"
+LOCAL_MANIFEST = "manifest.json"
 
 
 def llm_name(hub_split: str) -> str:
@@ -38,7 +45,13 @@ def list_expansions(task: str) -> list[str]:
 
 
 def parse_expansion(spec: TaskSpec, expansion: str) -> tuple[str, str]:
-    """"method/llm" -> (method, hub split), validated against the task's released expansions."""
+    """"method/llm" -> (method, hub split), validated against the task's released expansions.
+
+    A local expansion ("local:<folder>/<method>/<llm>") -> (method, llm), its file checked to exist.
+    """
+    if is_local(expansion):
+        local = resolve_local_expansion(spec, expansion)
+        return local.method, local.llm
     known = [f"{method}/{llm_name(split)}" for method, splits in spec.gar_configs.items() for split in splits]
     if expansion not in known:
         if not known:
@@ -55,11 +68,107 @@ def load_expansions(
     from r2med_plugin.data.loader import drift_accepted
 
     spec = get_task_spec(task)
+    if is_local(expansion):
+        return _read_expansion_file(resolve_local_expansion(spec, expansion).path)
     method, split = parse_expansion(spec, expansion)
     repo = locate_repo(spec, data_dir, accept_drift=drift_accepted(accept_drift), extra_configs=[(method, split)])
     layout = config_files(read_front_matter(repo.root), repo.root / README)
     path = resolve_split_file(repo.root, layout, method, split, repo.trusted_root)
+    return _read_expansion_file(path)
+
+
+def _read_expansion_file(path: Path) -> pl.DataFrame:
     frame = read_table(path, {"id": pl.Utf8, "text": pl.Utf8, "hy_doc": pl.Utf8})
     check_unique(frame, ["id"], path, "query id")
     check_texts(frame, path)
     return frame
+
+
+# --- expansions generated locally (r2med generate) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalExpansion:
+    """One task's file of a local expansion: <folder>/<HubName>/<method>/<llm>/query_with_hydoc.jsonl."""
+
+    method: str
+    llm: str
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """The name results are filed under: distinct from the released "<method>/<llm>"."""
+        return f"local/{self.method}/{self.llm}"
+
+    @property
+    def reasoning(self) -> bool | None:
+        """Whether the generating LLM reasons (from the manifest); None when unknown."""
+        value = self.manifest.get("reasoning")
+        return value if isinstance(value, bool) else None
+
+
+def is_local(expansion: str | None) -> bool:
+    return isinstance(expansion, str) and expansion.startswith(LOCAL_PREFIX)
+
+
+def resolve_local_expansion(spec: TaskSpec, expansion: str) -> LocalExpansion:
+    """``local:<folder>/<method>/<llm>`` -> the task's file ``<folder>/<HubName>/<method>/<llm>/query_with_hydoc.jsonl``.
+
+    The exact task folder (``local:<folder>/<HubName>/<method>/<llm>``) is accepted too.
+    """
+    given = Path(expansion[len(LOCAL_PREFIX):]).expanduser()
+    if not given.name or not given.parent.name:
+        raise ValueError(f"--expansion {expansion}: expected local:<folder>/<method>/<llm>, e.g. local:r2med-expansions/hyde/qwen-7b")
+    method, llm = given.parent.name, given.name
+    if method not in METHODS:
+        raise ValueError(f"--expansion {expansion}: {method!r} is not an expansion method ({', '.join(METHODS)}); "
+                         "expected local:<folder>/<method>/<llm>")
+    per_task = given.parent.parent / spec.hub_name / method / llm
+    hub_names = {other.hub_name for other in _r2med_specs()}
+    if given.parent.parent.name in hub_names:  # the exact task folder was given
+        if given.parent.parent.name != spec.hub_name:
+            raise ValueError(f"--expansion {expansion} is the {given.parent.parent.name} folder, not {spec.hub_name}'s; "
+                             f"use local:{given.parent.parent.parent / method / llm} for every task")
+        per_task = given
+    for folder in (per_task, given):
+        if (folder / LOCAL_FILE).is_file():
+            return LocalExpansion(method, llm, folder / LOCAL_FILE, _read_manifest(folder / LOCAL_MANIFEST))
+    raise FileNotFoundError(
+        f"--expansion {expansion}: no {LOCAL_FILE} for {spec.name} at {per_task / LOCAL_FILE}; generate it with "
+        f"`r2med generate --task {spec.name} --method {method} --name {llm} --out {given.parent.parent} ...`"
+    )
+
+
+def _r2med_specs() -> list[TaskSpec]:
+    from r2med_plugin.catalog import list_tasks
+
+    return list_tasks("r2med")
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); regenerate it or remove it") from error
+    return payload if isinstance(payload, dict) else {}
+
+
+def expansion_label(spec: TaskSpec, expansion: str) -> str:
+    """The expansion's name in results: "method/llm" for released ones, "local/method/llm" for local ones."""
+    return resolve_local_expansion(spec, expansion).label if is_local(expansion) else expansion
+
+
+def reasoning_llms_for(spec: TaskSpec, expansion: str) -> tuple[str, ...]:
+    """The LLM names whose outputs get answer extraction: the official list, plus a local LLM whose
+    manifest says it reasons (a reasoning part came back, or its text holds </think>)."""
+    if not is_local(expansion):
+        return tuple(spec.reasoning_llms)
+    local = resolve_local_expansion(spec, expansion)
+    if local.reasoning is True:
+        return (*spec.reasoning_llms, local.llm)
+    if local.reasoning is False:
+        return tuple(name for name in spec.reasoning_llms if name != local.llm)
+    return tuple(spec.reasoning_llms)

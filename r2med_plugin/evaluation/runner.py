@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from r2med_plugin import __version__
-from r2med_plugin.data.expansions import load_expansions, parse_expansion
+from r2med_plugin.data.expansions import expansion_label, is_local, load_expansions, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
@@ -63,9 +63,11 @@ def _expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLik
     query_ids, texts = data.queries["id"].to_list(), data.queries["text"].to_list()
     missing = [query_id for query_id in query_ids if query_id not in by_id]
     if missing:
-        raise ValueError(f"the {expansion} expansion of {data.name} lacks {len(missing)} evaluated queries (e.g. {missing[0]!r})")
-    method, llm = expansion.split("/", 1)
-    expansions = [expansion_text(by_id[query_id], llm, data.spec.reasoning_llms) for query_id in query_ids]
+        hint = "; finish it by running the same r2med generate command again" if is_local(expansion) else ""
+        raise ValueError(f"the {expansion} expansion of {data.name} lacks {len(missing)} evaluated queries (e.g. {missing[0]!r}){hint}")
+    method, llm = parse_expansion(data.spec, expansion) if is_local(expansion) else expansion.split("/", 1)
+    reasoning_llms = reasoning_llms_for(data.spec, expansion)
+    expansions = [expansion_text(by_id[query_id], llm, reasoning_llms) for query_id in query_ids]
     return method, texts, expansions
 
 
@@ -106,7 +108,8 @@ def evaluate_task(
     plus ``candidates_<subset>_*`` for each requested stored list. With ``candidates_only`` an encoder
     encodes just the union of the candidate documents and the full-corpus scores are skipped.
     ``expansion`` ("method/llm", R2MED tasks) combines each query with a released LLM expansion by the
-    official rules (see r2med_plugin.retrieval.expansion).
+    official rules (see r2med_plugin.retrieval.expansion); "local:<folder>/<method>/<llm>" uses one made
+    by ``r2med generate`` (r2med_plugin.generation) the same way.
     """
     if isinstance(retriever, str) and retriever not in BM25_RETRIEVERS:
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
@@ -158,7 +161,10 @@ def evaluate_task(
 
 
 def result_model_name(result: TaskRunResult) -> str:
-    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene")."""
+    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene";
+    a local expansion: "local/hyde/my-llm+bm25-lucene")."""
+    if result.expansion and is_local(result.expansion):
+        return f"{expansion_label(result.data.spec, result.expansion)}+{result.retriever}"
     return f"{result.expansion}+{result.retriever}" if result.expansion else result.retriever
 
 

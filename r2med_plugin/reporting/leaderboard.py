@@ -29,7 +29,8 @@ NANO_EXTRA_COLUMNS = {
     "Cand. hybrid": "candidates_hybrid_ndcg_at_10_with_safeguard",
 }
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
-_EXPANSION_MODEL = re.compile(r"^(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
+_EXPANSION_MODEL = re.compile(r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
+LOCAL_LABEL = "generated locally"
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,11 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
 
 
 def _split_model(model: str) -> tuple[str, str, str]:
-    """(llm, retriever, note) for a model name; expansion runs are named "<method>/<llm>+<retriever>"."""
+    """(llm, retriever, note) for a model name; expansion runs are named "<method>/<llm>+<retriever>",
+    runs with an expansion from `r2med generate` "local/<method>/<llm>+<retriever>" (noted as generated locally)."""
     match = _EXPANSION_MODEL.match(model)
     if match:
-        return match["llm"], match["retriever"], match["method"]
+        return match["llm"], match["retriever"], match["method"] + (f", {LOCAL_LABEL}" if match["local"] else "")
     return "", model, ""
 
 

@@ -1,0 +1,343 @@
+"""generate_expansions: the official ``generate_hydoc`` mode against any OpenAI-compatible endpoint.
+
+One request per evaluated query (queries without positives are never scored, so none is spent on
+them), at most ``concurrency`` in flight, each finished query appended to the task's expansion file
+at once. Running the same command again continues where a run stopped; a folder holding outputs of
+another configuration (model, prompts, sampling, first stage, data revision) is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from r2med_plugin import __version__
+from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.generation import client as api
+from r2med_plugin.generation.first_stage import BM25_FIRST_STAGE, bm25_ranking, check_ranking, read_run_file
+from r2med_plugin.generation.prompts import check_method, lamer_passages, messages, official_prompts, prompts_hash, sampling_preset
+from r2med_plugin.generation.store import ExpansionStore, check_name, expansion_dir, slug_name
+from r2med_plugin.types import TaskData
+
+MANIFEST_FORMAT = "r2med-plugin local expansion v1"
+FIELDS = ("id", "text", "hy_doc", "doc_id")
+_IDENTITY = ("task", "method", "model", "llm", "prompts_sha256", "sampling", "first_stage", "extra_body", "dataset_revision")
+
+
+@dataclass
+class GenerationReport:
+    task: str
+    folder: Path
+    total: int
+    already_done: int
+    generated: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.already_done + self.generated == self.total
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sampling_parameters(preset: str, **overrides: float | int | None) -> dict[str, Any]:
+    """The preset's official defaults with the given (non-None) overrides, validated."""
+    sampling = sampling_preset(preset)
+    sampling.update({key: value for key, value in overrides.items() if value is not None})
+    if sampling.get("temperature") is not None and not 0 <= sampling["temperature"] <= 2:
+        raise ValueError(f"--temperature must be within [0, 2], got {sampling['temperature']}")
+    if sampling.get("top_p") is not None and not 0 < sampling["top_p"] <= 1:
+        raise ValueError(f"--top-p must be within (0, 1], got {sampling['top_p']}")
+    if sampling.get("max_tokens") is not None and sampling["max_tokens"] < 1:
+        raise ValueError(f"--max-tokens must be a positive integer, got {sampling['max_tokens']}")
+    return sampling
+
+
+def _first_stage_identity(method: str, source: str) -> dict[str, str] | None:
+    if method != "lamer":
+        return None
+    if source == BM25_FIRST_STAGE:
+        return {"name": BM25_FIRST_STAGE}
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"--first-stage {source}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
+    import hashlib
+
+    return {"name": "run file", "path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _passages(data: TaskData, method: str, source: str, show_progress: bool) -> dict[str, str]:
+    if method != "lamer":
+        return {}
+    if source == BM25_FIRST_STAGE:
+        ranking = bm25_ranking(data, show_progress=show_progress)
+    else:
+        ranking = read_run_file(source)
+        check_ranking(ranking, data, source)
+    doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    return {query_id: lamer_passages(ranking[query_id], doc_text) for query_id in data.queries["id"].to_list()}
+
+
+def _check_same_configuration(store: ExpansionStore, previous: dict[str, Any] | None, identity: dict[str, Any]) -> None:
+    if previous is None:
+        return
+    differs = [key for key in _IDENTITY if previous.get(key) != identity.get(key)]
+    if differs:
+        details = "; ".join(f"{key}: {previous.get(key)!r} there, {identity.get(key)!r} now" for key in differs)
+        raise ValueError(
+            f"{store.folder} holds expansions generated with another configuration ({details}). "
+            "Use another --name or --out, or pass --overwrite to start that folder again"
+        )
+
+
+def _totals(store: ExpansionStore, query_ids: list[str]) -> dict[str, int]:
+    usage = store.usage()
+    done = store.finished(query_ids)
+    rows = [usage[q] for q in done if q in usage]
+    prompt = sum(int(r.get("prompt_tokens") or 0) for r in rows)
+    completion = sum(int(r.get("completion_tokens") or 0) for r in rows)
+    return {"prompt": prompt, "completion": completion, "total": prompt + completion, "queries_without_usage": len(done) - len(rows)}
+
+
+def generate_expansions(
+    task: str,
+    method: str,
+    llm: str,
+    base_url: str,
+    *,
+    out: str | os.PathLike = "r2med-expansions",
+    name: str | None = None,
+    api_key_env: str | None = None,
+    concurrency: int = 8,
+    preset: str = "api",
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    first_stage: str = BM25_FIRST_STAGE,
+    extra_body: dict[str, Any] | None = None,
+    max_retries: int = 6,
+    timeout: float = 600.0,
+    max_failures: int = 10,
+    overwrite: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    show_progress: bool = True,
+) -> GenerationReport:
+    """Generate ``method`` expansions of ``task``'s queries with the model ``llm`` served at ``base_url``.
+
+    Writes ``<out>/<HubName>/<method>/<name>/query_with_hydoc.jsonl`` (+ usage.jsonl, manifest.json),
+    ready for ``evaluate_task(..., expansion="local:<out>/<method>/<name>")``. The key is read from the
+    environment variable ``api_key_env`` (default OPENAI_API_KEY; "EMPTY" when that is unset).
+    """
+    spec = get_task_spec(task)
+    if spec.kind != "r2med":
+        raise ValueError(f"{spec.name}: expansions are generated for the R2MED tasks (R2MED<Domain>), not NanoR2MED")
+    check_method(method)
+    if method != "lamer" and first_stage != BM25_FIRST_STAGE:
+        raise ValueError(f"--first-stage is used by lamer only; {method} prompts hold the query alone")
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+    name = check_name(name or slug_name(llm))
+    host = api.endpoint_host(base_url)
+    key_env = api_key_env or api.DEFAULT_KEY_ENV
+    key = api.api_key(api_key_env)
+    sampling = sampling_parameters(preset, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+    data = _load(task, data_dir, accept_drift)
+    store = ExpansionStore(expansion_dir(out, spec, method, name))
+    if overwrite:
+        store.clear()
+    identity = {
+        "task": spec.name, "method": method, "model": llm, "llm": name, "prompts_sha256": prompts_hash(spec, method),
+        "sampling": sampling, "first_stage": _first_stage_identity(method, first_stage), "extra_body": extra_body,
+        "dataset_revision": data.revision,
+    }
+    previous = store.read_manifest()
+    _check_same_configuration(store, previous, identity)
+    query_ids = data.queries["id"].to_list()
+    done = store.finished(query_ids)
+    pending = [q for q in query_ids if q not in done]
+    manifest = _start_manifest(previous, identity, spec, host, sampling_preset_name=preset, total=len(query_ids))
+    store.write_manifest(manifest)
+    started = time.perf_counter()
+    report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0)
+    if pending:
+        passages = _passages(data, method, first_stage, show_progress)
+        texts = dict(zip(query_ids, data.queries["text"].to_list()))
+        job = _Job(
+            store=store, spec=spec, method=method, model=llm, texts=texts, passages=passages, positives=data.qrels,
+            sampling=sampling, extra_body=extra_body, key_env=key_env, base_url=base_url, secrets=[key, *api._url_secrets(base_url)],
+            max_failures=max_failures, report=report,
+        )
+        store.open()
+        try:
+            asyncio.run(job.run(pending, api.make_client(base_url, key, timeout=timeout, max_retries=max_retries), concurrency, show_progress, done_before=len(done)))
+        finally:
+            store.close()
+            report.seconds = time.perf_counter() - started
+            _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models)
+    else:
+        _finish_manifest(store, manifest, query_ids, report, False, set())
+    if report.failures:
+        query_id, message = report.failures[0]
+        raise api.GenerationError(
+            f"{spec.name}: {len(report.failures)} of {len(pending)} queries failed after {max_retries} retries "
+            f"(first: {query_id!r}: {message}). The {report.already_done + report.generated} finished queries are saved in "
+            f"{store.folder}; run the same command again to retry the rest"
+        )
+    return report
+
+
+def _load(task: str, data_dir: str | os.PathLike | None, accept_drift: bool | None) -> TaskData:
+    from r2med_plugin.data.loader import load_task
+
+    return load_task(task, data_dir=data_dir, accept_drift=accept_drift)
+
+
+def _start_manifest(previous: dict[str, Any] | None, identity: dict[str, Any], spec, host: str, *, sampling_preset_name: str, total: int) -> dict[str, Any]:
+    source = official_prompts()["source"]
+    manifest = dict(previous or {})
+    manifest.update(identity)
+    manifest.update({
+        "format": MANIFEST_FORMAT,
+        "hub_name": spec.hub_name,
+        "fields": list(FIELDS),
+        "sampling_preset": sampling_preset_name,
+        "prompts_source": {"repository": source["repository"], "commit": source["commit"], "path": "src/instrcution.py"},
+        "r2med_plugin_version": __version__,
+        "queries": total,
+    })
+    manifest.setdefault("started", _now())
+    manifest.setdefault("runs", [])
+    manifest["runs"] = [*manifest["runs"], {"started": _now(), "endpoint_host": host}]
+    manifest["endpoint_host"] = host
+    manifest.setdefault("reasoning", False)
+    manifest.setdefault("served_models", [])
+    return manifest
+
+
+def _finish_manifest(store: ExpansionStore, manifest: dict[str, Any], query_ids: list[str], report: GenerationReport,
+                     reasoning_seen: bool, served: set[str]) -> None:
+    finished = len(store.finished(query_ids))
+    complete = finished == len(query_ids)
+    if complete:
+        store.rewrite_in_order(query_ids)
+    last = dict(manifest["runs"][-1])
+    last.update({"ended": _now(), "generated": report.generated, "failed": len(report.failures)})
+    manifest["runs"] = [*manifest["runs"][:-1], last]
+    manifest["generated"] = finished
+    manifest["complete"] = complete
+    if complete:
+        manifest["finished"] = _now()
+    manifest["tokens"] = _totals(store, query_ids)
+    manifest["reasoning"] = bool(manifest.get("reasoning")) or reasoning_seen or _has_think_marker(store, query_ids)
+    manifest["served_models"] = sorted(set(manifest.get("served_models", [])) | served)
+    store.write_manifest(manifest)
+
+
+def _has_think_marker(store: ExpansionStore, query_ids: list[str]) -> bool:
+    """A reasoning model served without a reasoning parser leaves its thinking in the text, closed by </think>."""
+    return any("</think>" in str(row.get("hy_doc", "")) for row in store.finished(query_ids).values())
+
+
+@dataclass
+class _Job:
+    store: ExpansionStore
+    spec: Any
+    method: str
+    model: str
+    texts: dict[str, str]
+    passages: dict[str, str]
+    positives: dict[str, dict[str, int]]
+    sampling: dict[str, Any]
+    extra_body: dict[str, Any] | None
+    key_env: str
+    base_url: str
+    secrets: list[str]
+    max_failures: int
+    report: GenerationReport
+    reasoning_seen: bool = False
+    served_models: set[str] = field(default_factory=set)
+
+    async def run(self, pending: list[str], client: Any, concurrency: int, show_progress: bool, *, done_before: int) -> None:
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one(query_id: str) -> tuple[str, api.Completion | None, BaseException | None]:
+            async with semaphore:
+                chat = messages(self.spec, self.method, self.texts[query_id], self.passages.get(query_id))
+                try:
+                    return query_id, await api.complete(client, self.model, chat, self.sampling, self.extra_body), None
+                except Exception as error:  # noqa: BLE001 - classified below
+                    return query_id, None, error
+
+        progress = tqdm(
+            total=done_before + len(pending), initial=done_before, unit="query", disable=not show_progress,
+            desc=f"{self.spec.name} {self.method}/{self.store.folder.name}",
+        )
+        started = time.perf_counter()
+        tasks = [asyncio.create_task(one(query_id)) for query_id in pending]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                query_id, completion, error = await next_done
+                if error is not None:
+                    await self._failed(client, query_id, error)
+                    progress.set_postfix(failed=len(self.report.failures), refresh=False)
+                    continue
+                self._save(query_id, completion)
+                elapsed = max(time.perf_counter() - started, 1e-9)
+                progress.set_postfix({"tok/s": f"{self.report.completion_tokens / elapsed:.1f}"}, refresh=False)
+                progress.update(1)
+        finally:
+            progress.close()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await client.close()
+
+    def _save(self, query_id: str, completion: api.Completion) -> None:
+        record = {
+            "id": query_id, "text": self.texts[query_id], "hy_doc": completion.hy_doc, "doc_id": list(self.positives.get(query_id, {})),
+        }
+        usage = {
+            "id": query_id, "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "finish_reason": completion.finish_reason, "seconds": round(completion.seconds, 3), "served_model": completion.served_model,
+        }
+        self.store.append(record, usage)
+        self.report.generated += 1
+        self.report.prompt_tokens += completion.prompt_tokens or 0
+        self.report.completion_tokens += completion.completion_tokens or 0
+        self.reasoning_seen |= completion.reasoning
+        if completion.served_model:
+            self.served_models.add(completion.served_model)
+
+    async def _failed(self, client: Any, query_id: str, error: BaseException) -> None:
+        kind = api.classify(error)
+        if kind == "other":
+            raise error
+        message = api.describe(error, model=self.model, key_env=self.key_env, base_url=self.base_url, secrets=self.secrets)
+        if kind == "fatal":
+            import openai
+
+            if isinstance(error, openai.NotFoundError):
+                models = await api.available_models(client)
+                if models:
+                    message += f"; the endpoint serves: {', '.join(models[:20])}"
+            raise api.GenerationError(api.redact(message, self.secrets)) from None
+        self.report.failures.append((query_id, message))
+        if len(self.report.failures) >= self.max_failures:
+            raise api.GenerationError(
+                f"{self.spec.name}: stopping after {len(self.report.failures)} failed queries (last: {message}). "
+                f"Finished queries are saved in {self.store.folder}; run the same command again to continue"
+            ) from None

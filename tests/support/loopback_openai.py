@@ -1,0 +1,150 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
+
+It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` the way vLLM and the OpenAI API do,
+records every request (path, JSON body, whether the key matched), and can misbehave on purpose:
+queued faults for the next completions ("429", "500", "drop" a connection, "slow:<seconds>"), a
+delay on every answer, 401 for a wrong key (echoing the key it was given, so tests can prove the
+client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
+it and answers 503 after ``max_seconds``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def echo_query_reply(body: dict[str, Any]) -> str:
+    """Default answer: a passage made of the last 40 words of the user prompt (deterministic)."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return "Passage: " + " ".join(user.split()[-40:])
+
+
+@dataclass
+class LoopbackOpenAI:
+    api_key: str = "sk-loopback-test"
+    models: tuple[str, ...] = ("test-llm",)
+    reply: Callable[[dict[str, Any]], str | dict[str, str]] = echo_query_reply
+    delay: float = 0.0
+    max_seconds: float = 300.0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        server = self
+        self._lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                server._get(self)
+
+            def do_POST(self) -> None:  # noqa: N802
+                server._post(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._deadline = 0.0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> "LoopbackOpenAI":
+        self._deadline = time.monotonic() + self.max_seconds
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add_faults(self, *faults: str) -> None:
+        """Queue faults for the next completions, one each: "429", "500", "drop", "slow:<seconds>"."""
+        with self._lock:
+            self.faults.extend(faults)
+
+    def completions(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every chat-completion request received, in arrival order."""
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    # --- request handling ---------------------------------------------------------------------------
+
+    def _authorized(self, handler: BaseHTTPRequestHandler) -> tuple[bool, str]:
+        presented = handler.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        return presented == self.api_key, presented
+
+    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+        authorized, _ = self._authorized(handler)
+        self.requests.append({"method": "GET", "path": handler.path, "body": None, "authorized": authorized})
+        if handler.path.rstrip("/").endswith("/models"):
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models]
+            return self._send(handler, 200, {"object": "list", "data": data})
+        return self._send(handler, 404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    def _post(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {"unparsable": raw.decode("utf-8", "replace")}
+        authorized, presented = self._authorized(handler)
+        with self._lock:
+            fault = self.faults.pop(0) if self.faults and authorized else None
+        self.requests.append({"method": "POST", "path": handler.path, "body": body, "authorized": authorized, "fault": fault})
+        if time.monotonic() > self._deadline:
+            return self._send(handler, 503, {"error": {"message": "loopback server expired"}})
+        if not handler.path.rstrip("/").endswith("/chat/completions"):
+            return self._send(handler, 404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+        if not authorized:  # like the real API, say which key was refused (the client must never repeat it)
+            message = f"Incorrect API key provided: {presented}. You can find your API key at your provider."
+            return self._send(handler, 401, {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
+        if body.get("model") not in self.models:
+            message = f"The model `{body.get('model')}` does not exist or you do not have access to it."
+            return self._send(handler, 404, {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
+        if fault in ("429", "500"):
+            extra = {"retry-after-ms": "20"} if fault == "429" else {}
+            return self._send(handler, int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}}, extra=extra)
+        if fault == "drop":
+            handler.close_connection = True
+            handler.connection.shutdown(2)
+            return None
+        if fault and fault.startswith("slow:"):
+            time.sleep(float(fault.split(":", 1)[1]))
+        if self.delay:
+            time.sleep(self.delay)
+        answer = self.reply(body)
+        message = {"role": "assistant", "content": answer} if isinstance(answer, str) else {"role": "assistant", **answer}
+        prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
+        completion_tokens = len(" ".join(str(v) for v in message.values() if v != "assistant").split())
+        payload = {
+            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        }
+        self._send(handler, 200, payload)
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict, *, extra: dict | None = None) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            for key, value in (extra or {}).items():
+                handler.send_header(key, value)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout) first
+            pass
