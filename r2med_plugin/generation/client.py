@@ -36,15 +36,15 @@ class Completion:
 def endpoint_host(base_url: str) -> str:
     """scheme://host[:port] of the endpoint: no user info, path, query or fragment (they may hold credentials)."""
     parts = urllib.parse.urlsplit(base_url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        # httpx would send user:password as Basic auth in place of the key, and a query string breaks the
+        # request paths; neither part is repeated here, as either may be a credential.
+        raise ValueError("--base-url must be a plain http(s) URL without user:password@, ?query or #fragment "
+                         "(put the key in the environment variable named by --api-key-env)")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--base-url must be an http(s) URL such as http://localhost:8000/v1, got {redact(base_url, _url_secrets(base_url))!r}")
+        raise ValueError(f"--base-url must be an http(s) URL such as http://localhost:8000/v1, got {base_url!r}")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
-
-
-def _url_secrets(base_url: str) -> list[str]:
-    parts = urllib.parse.urlsplit(base_url)
-    return [s for s in (parts.password, parts.username, parts.query) if s]
 
 
 def redact(text: str, secrets: list[str]) -> str:

@@ -178,7 +178,7 @@ def generate_expansions(
         texts = dict(zip(query_ids, data.queries["text"].to_list()))
         job = _Job(
             store=store, spec=spec, method=method, model=llm, texts=texts, passages=passages, positives=data.qrels,
-            sampling=sampling, extra_body=extra_body, key_env=key_env, base_url=base_url, secrets=[key, *api._url_secrets(base_url)],
+            sampling=sampling, extra_body=extra_body, key_env=key_env, base_url=base_url, secrets=[key],
             max_failures=max_failures, report=report,
         )
         store.open()

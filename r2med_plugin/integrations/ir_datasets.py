@@ -1,6 +1,7 @@
 """ir_datasets datasets for R2MED and NanoR2MED, served through r2med_plugin's data API.
 
-ids: ``r2med/<slug>``, ``r2med/<slug>/<method>/<llm>`` (released expansions), ``nano-r2med/<slug>``
+ids: ``r2med/<slug>``, ``r2med/<slug>/<method>/<llm>`` (released expansions), ``r2med/<slug>/local/<method>/<llm>``
+(expansions from ``r2med generate``, added by ``register_local_expansion``), ``nano-r2med/<slug>``
 and ``nano-r2med/<slug>/{bm25,dense,hybrid}`` (stored candidate lists as scoreddocs). Sub-datasets
 share their parent's docs and qrels handlers, so nothing is stored twice and
 ``ir_datasets.docs_parent_id`` finds the parent. Counts are known before any download (from
@@ -252,3 +253,42 @@ def register() -> list[str]:
         for root in ROOTS.values():
             registry.register_pattern(rf"^{root}/.+$", partial(_unknown_id, root, known))
     return added
+
+
+def register_local_expansion(folder: str, task: str) -> str:
+    """Register expansions made by ``r2med generate`` as ``r2med/<slug>/local/<method>/<llm>``; returns the id.
+
+    ``folder`` is ``<out>/<method>/<llm>`` (the task's file is ``<out>/<HubName>/<method>/<llm>/query_with_hydoc.jsonl``)
+    or that task folder itself. The queries are ``R2MEDGarQuery`` records, like the released expansions';
+    docs and qrels are the parent dataset's. Registering the same id again points it at the new folder.
+    """
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.data.expansions import LOCAL_PREFIX, resolve_local_expansion
+
+    spec = get_task_spec(task)
+    if spec.kind != "r2med":
+        raise ValueError(f"{spec.name}: local expansions belong to the R2MED tasks (R2MED<Domain>), not NanoR2MED")
+    local = resolve_local_expansion(spec, f"{LOCAL_PREFIX}{folder}")
+    register()
+    parent = dataset_id(spec)
+    child = f"{parent}/local/{local.method}/{local.llm}"
+    registry = ir_datasets.registry
+    existing = registry._registered.get(child)
+    if existing is not None:
+        if not getattr(existing, PLUGIN_MARKER, False):
+            raise ValueError(f"ir_datasets already has a dataset {child!r} that r2med-plugin did not register; rename the LLM folder")
+        del registry._registered[child]
+    parent_dataset = registry._registered[parent]
+    source = parent_dataset.queries_handler()._source
+    queries = R2MEDGarQueries(source, f"{LOCAL_PREFIX}{local.path.parent}")
+    title = f"{spec.description.split(':')[0]} + {local.label}"
+    dataset = Dataset(
+        parent_dataset.docs_handler(), queries, parent_dataset.qrels_handler(),
+        _Documentation(spec, title, f" Queries with the {local.method} expansion by {local.llm}, generated locally ({local.path})."),
+    )
+    _, metadata = build_datasets()
+    lines = sum(1 for line in local.path.read_text(encoding="utf-8").splitlines() if line.strip())
+    metadata[child] = {"docs": {"_ref": parent}, "qrels": {"_ref": parent}, "queries": {"count": lines}}
+    provider = MetadataProvider(lambda: metadata)
+    registry.register(child, Dataset(MetadataComponent(child, dataset, provider), dataset, _PluginMarker()))
+    return child
