@@ -411,3 +411,26 @@ def test_ir_datasets_serves_a_local_folder_as_gar_queries(server, mirror_env, tm
     assert dataset.queries_count() == 5
     assert ir_datasets.docs_parent_id(dataset_id) == "r2med/bioinformatics"
     assert register_local_expansion(str(tmp_path / "exp" / "lamer" / "test-llm"), "R2MEDBioinformatics") == dataset_id  # idempotent
+
+
+def test_dense_with_a_local_expansion_follows_the_official_rules(server, mirror_env, tmp_path):
+    from r2med_plugin.retrieval.dense import HashingEncoder, encode_cached, normalise, search_vectors
+
+    data = r2med_plugin.load_task("R2MEDMedQADiag")
+    rev, ids = data.revision, data.queries["id"].to_list()
+    docs = data.corpus["text"].to_list()
+    for method in ("hyde", "query2doc"):
+        _generate(server, tmp_path / "exp", method, task="R2MEDMedQADiag")
+        hy_doc = {r["id"]: r["hy_doc"] for r in _lines(tmp_path / "exp" / "MedQA-Diag" / method / "test-llm" / "query_with_hydoc.jsonl")}
+        encoder = HashingEncoder(dim=64, name=f"local-{method}")
+        result = r2med_plugin.evaluate_task("R2MEDMedQADiag", encoder, expansion=f"local:{tmp_path}/exp/{method}/test-llm",
+                                            query_prompt="Instruct: x\nQuery: ", show_progress=False)
+        doc_vectors = encode_cached(encoder, docs, kind="document", dataset_revision=rev)
+        if method == "hyde":  # mean of the instructed query and the expansion (no instruction)
+            queries = encode_cached(encoder, data.queries["text"].to_list(), kind="query", dataset_revision=rev, prompt="Instruct: x\nQuery: ")
+            vectors = normalise((queries + encode_cached(encoder, [hy_doc[q] for q in ids], kind="document", dataset_revision=rev)) / 2)
+        else:  # one string: text + "[SEP]" + hy_doc
+            joined = [t + "[SEP]" + hy_doc[q] for q, t in zip(ids, data.queries["text"].to_list())]
+            vectors = encode_cached(encoder, joined, kind="query", dataset_revision=rev, prompt="Instruct: x\nQuery: ")
+        expected = search_vectors(ids, vectors, data.corpus["id"].to_list(), doc_vectors, 1000)
+        assert result.scores == r2med_plugin.evaluate_run(data.qrels, expected), method

@@ -128,7 +128,7 @@ def _split_model(model: str) -> tuple[str, str, str]:
     runs with an expansion from `r2med generate` "local/<method>/<llm>+<retriever>" (noted as generated locally)."""
     match = _EXPANSION_MODEL.match(model)
     if match:
-        return match["llm"], match["retriever"], match["method"] + (f", {LOCAL_LABEL}" if match["local"] else "")
+        return match["llm"], match["retriever"], match["method"]
     return "", model, ""
 
 
@@ -148,7 +148,8 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
     rows = []
     for (model, builtin), per_task in newest.items():
         llm, retriever, method = _split_model(model)
-        note = ", ".join(part for part in (method, BUILTIN_LABEL if builtin else "") if part)
+        local = LOCAL_LABEL if method and model.startswith("local/") else ""
+        note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "") if part)
         scores = {hub: 100 * float(record.scores[MAIN_METRIC]) for hub, record in per_task.items() if MAIN_METRIC in record.scores}
         extras: dict[str, float] = {}
         task_extras: dict[str, dict[str, float]] = {}
