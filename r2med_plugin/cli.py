@@ -146,12 +146,15 @@ def _generate(args: argparse.Namespace) -> int:
                 task, args.method, args.llm, args.base_url, out=args.out, name=args.name, api_key_env=args.api_key_env,
                 concurrency=args.concurrency, preset=args.preset, temperature=args.temperature, top_p=args.top_p,
                 max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage, extra_body=extra_body,
-                max_retries=args.max_retries, timeout=args.timeout, overwrite=args.overwrite, data_dir=args.data_dir,
-                accept_drift=args.accept_drift, show_progress=not args.quiet,
+                max_retries=args.max_retries, timeout=args.timeout, max_failures=args.max_failures, overwrite=args.overwrite,
+                data_dir=args.data_dir, accept_drift=args.accept_drift, show_progress=not args.quiet,
             )
         except (GenerationError, ImportError) as error:
             print(f"r2med: error: {error}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            print(f"r2med: interrupted; the finished queries of {task} are saved: run the same command again to continue", file=sys.stderr)
+            return 130
         print(f"{report.task}: {report.already_done + report.generated}/{report.total} queries in {report.folder} "
               f"({report.generated} generated now, {report.prompt_tokens} prompt + {report.completion_tokens} completion tokens)")
     folder = Path(args.out) / args.method / (args.name or _default_name(args.llm))
@@ -213,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--extra-body", default=None, help="JSON merged into each request body (server-specific options)")
     generate.add_argument("--max-retries", type=int, default=6, help="retries per request on 429, 5xx, timeouts and dropped connections")
     generate.add_argument("--timeout", type=float, default=600.0, help="seconds per request before it is retried")
+    generate.add_argument("--max-failures", type=int, default=10, help="stop the run after this many queries failed every retry")
     generate.add_argument("--out", default="r2med-expansions", help="local expansions folder (default ./r2med-expansions)")
     generate.add_argument("--overwrite", action="store_true", help="start the (task, method, name) folders again instead of resuming")
     generate.add_argument("--data-dir", default=None)
