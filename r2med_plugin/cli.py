@@ -158,7 +158,7 @@ def _generate(args: argparse.Namespace) -> int:
         print(f"{report.task}: {report.already_done + report.generated}/{report.total} queries in {report.folder} "
               f"({report.generated} generated now, {report.prompt_tokens} prompt + {report.completion_tokens} completion tokens)")
     folder = Path(args.out) / args.method / (args.name or _default_name(args.llm))
-    print(f"evaluate with: r2med evaluate --task {' '.join(args.task)} --retriever bm25-lucene --expansion local:{folder}")
+    print(f"evaluate with: r2med evaluate --task {' '.join(tasks)} --retriever bm25-lucene --expansion local:{folder}")
     return 0
 
 

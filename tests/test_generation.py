@@ -434,3 +434,53 @@ def test_dense_with_a_local_expansion_follows_the_official_rules(server, mirror_
             vectors = encode_cached(encoder, joined, kind="query", dataset_revision=rev, prompt="Instruct: x\nQuery: ")
         expected = search_vectors(ids, vectors, data.corpus["id"].to_list(), doc_vectors, 1000)
         assert result.scores == r2med_plugin.evaluate_run(data.qrels, expected), method
+
+
+# --- pure helpers --------------------------------------------------------------------------------
+
+
+def test_lamer_passage_format_by_hand():
+    from r2med_plugin.generation.prompts import cut_words, lamer_passages
+
+    assert cut_words("a  b\tc\nd", 3) == "a b c"
+    texts = {"d1": "first\nline  two", "d2": " ".join(["w"] * 600), **{f"x{i}": f"doc {i}" for i in range(12)}}
+    ranked = ["d1", "d2"] + [f"x{i}" for i in range(12)]
+    passages = lamer_passages(ranked, texts)
+    assert passages.startswith("\n[1]. first line two\n[2]. " + " ".join(["w"] * 512) + "\n[3]. doc 0")
+    assert passages.endswith("\n[10]. doc 7") and "[11]" not in passages  # the top 10 only
+
+
+def test_endpoint_names_and_sampling_checks():
+    from r2med_plugin.generation.client import endpoint_host
+    from r2med_plugin.generation.generate import sampling_parameters
+    from r2med_plugin.generation.store import check_name, slug_name
+
+    assert endpoint_host("https://api.example.org/v1") == "https://api.example.org"
+    assert endpoint_host("http://localhost:8000/v1/") == "http://localhost:8000"
+    with pytest.raises(ValueError, match="http\\(s\\) URL"):
+        endpoint_host("localhost:8000")
+    assert slug_name("Qwen/Qwen2.5-7B-Instruct") == "Qwen-Qwen2.5-7B-Instruct" and slug_name("llama3:8b") == "llama3-8b"
+    with pytest.raises(ValueError, match="must be a folder name"):
+        check_name("../up")
+    assert sampling_parameters("api") == {"temperature": 0.8, "top_p": 0.8, "max_tokens": None, "seed": None}
+    assert sampling_parameters("vllm", seed=1) == {"temperature": 0.7, "top_p": None, "max_tokens": 10240, "seed": 1}
+    with pytest.raises(ValueError, match="--top-p must be within"):
+        sampling_parameters("api", top_p=1.5)
+    with pytest.raises(ValueError, match="unknown sampling preset"):
+        sampling_parameters("fast")
+
+
+def test_bad_inputs_are_refused_before_any_request(server, mirror_env, tmp_path):
+    with pytest.raises(ValueError, match="R2MED tasks"):
+        _generate(server, tmp_path, "hyde", task="NanoR2MEDBiology")
+    with pytest.raises(ValueError, match="unknown generation method 'search-r1'"):
+        _generate(server, tmp_path, "search-r1")
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q1 Q0 d1 1\n")
+    with pytest.raises(ValueError, match="bad.trec, line 1: a TREC run line has 6 fields"):
+        _generate(server, tmp_path, "lamer", first_stage=str(bad))
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text(json.dumps({"id": "biology-q-000", "topk_pid": [["biology-doc-0001", 1.0]]}) + "\n")
+    with pytest.raises(ValueError, match="no ranked documents for 4 queries"):
+        _generate(server, tmp_path, "lamer", first_stage=str(partial))
+    assert not server.requests

@@ -164,17 +164,17 @@ def generate_expansions(
         "sampling": sampling, "first_stage": _first_stage_identity(method, first_stage), "extra_body": extra_body,
         "dataset_revision": data.revision,
     }
-    previous = store.read_manifest()
-    _check_same_configuration(store, previous, identity)
     query_ids = data.queries["id"].to_list()
     done = store.finished(query_ids)
+    previous = store.read_manifest() if done else None  # a folder with nothing finished starts afresh
+    _check_same_configuration(store, previous, identity)
     pending = [q for q in query_ids if q not in done]
+    passages = _passages(data, method, first_stage, show_progress) if pending else {}
     manifest = _start_manifest(previous, identity, spec, host, sampling_preset_name=preset, total=len(query_ids))
     store.write_manifest(manifest)
     started = time.perf_counter()
     report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0)
     if pending:
-        passages = _passages(data, method, first_stage, show_progress)
         texts = dict(zip(query_ids, data.queries["text"].to_list()))
         job = _Job(
             store=store, spec=spec, method=method, model=llm, texts=texts, passages=passages, positives=data.qrels,
