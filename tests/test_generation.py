@@ -484,3 +484,14 @@ def test_bad_inputs_are_refused_before_any_request(server, mirror_env, tmp_path)
     with pytest.raises(ValueError, match="no ranked documents for 4 queries"):
         _generate(server, tmp_path, "lamer", first_stage=str(partial))
     assert not server.requests
+
+
+def test_two_runs_never_write_one_folder_at_once(server, mirror_env, tmp_path):
+    from r2med_plugin.generation.store import ExpansionStore
+
+    other = ExpansionStore(tmp_path / "exp" / "Biology" / "hyde" / "test-llm")
+    with other.locked():
+        with pytest.raises(ValueError, match="being written by another r2med generate run"):
+            _generate(server, tmp_path / "exp", "hyde")
+    assert not server.requests
+    assert _generate(server, tmp_path / "exp", "hyde").generated == 5

@@ -8,7 +8,6 @@ documents stay in corpus order) and hands the top 10 to the LLM. A run file may 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -87,13 +86,3 @@ def check_ranking(ranking: dict[str, list[str]], data: TaskData, origin: str) ->
         unknown = [d for d in ranking[query_id][:10] if d not in known]
         if unknown:
             raise ValueError(f"{origin}: query {query_id!r} ranks {unknown[0]!r}, which is not a document of {data.name}")
-
-
-def first_stage(data: TaskData, source: str, *, show_progress: bool = True) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """(ranking, description for the manifest) for ``source``: "bm25-lucene" or a run file."""
-    if source == BM25_FIRST_STAGE:
-        return bm25_ranking(data, show_progress=show_progress), {"name": BM25_FIRST_STAGE}
-    ranking = read_run_file(source)
-    check_ranking(ranking, data, source)
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
-    return ranking, {"name": "run file", "path": str(Path(source).resolve()), "sha256": digest}

@@ -9,6 +9,7 @@ another configuration (model, prompts, sampling, first stage, data revision) is 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -73,8 +74,6 @@ def _first_stage_identity(method: str, source: str) -> dict[str, str] | None:
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"--first-stage {source}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
-    import hashlib
-
     return {"name": "run file", "path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
@@ -157,39 +156,40 @@ def generate_expansions(
     sampling = sampling_parameters(preset, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     data = _load(task, data_dir, accept_drift)
     store = ExpansionStore(expansion_dir(out, spec, method, name))
-    if overwrite:
-        store.clear()
     identity = {
         "task": spec.name, "method": method, "model": llm, "llm": name, "prompts_sha256": prompts_hash(spec, method),
         "sampling": sampling, "first_stage": _first_stage_identity(method, first_stage), "extra_body": extra_body,
         "dataset_revision": data.revision,
     }
-    query_ids = data.queries["id"].to_list()
-    done = store.finished(query_ids)
-    previous = store.read_manifest() if done else None  # a folder with nothing finished starts afresh
-    _check_same_configuration(store, previous, identity)
-    pending = [q for q in query_ids if q not in done]
-    passages = _passages(data, method, first_stage, show_progress) if pending else {}
-    manifest = _start_manifest(previous, identity, spec, host, sampling_preset_name=preset, total=len(query_ids))
-    store.write_manifest(manifest)
-    started = time.perf_counter()
-    report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0)
-    if pending:
-        texts = dict(zip(query_ids, data.queries["text"].to_list()))
+    with store.locked():
+        if overwrite:
+            store.clear()
+        query_ids = data.queries["id"].to_list()
+        done = store.finished(query_ids)
+        previous = store.read_manifest() if done else None  # a folder with nothing finished starts afresh
+        _check_same_configuration(store, previous, identity)
+        pending = [q for q in query_ids if q not in done]
+        passages = _passages(data, method, first_stage, show_progress) if pending else {}
+        manifest = _start_manifest(previous, identity, spec, host, sampling_preset_name=preset, total=len(query_ids))
+        store.write_manifest(manifest)
+        report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0)
         job = _Job(
-            store=store, spec=spec, method=method, model=llm, texts=texts, passages=passages, positives=data.qrels,
-            sampling=sampling, extra_body=extra_body, key_env=key_env, base_url=base_url, secrets=[key],
-            max_failures=max_failures, report=report,
+            store=store, spec=spec, method=method, model=llm, texts=dict(zip(query_ids, data.queries["text"].to_list())),
+            passages=passages, positives=data.qrels, sampling=sampling, extra_body=extra_body, key_env=key_env,
+            base_url=base_url, secrets=[key], max_failures=max_failures, report=report,
         )
-        store.open()
+        started = time.perf_counter()
         try:
-            asyncio.run(job.run(pending, api.make_client(base_url, key, timeout=timeout, max_retries=max_retries), concurrency, show_progress, done_before=len(done)))
+            if pending:
+                store.open()
+                try:
+                    client = api.make_client(base_url, key, timeout=timeout, max_retries=max_retries)
+                    asyncio.run(job.run(pending, client, concurrency, show_progress, done_before=len(done)))
+                finally:
+                    store.close()
         finally:
-            store.close()
             report.seconds = time.perf_counter() - started
             _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models)
-    else:
-        _finish_manifest(store, manifest, query_ids, report, False, set())
     if report.failures:
         query_id, message = report.failures[0]
         raise api.GenerationError(

@@ -19,7 +19,8 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 EXPANSION_FILE = "query_with_hydoc.jsonl"
 USAGE_FILE = "usage.jsonl"
 MANIFEST_FILE = "manifest.json"
+LOCK_FILE = ".lock"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -96,6 +98,25 @@ class ExpansionStore:
         self.usage_path = folder / USAGE_FILE
         self.manifest_path = folder / MANIFEST_FILE
         self._streams: list[BinaryIO] = []
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive use of the folder: a second run writing it at the same time would duplicate queries."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with (self.folder / LOCK_FILE).open("a") as handle:
+            try:
+                import fcntl
+            except ImportError:  # not POSIX: no lock
+                yield
+                return
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                raise ValueError(f"{self.folder} is being written by another r2med generate run; wait for it or use another --name/--out") from error
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def clear(self) -> None:
         for path in (self.expansion_path, self.usage_path, self.manifest_path):
