@@ -107,7 +107,9 @@ def _totals(store: ExpansionStore, query_ids: list[str]) -> dict[str, int]:
     rows = [usage[q] for q in done if q in usage]
     prompt = sum(int(r.get("prompt_tokens") or 0) for r in rows)
     completion = sum(int(r.get("completion_tokens") or 0) for r in rows)
-    return {"prompt": prompt, "completion": completion, "total": prompt + completion, "queries_without_usage": len(done) - len(rows)}
+    truncated = sum(1 for r in rows if r.get("finish_reason") == "length")  # hit --max-tokens (kept, as the official code keeps them)
+    return {"prompt": prompt, "completion": completion, "total": prompt + completion, "queries_without_usage": len(done) - len(rows),
+            "truncated_outputs": truncated}
 
 
 def generate_expansions(
@@ -239,7 +241,7 @@ def _finish_manifest(store: ExpansionStore, manifest: dict[str, Any], query_ids:
     manifest["runs"] = [*manifest["runs"][:-1], last]
     manifest["generated"] = finished
     manifest["complete"] = complete
-    if complete:
+    if complete and not manifest.get("finished"):
         manifest["finished"] = _now()
     manifest["tokens"] = _totals(store, query_ids)
     manifest["reasoning"] = bool(manifest.get("reasoning")) or reasoning_seen or _has_think_marker(store, query_ids)
