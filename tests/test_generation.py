@@ -188,8 +188,8 @@ def test_lamer_with_a_trec_or_topk_run_file(server, mirror_env, tmp_path):
 
 
 def test_faults_are_retried_and_every_query_lands_once(server, mirror_env, tmp_path):
-    server.add_faults("429", "500", "drop", "slow:3")
-    report = _generate(server, tmp_path / "exp", "hyde", concurrency=1, timeout=1.0)
+    server.add_faults("429", "500", "drop", "slow:6")  # the slow answer comes after the 2 s timeout: retried
+    report = _generate(server, tmp_path / "exp", "hyde", concurrency=1, timeout=2.0)
     assert report.complete and report.generated == 5 and not report.failures
     assert len(server.completions()) == 5 + 4  # each fault cost exactly one retry
     data = r2med_plugin.load_task("R2MEDBiology")
