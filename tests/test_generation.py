@@ -495,3 +495,12 @@ def test_two_runs_never_write_one_folder_at_once(server, mirror_env, tmp_path):
             _generate(server, tmp_path / "exp", "hyde")
     assert not server.requests
     assert _generate(server, tmp_path / "exp", "hyde").generated == 5
+
+
+def test_generate_from_code_that_runs_an_event_loop(server, mirror_env, tmp_path):
+    import asyncio
+
+    async def notebook_cell():  # Jupyter runs cells inside an event loop
+        return _generate(server, tmp_path / "exp", "hyde")
+
+    assert asyncio.run(notebook_cell()).generated == 5

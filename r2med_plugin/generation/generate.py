@@ -186,7 +186,7 @@ def generate_expansions(
                 store.open()
                 try:
                     client = api.make_client(base_url, key, timeout=timeout, max_retries=max_retries)
-                    asyncio.run(job.run(pending, client, concurrency, show_progress, done_before=len(done)))
+                    _run_to_end(job.run(pending, client, concurrency, show_progress, done_before=len(done)))
                 finally:
                     store.close()
         finally:
@@ -200,6 +200,19 @@ def generate_expansions(
             f"{store.folder}; run the same command again to retry the rest"
         )
     return report
+
+
+def _run_to_end(coroutine: Any) -> None:
+    """asyncio.run, also from code that already runs an event loop (Jupyter): then in a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coroutine)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 def _load(task: str, data_dir: str | os.PathLike | None, accept_drift: bool | None) -> TaskData:
