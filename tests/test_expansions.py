@@ -17,21 +17,32 @@ from tests.fixture_mirror import hy_doc_for
 
 
 @pytest.mark.parametrize(
-    ("raw", "answer"),
+    ("llm", "raw", "answer"),
     [
-        ("<think>long reasoning</think>\n\nThe answer is insulin.", "The answer is insulin."),
-        ("<think>a</think>x<think>b</think> final", "final"),
-        ("## Thinking\nhmm\n\n## Final Response\nGive metformin.", "Give metformin."),
-        ("<think>t</think><search>q</search><answer> renal failure </answer>", "renal failure"),
-        ("<answer>first</answer> then <answer>second</answer>", "second"),
-        ("<|begin_of_thought|>t<|end_of_thought|><|begin_of_solution|>Sky says B.<|end_of_solution|>", "Sky says B."),
-        ("A plain passage with no markers.", "A plain passage with no markers."),
-        ("<think>unfinished reasoning with no answer", "<think>unfinished reasoning with no answer"),
-        ("<think>reasoning</think>   ", "<think>reasoning</think>   "),
+        # <think> family: after the FIRST </think>, stripped, even when empty (R2MED src/base.py).
+        ("r1-qwen-32b", "<think>long reasoning</think>\n\nThe answer is insulin.", "The answer is insulin."),
+        ("qwq-32b", "<think>a</think>x<think>b</think> final", "x<think>b</think> final"),
+        ("qwen3-32b", "<think>reasoning</think>   ", ""),
+        ("r1-llama-70b", "<think>unfinished reasoning with no answer", "<think>unfinished reasoning with no answer"),
+        ("r1-llama-8b", "<answer>tag</answer> is not this family's marker", "<answer>tag</answer> is not this family's marker"),
+        # Huatuo-o1: after the first "Final Response" (no heading needed), stripped.
+        ("huatuo-o1-70b", "## Thinking\nhmm\n\n## Final Response\nGive metformin.", "Give metformin."),
+        ("huatuo-o1-8b", "Thinking hmm Final Response: Give metformin.", ": Give metformin."),
+        ("huatuo-o1-8b", "<think>t</think>no final section", "<think>t</think>no final section"),
+        # Sky-T1: the first complete solution block, else the raw text.
+        ("sky-32b", "<|begin_of_thought|>t<|end_of_thought|><|begin_of_solution|>Sky says B.<|end_of_solution|>", "Sky says B."),
+        ("sky-32b", "<|begin_of_solution|>never closed", "<|begin_of_solution|>never closed"),
+        # Search-R1 (qwen-*-ins): the FIRST <answer>, stripped, even when empty.
+        ("qwen-7b-ins", "<think>t</think><search>q</search><answer> renal failure </answer>", "renal failure"),
+        ("qwen-3b-ins", "<answer>first</answer> then <answer>second</answer>", "first"),
+        ("qwen-3b-ins", "<answer> </answer><answer>second</answer>", ""),
+        ("qwen-7b-ins", "A plain passage with no markers.", "A plain passage with no markers."),
+        # A reasoning LLM outside the official families (a local generation): cut like the <think> family.
+        ("my-reasoner", "<think>\nabc\n</think>\n\nanswer", "answer"),
     ],
 )
-def test_extract_answer(raw: str, answer: str):
-    assert extract_answer(raw) == answer
+def test_extract_answer_as_the_official_split_response_for_r1(llm: str, raw: str, answer: str):
+    assert extract_answer(raw, llm) == answer
 
 
 def test_only_reasoning_llms_are_extracted():
@@ -49,9 +60,33 @@ def test_bm25_combination_rules():
         bm25_query("hype", "q", "doc")
 
 
+def test_reasoning_llms_skip_the_method_rule_as_the_official_r1_mode():
+    # Official eval_BM25/eval_retrieval: for an LLM in r1_model_list the answer is used alone (BM25)
+    # or averaged with the query (dense), whatever the method.
+    assert bm25_query("query2doc", "q", "answer", reasoning=True) == "answer"
+    assert bm25_query("lamer", "q", "answer", reasoning=True) == "answer"
+    assert dense_query("query2doc", "q", "answer", reasoning=True) is None
+
+
 def test_dense_combination_rules():
     assert dense_query("query2doc", "q", "doc") == "q[SEP]doc"
     assert dense_query("hyde", "q", "doc") is None and dense_query("lamer", "q", "doc") is None
+
+
+def test_local_query2doc_by_a_reasoning_llm_uses_the_answer_alone(mirror_env: Path, tmp_path: Path):
+    data = r2med_plugin.load_task("R2MEDBiology")
+    folder = tmp_path / "exp" / "Biology" / "query2doc" / "qwen3-8b"
+    folder.mkdir(parents=True)
+    answers = [hy_doc_for("qwen3_8b", i).split("</think>", 1)[1] for i in range(data.queries.height)]
+    rows = [{"id": q, "text": t, "hy_doc": hy_doc_for("qwen3_8b", i)}
+            for i, (q, t) in enumerate(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))]
+    (folder / "query_with_hydoc.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    result = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/exp/query2doc/qwen3-8b", show_progress=False)
+    expected = bm25_search(data.corpus, data.queries.with_columns(text=np.array(answers, dtype=object)), show_progress=False)
+    assert result.scores == r2med_plugin.evaluate_run(data.qrels, expected)
+    with_rule = [t * 2 + " " + a for t, a in zip(data.queries["text"].to_list(), answers)]
+    rule_run = bm25_search(data.corpus, data.queries.with_columns(text=np.array(with_rule, dtype=object)), show_progress=False)
+    assert result.run != rule_run
 
 
 def test_name_mapping_in_one_place():
@@ -92,7 +127,7 @@ def test_dense_hyde_averages_query_and_expansion(mirror_env: Path):
     encoder = HashingEncoder(dim=64, name="mix-probe")
     result = evaluate_task("R2MEDMedQADiag", encoder, expansion="hyde/huatuo-o1-70b", query_prompt="Instruct: x\nQuery: ", show_progress=False)
     frame = load_expansions("R2MEDMedQADiag", "hyde/huatuo-o1-70b")
-    answers = [extract_answer(h) for h in frame["hy_doc"].to_list()[: data.queries.height]]
+    answers = [extract_answer(h, "huatuo-o1-70b") for h in frame["hy_doc"].to_list()[: data.queries.height]]
     rev = data.revision
     queries = encode_cached(encoder, data.queries["text"].to_list(), kind="query", dataset_revision=rev, prompt="Instruct: x\nQuery: ")
     mixed = normalise((queries + encode_cached(encoder, answers, kind="document", dataset_revision=rev)) / 2)

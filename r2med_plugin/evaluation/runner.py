@@ -56,8 +56,9 @@ def _model_run(data: TaskData, retriever: str | Encoder, depth: int, query_promp
     return dense_search(retriever, data.corpus, data.queries, dataset_revision=data.revision, query_prompt=query_prompt, top_k=depth)
 
 
-def _expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLike | None) -> tuple[str, list[str], list[str]]:
-    """(method, query texts, extracted expansion texts) for the task's evaluated queries, in order."""
+def _expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLike | None) -> tuple[str, bool, list[str], list[str]]:
+    """(method, whether the LLM reasons, query texts, extracted expansion texts) for the task's
+    evaluated queries, in order."""
     frame = load_expansions(data.name, expansion, data_dir=data_dir)
     by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list()))
     query_ids, texts = data.queries["id"].to_list(), data.queries["text"].to_list()
@@ -68,19 +69,20 @@ def _expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLik
     method, llm = parse_expansion(data.spec, expansion) if is_local(expansion) else expansion.split("/", 1)
     reasoning_llms = reasoning_llms_for(data.spec, expansion)
     expansions = [expansion_text(by_id[query_id], llm, reasoning_llms) for query_id in query_ids]
-    return method, texts, expansions
+    return method, llm in reasoning_llms, texts, expansions
 
 
 def _expansion_run(
     data: TaskData, retriever: str | Encoder, expansion: str, top_k: int, query_prompt: str | None,
     data_dir: str | os.PathLike | None, show_progress: bool,
 ) -> Run:
-    method, texts, expansions = _expanded_queries(data, expansion, data_dir)
+    method, reasoning, texts, expansions = _expanded_queries(data, expansion, data_dir)
     if isinstance(retriever, str):
-        queries = data.queries.with_columns(text=pl.Series([bm25_query(method, t, e) for t, e in zip(texts, expansions)], dtype=pl.Utf8))
+        combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+        queries = data.queries.with_columns(text=pl.Series(combined, dtype=pl.Utf8))
         return bm25_run(data, BM25_RETRIEVERS[retriever], top_k=top_k, queries=queries, show_progress=show_progress)
-    single = [dense_query(method, t, e) for t, e in zip(texts, expansions)]
-    if method == "query2doc":
+    single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+    if single and single[0] is not None:
         queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
         return dense_search(retriever, data.corpus, queries, dataset_revision=data.revision, query_prompt=query_prompt, top_k=top_k)
     return dense_search(

@@ -1,7 +1,9 @@
 """The official rules for combining a query with a released LLM expansion (hy_doc).
 
-Reasoning LLMs (the catalog's ``reasoning_llms``) contribute only their final answer, extracted
-from the raw output; when no marker is found, the raw text is used.
+Reasoning LLMs (the catalog's ``reasoning_llms``) contribute only their final answer, cut from the
+raw output by their family's marker as the official code cuts it; when the marker is absent, the raw
+text is used. For them the method's rule is not applied (official ``r1_mode``): BM25 uses the answer
+alone and dense averages the query and answer embeddings, for every method.
 
 BM25 query text, by method:
 - hyde (and search-r1, search-o1): the expansion alone;
@@ -20,56 +22,68 @@ import re
 from collections.abc import Collection
 
 THINK_END = "</think>"
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", flags=re.DOTALL | re.IGNORECASE)
-_SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>(.*?)(?:<\|end_of_solution\|>|$)", flags=re.DOTALL)
-_FINAL_RESPONSE = re.compile(r"#{1,6}\s*Final Response\s*:?\s*\n?(.*)$", flags=re.DOTALL | re.IGNORECASE)
+# The official families (R2MED/R2MED src/base.py, split_response_for_r1): which marker each LLM's
+# output is cut at. A reasoning LLM outside them (a local generation) is cut like the <think> family.
+THINK_FAMILY = ("r1-llama-8b", "r1-qwen-32b", "r1-llama-70b", "qwq-32b", "qwen3-32b", "qwen3-8b")
+HUATUO_FAMILY = ("huatuo-o1-8b", "huatuo-o1-70b")
+SKY_FAMILY = ("sky-32b",)
+SEARCH_R1_FAMILY = ("qwen-7b-ins", "qwen-3b-ins")
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", flags=re.DOTALL)
+_SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
+_FINAL_RESPONSE = re.compile(r"Final Response\s*(.*)", flags=re.DOTALL)
 
+METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
 BM25_EXPANSION_ALONE = ("hyde", "search-r1", "search-o1")
 
 
-def extract_answer(hy_doc: str) -> str:
-    """The final answer of a reasoning LLM's output; the raw text when no known marker is present.
+def extract_answer(hy_doc: str, llm: str) -> str:
+    """The final answer of reasoning LLM ``llm``'s output, cut as the official code cuts it; the raw
+    text when the LLM's marker is absent.
 
-    Markers, in order: Search-R1's ``<answer>...</answer>`` (the last one), Sky-T1's
-    ``<|begin_of_solution|>...`` block, Huatuo-o1's ``## Final Response`` section, and the text after
-    the last ``</think>``.
+    ``<think>`` family: what follows the FIRST ``</think>``, stripped (possibly empty). Huatuo-o1: what
+    follows the first "Final Response", stripped. Sky-T1: the first complete solution block.
+    Search-R1 (qwen-*-ins): the first ``<answer>...</answer>``, stripped (possibly empty).
     """
-    answers = _ANSWER_TAG.findall(hy_doc)
-    if answers and answers[-1].strip():
-        return answers[-1].strip()
-    solution = _SKY_SOLUTION.search(hy_doc)
-    if solution and solution.group(1).strip():
-        return solution.group(1).strip()
-    final = _FINAL_RESPONSE.search(hy_doc)
-    if final and final.group(1).strip():
-        return final.group(1).strip()
+    if llm in HUATUO_FAMILY:
+        found = _FINAL_RESPONSE.search(hy_doc)
+        return found.group(1).strip() if found else hy_doc
+    if llm in SKY_FAMILY:
+        found = _SKY_SOLUTION.search(hy_doc)
+        return found.group(1).strip() if found else hy_doc
+    if llm in SEARCH_R1_FAMILY:
+        answers = _ANSWER_TAG.findall(hy_doc)
+        return answers[0].strip() if answers else hy_doc
     if THINK_END in hy_doc:
-        after = hy_doc.rsplit(THINK_END, 1)[1].strip()
-        if after:
-            return after
+        return hy_doc.split(THINK_END, 1)[1].strip()
     return hy_doc
 
 
 def expansion_text(hy_doc: str, llm: str, reasoning_llms: Collection[str]) -> str:
     """The part of ``hy_doc`` that is used: the extracted answer for reasoning LLMs, else all of it."""
-    return extract_answer(hy_doc) if llm in reasoning_llms else hy_doc
+    return extract_answer(hy_doc, llm) if llm in reasoning_llms else hy_doc
 
 
-def bm25_query(method: str, text: str, expansion: str) -> str:
-    """The BM25 query text for one query and its (already extracted) expansion."""
-    if method in BM25_EXPANSION_ALONE:
+def bm25_query(method: str, text: str, expansion: str, *, reasoning: bool = False) -> str:
+    """The BM25 query text for one query and its (already extracted) expansion.
+
+    For a reasoning LLM the official code uses the extracted answer alone, whatever the method.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown expansion method {method!r}; known: {', '.join(METHODS)}")
+    if reasoning or method in BM25_EXPANSION_ALONE:
         return expansion
     if method == "query2doc":
         return text * 2 + " " + expansion
-    if method == "lamer":
-        return text + " " + expansion
-    raise ValueError(f"unknown expansion method {method!r}; known: hyde, query2doc, lamer, search-r1, search-o1")
+    return text + " " + expansion  # lamer
 
 
-def dense_query(method: str, text: str, expansion: str) -> str | None:
-    """For query2doc, the single query string to encode; None when the embeddings are averaged instead."""
-    if method == "query2doc":
+def dense_query(method: str, text: str, expansion: str, *, reasoning: bool = False) -> str | None:
+    """For query2doc, the single query string to encode; None when the embeddings are averaged instead.
+
+    For a reasoning LLM the official code always averages (query2doc included).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown expansion method {method!r}; known: {', '.join(METHODS)}")
+    if method == "query2doc" and not reasoning:
         return text + "[SEP]" + expansion
-    if method in ("hyde", "lamer", "search-r1", "search-o1"):
-        return None
-    raise ValueError(f"unknown expansion method {method!r}; known: hyde, query2doc, lamer, search-r1, search-o1")
+    return None
