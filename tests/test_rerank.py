@@ -8,6 +8,7 @@ AutoModelForSequenceClassification (not our code), and the top k is cut in the f
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -62,6 +63,7 @@ def hand_scorer(cross_encoder_dir: Path):
     tokenizer = AutoTokenizer.from_pretrained(str(cross_encoder_dir))
     model = AutoModelForSequenceClassification.from_pretrained(str(cross_encoder_dir)).eval()
 
+    @functools.lru_cache(maxsize=None)  # several tests rerank the same pairs
     def score(query: str, document: str) -> float:
         with torch.no_grad():
             inputs = tokenizer(query, document, return_tensors="pt", truncation=True, max_length=512)
