@@ -67,9 +67,12 @@ def _first_stage(value: str, args: argparse.Namespace):
     """A BM25 name, a run file or folder of run files, else a sentence-transformers model (name or folder)."""
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
 
+    from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
+
     path = Path(value)
     is_model_folder = path.is_dir() and any((path / name).is_file() for name in ("config.json", "modules.json"))
-    if value in BM25_RETRIEVERS or path.is_file() or (path.is_dir() and not is_model_folder):
+    looks_like_run = path.is_file() or path.suffix in RUN_FILE_SUFFIXES  # a mistyped run file is reported as missing
+    if value in BM25_RETRIEVERS or looks_like_run or (path.is_dir() and not is_model_folder):
         return value
     from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
 

@@ -263,6 +263,9 @@ def test_topk_docs_and_trec_files_at_depth_10_and_100(data, reranker, hand_score
     from_trec = evaluate_task(TASK, rerank=reranker, first_stage=trec, rerank_depth=depth, show_progress=False)
     assert_same_run(from_topk.run, expected)
     assert from_trec.run == from_topk.run
+    if depth == 10:  # an in-memory run is ranked by score, like a TREC file
+        from_dict = evaluate_task(TASK, rerank=reranker, first_stage=read_run_file(trec), rerank_depth=depth, show_progress=False)
+        assert from_dict.run == from_topk.run and from_dict.rerank.first_stage == "run"
     assert from_topk.rerank.first_stage == "nv" and from_trec.rerank.first_stage == "run"  # the folder, the stem
     # the official means average over the two reranked queries; MTEB-style means count the others as 0
     official = official_metrics(data.qrels, expected)
@@ -335,6 +338,8 @@ def test_cli_reranks_a_run_file(data, cross_encoder_dir: Path, tmp_path: Path, c
     assert exit_info.value.code == 2 and "must be a positive integer" in capsys.readouterr().err
     assert main(["evaluate", "--task", TASK, "--first-stage", str(topk)]) == 2
     assert "add --rerank" in capsys.readouterr().err
+    assert main(["evaluate", "--task", TASK, "--rerank", str(cross_encoder_dir), "--first-stage", str(tmp_path / "typo.trec")]) == 2
+    assert "no such run file or folder" in capsys.readouterr().err
 
 
 def test_mteb_cross_encoder_wrapper_gives_the_same_run(data, cross_encoder_dir: Path, reranker, tmp_path: Path):
@@ -390,3 +395,27 @@ def test_published_reranker_rows_on_the_leaderboard(tmp_path: Path):
     assert "bge-reranker-v2-m3 | NV-Embed-v2 (rerank top 10) [published]" in text
     bge = next(row for row in board if row.retriever.startswith("bge-reranker"))
     assert bge.ranked and bge.average == pytest.approx(sum(bge.scores.values()) / 8)
+
+
+def test_any_mteb_cross_encoder_through_its_dataloader_predict(data, cross_encoder_dir: Path, reranker, tmp_path: Path):
+    import numpy as np
+    from mteb.models.sentence_transformer_wrapper import CrossEncoderWrapper
+    from sentence_transformers import CrossEncoder
+
+    from r2med_plugin.integrations.mteb import MtebPairScorer
+
+    topk = _write_topk(tmp_path / "nv" / "Biology.jsonl", _topk_lists(data))
+    model = CrossEncoderWrapper(CrossEncoder(str(cross_encoder_dir), device="cpu"))
+
+    class MtebStyle:  # mteb's CrossEncoderProtocol signature, as custom mteb rerankers implement it
+        def predict(self, inputs1, inputs2, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
+            return model.predict(inputs1, inputs2, task_metadata=task_metadata, hf_split=hf_split, hf_subset=hf_subset, **kwargs)
+
+    with pytest.raises(TypeError, match="wrap the model in r2med_plugin.integrations.mteb.MtebPairScorer"):
+        rerank_run({"q": {"a": 1.0}}, {"q": "x"}, {"a": "x"}, MtebStyle(), depth=1)
+    ours = evaluate_task(TASK, rerank=reranker, first_stage=topk, rerank_depth=10, show_progress=False)
+    theirs = evaluate_task(TASK, rerank=MtebPairScorer(MtebStyle(), TASK), first_stage=topk, rerank_depth=10, show_progress=False)
+    for query_id, ranked in ours.run.items():
+        assert list(theirs.run[query_id]) == list(ranked)  # mteb's wrapper applies a sigmoid: same order
+        logits = np.array(list(ranked.values()))
+        assert list(theirs.run[query_id].values()) == pytest.approx(list(1 / (1 + np.exp(-logits))), abs=1e-6)

@@ -104,7 +104,19 @@ def as_pair_scorer(model: object) -> tuple[object, str, str]:
             f"the reranker must have predict(pairs) -> scores (a sentence-transformers CrossEncoder or "
             f"SentenceTransformerCrossEncoder), got {type(model).__name__}"
         )
+    if "inputs1" in _parameters(model.predict):
+        raise TypeError(
+            f"{type(model).__name__}.predict takes mteb DataLoaders: wrap the model in "
+            "r2med_plugin.integrations.mteb.MtebPairScorer(model, task_name)"
+        )
     return model, "", ""
+
+
+def _parameters(function: object) -> set[str]:
+    try:
+        return set(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 def reranker_name(model: object) -> str:
