@@ -65,9 +65,8 @@ def _positive_int(text: str) -> int:
 
 def _first_stage(value: str, args: argparse.Namespace):
     """A BM25 name, a run file or folder of run files, else a sentence-transformers model (name or folder)."""
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
-
     from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
 
     path = Path(value)
     is_model_folder = path.is_dir() and any((path / name).is_file() for name in ("config.json", "modules.json"))

@@ -201,7 +201,7 @@ def resolve_first_stage(
     from r2med_plugin.retrieval.dense import Encoder
 
     retriever_depth = max(depth, OFFICIAL_TOPK_DOCS_DEPTH)
-    if isinstance(first_stage, str) and first_stage in BM25_RETRIEVERS or isinstance(first_stage, Encoder):
+    if (isinstance(first_stage, str) and first_stage in BM25_RETRIEVERS) or isinstance(first_stage, Encoder):
         run = _model_run(data, first_stage, retriever_depth, query_prompt, show_progress)
         label = first_stage if isinstance(first_stage, str) else first_stage.name
         return FirstStage(name or label, _ranked(run, retriever_depth))
