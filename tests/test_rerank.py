@@ -252,6 +252,23 @@ def test_bm25_first_stage_depth_10_matches_the_hand_computation(data, reranker, 
     assert result.scores["first_stage_ndcg_at_10"] == own["ndcg_at_10"] and result.scores["first_stage_mrr"] == own["mrr"]
 
 
+def test_an_encoder_first_stage_keeps_its_top_100_and_reranks_its_top_k(data):
+    from r2med_plugin.retrieval.dense import HashingEncoder, dense_search
+
+    encoder = HashingEncoder(dim=64)
+    scorer = WordOverlap()
+    result = evaluate_task(TASK, encoder, rerank=scorer, rerank_depth=3, first_stage_name="hashing", show_progress=False)
+    dense = dense_search(encoder, data.corpus, data.queries, dataset_revision=data.revision, top_k=100)
+    assert result.rerank.first_stage_run == dense and all(len(r) == 24 for r in dense.values())  # the whole fixture corpus
+    queries, corpus = _texts(data.queries), _texts(data.corpus)
+    for query_id, ranked in dense.items():
+        top = list(ranked)[:3]
+        overlap = {d: float(len(set(queries[query_id].lower().split()) & set(corpus[d].lower().split()))) for d in top}
+        assert result.run[query_id] == overlap
+    assert result.retriever == "WordOverlap|hashing|top_3"
+    assert result.scores["first_stage_ndcg_at_10"] == evaluate_run(data.qrels, dense)["ndcg_at_10"]
+
+
 @pytest.mark.parametrize("depth", [10, 100])
 def test_topk_docs_and_trec_files_at_depth_10_and_100(data, reranker, hand_scorer, tmp_path: Path, depth: int):
     lists = _topk_lists(data)
