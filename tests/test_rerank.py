@@ -409,7 +409,9 @@ def test_published_reranker_rows_on_the_leaderboard(tmp_path: Path):
     (folder / f"{TASK}.json").write_text(json.dumps({"task_name": TASK, "scores": {"test": [{"ndcg_at_10": 0.5, "hf_subset": "default"}]}}))
     board = build_leaderboard([tmp_path], compare_published=True)
     text = render(board, "md")
-    assert "bge-reranker-v2-m3 | NV-Embed-v2 (rerank top 10) [published]" in text
+    assert "| bge-reranker-v2-m3 \\| NV-Embed-v2 (rerank top 10) [published] |" in text  # escaped: one Markdown cell
+    assert all(line.count(" | ") == text.splitlines()[0].count(" | ") for line in text.splitlines() if line.startswith("| "))
+    assert ",bge-reranker-v2-m3 | NV-Embed-v2 (rerank top 10) [published]," in render(board, "csv")
     bge = next(row for row in board if row.retriever.startswith("bge-reranker"))
     assert bge.ranked and bge.average == pytest.approx(sum(bge.scores.values()) / 8)
 

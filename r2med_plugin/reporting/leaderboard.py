@@ -265,7 +265,7 @@ def render(rows: Sequence[LeaderboardRow], fmt: str = "md") -> str:
     footnotes = notes(rows)
     if fmt == "md":
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |" for cells in body]  # "Reranker | First stage"
         return "\n".join(lines + ([""] + [f"- {note}" for note in footnotes] if footnotes else [])) + "\n"
     if fmt == "csv":
         buffer = io.StringIO()
