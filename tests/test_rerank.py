@@ -438,3 +438,12 @@ def test_any_mteb_cross_encoder_through_its_dataloader_predict(data, cross_encod
         assert list(theirs.run[query_id]) == list(ranked)  # mteb's wrapper applies a sigmoid: same order
         logits = np.array(list(ranked.values()))
         assert list(theirs.run[query_id].values()) == pytest.approx(list(1 / (1 + np.exp(-logits))), abs=1e-6)
+
+
+def test_official_short_names_for_the_papers_rerankers():
+    from r2med_plugin.retrieval.rerank import official_reranker_name
+
+    facts = _published()["models"]
+    for short in ("bge-reranker", "monobert", "rankllama"):
+        assert official_reranker_name(facts[short]) == short  # the checkpoints src/eval_reranker.py loads
+    assert official_reranker_name("my-org/my-reranker") == "my-org/my-reranker"
