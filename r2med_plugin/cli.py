@@ -53,9 +53,74 @@ def _task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[
     return [(task, name) for task in tasks for name in list_expansions(task)]
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (the official code uses 10 or 100), got {value}")
+    return value
+
+
+def _first_stage(value: str, args: argparse.Namespace):
+    """A BM25 name, a run file or folder of run files, else a sentence-transformers model (name or folder)."""
+    from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
+
+    path = Path(value)
+    is_model_folder = path.is_dir() and any((path / name).is_file() for name in ("config.json", "modules.json"))
+    looks_like_run = path.is_file() or path.suffix in RUN_FILE_SUFFIXES  # a mistyped run file is reported as missing
+    if value in BM25_RETRIEVERS or looks_like_run or (path.is_dir() and not is_model_folder):
+        return value
+    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(value, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
+                                      show_progress=not args.quiet)
+
+
+def _evaluate_reranked(args: argparse.Namespace) -> int:
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+
+    if args.first_stage and args.retriever:
+        raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
+    if args.hybrid or args.candidates or args.candidates_only or args.expansion:
+        raise ValueError("--rerank takes one first stage: drop --hybrid, --candidates and --expansion")
+    source = args.first_stage or args.retriever
+    if not source:
+        raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl (file or folder)")
+    first_stage = _first_stage(source, args)
+    reranker = SentenceTransformerCrossEncoder(args.rerank, device=args.device, batch_size=args.batch_size)
+    for task in args.task:
+        prompt = None
+        if args.instruction:
+            from r2med_plugin.catalog import get_task_spec
+            from r2med_plugin.retrieval.dense import E5_TEMPLATE
+
+            prompt = E5_TEMPLATE.format(instruction=get_task_spec(task).instruction)
+        result = evaluate_task(
+            task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
+            rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift, query_prompt=prompt,
+            show_progress=not args.quiet,
+        )
+        keys = [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
+        _print_scores(result, keys)
+        if args.output:
+            for kind, path in write_outputs(result, args.output, trec=args.trec).items():
+                print(f"  wrote {kind}: {path}")
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
 
+    if args.rerank:
+        return _evaluate_reranked(args)
+    if args.first_stage or args.first_stage_name:
+        raise ValueError("--first-stage is what --rerank reranks: add --rerank <cross-encoder>")
+    if not args.retriever:
+        raise ValueError("--retriever is required (bm25-lucene, bm25-robertson, or a model name or folder), or use --rerank")
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:
@@ -181,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=_check)
     evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks")
     evaluate.add_argument("--task", nargs="+", required=True, help="task name(s), e.g. NanoR2MEDBiology")
-    evaluate.add_argument("--retriever", required=True, help="bm25-lucene, bm25-robertson, or a model name or folder")
+    evaluate.add_argument("--retriever", default=None, help="bm25-lucene, bm25-robertson, or a model name or folder (required without --rerank)")
     evaluate.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
     evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
@@ -197,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data-dir", default=None)
     evaluate.add_argument("--accept-drift", action="store_true", default=None)
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.add_argument("--rerank", default=None, metavar="CROSS_ENCODER",
+                          help="rerank the top --rerank-depth of --first-stage with this sentence-transformers CrossEncoder (name or folder)")
+    evaluate.add_argument("--first-stage", default=None,
+                          help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
+    evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
+    evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
     evaluate.set_defaults(func=_evaluate)
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -22,6 +23,9 @@ from r2med_plugin.retrieval.dense import Encoder, dense_search, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
+
+if TYPE_CHECKING:
+    from r2med_plugin.evaluation.reranking import RerankInfo
 
 BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
 CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")
@@ -39,6 +43,7 @@ class TaskRunResult:
     run: Run
     evaluation_time: float
     data: TaskData
+    rerank: RerankInfo | None = None  # set in the reranker mode (evaluate_task(..., rerank=...))
 
 
 def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
@@ -92,7 +97,7 @@ def _expansion_run(
 
 def evaluate_task(
     task: str,
-    retriever: str | Encoder,
+    retriever: str | Encoder | None = None,
     *,
     hybrid: bool = False,
     candidates: Sequence[str] = (),
@@ -103,6 +108,11 @@ def evaluate_task(
     query_prompt: str | None = None,
     expansion: str | None = None,
     show_progress: bool = True,
+    rerank: object | None = None,
+    first_stage: object | None = None,
+    rerank_depth: int = 10,
+    first_stage_name: str | None = None,
+    rerank_batch_size: int = 32,
 ) -> TaskRunResult:
     """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``.
 
@@ -112,7 +122,20 @@ def evaluate_task(
     ``expansion`` ("method/llm", R2MED tasks) combines each query with a released LLM expansion by the
     official rules (see r2med_plugin.retrieval.expansion); "local:<folder>/<method>/<llm>" uses one made
     by ``r2med generate`` (r2med_plugin.generation) the same way.
+
+    ``rerank`` (a cross-encoder, or its name or folder) switches to the official reranker mode: the top
+    ``rerank_depth`` documents of ``first_stage`` (default: ``retriever``; else a BM25 name, an encoder,
+    a TREC or topk_docs run file or folder, or a run dict) are reranked and only they are scored; the
+    first stage's own scores come as ``first_stage_*`` (see r2med_plugin.evaluation.reranking).
     """
+    if rerank is not None:
+        return _evaluate_reranked(
+            task, retriever, rerank, first_stage, depth=rerank_depth, first_stage_name=first_stage_name,
+            batch_size=rerank_batch_size, hybrid=hybrid, candidates=candidates, expansion=expansion, data_dir=data_dir,
+            accept_drift=accept_drift, query_prompt=query_prompt, show_progress=show_progress,
+        )
+    if first_stage is not None:
+        raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
     if isinstance(retriever, str) and retriever not in BM25_RETRIEVERS:
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
     if not isinstance(retriever, str) and not isinstance(retriever, Encoder):
@@ -162,6 +185,20 @@ def evaluate_task(
     )
 
 
+def _evaluate_reranked(task: str, retriever, rerank, first_stage, *, hybrid, candidates, expansion, data_dir, accept_drift, **options) -> TaskRunResult:
+    from r2med_plugin.evaluation.reranking import evaluate_reranked
+
+    if hybrid or candidates or expansion is not None:
+        raise ValueError("reranking takes one first stage: drop hybrid, candidates and expansion (rerank their run file instead)")
+    if first_stage is None and retriever is None:
+        raise ValueError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
+    if first_stage is not None and retriever is not None and first_stage != retriever:
+        raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
+    started = time.perf_counter()
+    data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
+    return evaluate_reranked(data, rerank, first_stage if first_stage is not None else retriever, started=started, **options)
+
+
 def result_model_name(result: TaskRunResult) -> str:
     """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene";
     a local expansion: "local/hyde/my-llm+bm25-lucene")."""
@@ -172,6 +209,10 @@ def result_model_name(result: TaskRunResult) -> str:
 
 def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False) -> dict[str, Path]:
     """MTEB-format result, the official R2MED JSON (when full-corpus scores exist) and optionally a TREC run."""
+    if result.rerank is not None:
+        from r2med_plugin.evaluation.reranking import write_reranked_outputs
+
+        return write_reranked_outputs(result, output_dir, trec=trec)
     output = Path(output_dir)
     model_name = result_model_name(result)
     paths = {

@@ -252,3 +252,38 @@ def _register_benchmarks(benchmarks: dict) -> None:
         )
         object.__setattr__(benchmark, PLUGIN_MARKER, True)
         benchmarks[name] = benchmark
+
+
+class MtebPairScorer:
+    """Any mteb cross-encoder (``predict(inputs1, inputs2, *, task_metadata, ...)`` on DataLoaders) as the
+    ``predict(pairs) -> scores`` scorer of the reranker mode, fed as mteb feeds a reranking task.
+
+    ``evaluate_task("R2MEDBiology", rerank=MtebPairScorer(mteb.get_model(name), "R2MEDBiology"), first_stage=...)``.
+    The scores are what the model's predict returns (for a CrossEncoderWrapper: after its activation).
+    """
+
+    def __init__(self, model: Any, task: str = "R2MEDBiology", *, batch_size: int = 32) -> None:
+        if not hasattr(model, "predict"):
+            raise TypeError(f"{type(model).__name__} has no predict(); it is not an mteb cross-encoder")
+        meta = getattr(model, "mteb_model_meta", None)
+        self.model = model
+        self.name = getattr(meta, "name", None) or type(model).__name__
+        self.revision = getattr(meta, "revision", None) or "unknown"
+        self.task_metadata = mteb.get_task(task).metadata
+        self.batch_size = batch_size
+
+    def predict(self, pairs: list[tuple[str, str]]) -> Any:
+        import numpy as np
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.types import PromptType
+
+        def loader(texts: tuple[str, ...], kind: PromptType) -> Any:
+            rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
+            return create_dataloader(rows, task_metadata=self.task_metadata, prompt_type=kind, batch_size=self.batch_size)
+
+        queries, documents = zip(*pairs) if pairs else ((), ())
+        scores = self.model.predict(
+            loader(queries, PromptType.query), loader(documents, PromptType.document), task_metadata=self.task_metadata,
+            hf_split="test", hf_subset="default", show_progress_bar=False,
+        )
+        return np.asarray(scores, dtype=np.float64)

@@ -14,7 +14,8 @@ LANGUAGES = ["eng-Latn"]
 
 
 def model_folder_name(model_name: str) -> str:
-    return model_name.replace("/", "__").replace(" ", "_")
+    # "|" (reranked results: "<reranker>|<first stage>|top_<k>") is not allowed in Windows file names.
+    return model_name.replace("/", "__").replace(" ", "_").replace("|", "--")
 
 
 def mteb_result_path(output_dir: Path, model_name: str, model_revision: str, task_name: str) -> Path:

@@ -29,6 +29,7 @@ NANO_EXTRA_COLUMNS = {
     "Cand. hybrid": "candidates_hybrid_ndcg_at_10_with_safeguard",
 }
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
+_RERANKED_MODEL = re.compile(r"^(?P<reranker>[^|]+)\|(?P<first_stage>[^|]+)\|top_(?P<depth>\d+)$")
 _EXPANSION_MODEL = re.compile(r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
 LOCAL_LABEL = "generated locally"
 
@@ -126,6 +127,9 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
 def _split_model(model: str) -> tuple[str, str, str]:
     """(llm, retriever, note) for a model name; expansion runs are named "<method>/<llm>+<retriever>",
     runs with an expansion from `r2med generate` "local/<method>/<llm>+<retriever>" (noted as generated locally)."""
+    reranked = _RERANKED_MODEL.match(model)
+    if reranked:  # "<reranker>|<first stage>|top_<k>" (r2med_plugin.evaluation.reranking)
+        return "", f"{reranked['reranker']} | {reranked['first_stage']}", f"rerank top {reranked['depth']}"
     match = _EXPANSION_MODEL.match(model)
     if match:
         return match["llm"], match["retriever"], match["method"]
@@ -178,6 +182,30 @@ def published_rows() -> list[LeaderboardRow]:
     ]
 
 
+def published_reranker_rows() -> list[LeaderboardRow]:
+    """The official reranker results (results/reranker/<reranker>/<retriever>/top_<k>/, shipped with the
+    package): one "Reranker | First stage" row per reranker, first stage and depth, nDCG@10 x 100."""
+    text = (resources.files("r2med_plugin") / "reporting" / "r2med_reranker_results.json").read_text(encoding="utf-8")
+    facts = json.loads(text)
+    models = facts["models"]
+    grouped: dict[tuple[str, str, int], dict[str, float]] = {}
+    for result in facts["results"]:
+        key = (result["reranker_name"], result["retriever_name"], int(result["topk"]))
+        grouped.setdefault(key, {})[result["dataset_name"]] = 100 * float(result["test"]["NDCG@10"])
+    return [
+        LeaderboardRow(
+            llm="", retriever=f"{_short(models.get(reranker, reranker))} | {_short(models.get(retriever, retriever))}",
+            scores=scores, source="published", note=f"rerank top {depth}",
+        )
+        for (reranker, retriever, depth), scores in grouped.items()
+    ]
+
+
+def _short(model: str) -> str:
+    """The model's name without its hub organisation, as the leaderboard names models (NV-Embed-v2)."""
+    return model.rsplit("/", 1)[-1]
+
+
 def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
     """Averages for complete rows; ranked rows by average (best first), then the incomplete ones."""
     columns = task_columns()
@@ -199,7 +227,7 @@ def build_leaderboard(
     if compare_published:
         if benchmark != "r2med":
             raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
-        rows += published_rows()
+        rows += published_rows() + published_reranker_rows()
     if not rows:
         raise ValueError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
@@ -240,7 +268,7 @@ def render(rows: Sequence[LeaderboardRow], fmt: str = "md") -> str:
     footnotes = notes(rows)
     if fmt == "md":
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |" for cells in body]  # "Reranker | First stage"
         return "\n".join(lines + ([""] + [f"- {note}" for note in footnotes] if footnotes else [])) + "\n"
     if fmt == "csv":
         buffer = io.StringIO()
