@@ -1,16 +1,8 @@
-"""Official R2MED result files, checked against a re-implementation of the official evaluators.
-
-``reference_bm25_file`` and ``reference_dense_file`` below are written from the official sources
-(R2MED/R2MED src/eval_BM25.py: retrieval_bm25 + calculate_retrieval_metrics; src/eval_retrieval.py:
-BEIR's DenseRetrievalExactSearch.search + EvaluateRetrieval.evaluate) in their own arithmetic: full
-score lists in corpus order, Python's stable sort, BEIR's (score, id) heap, sums over pytrec_eval's
-per-query dict divided by its length, round(., 5), json.dump(indent=2, sort_keys=True). Our files
-must be equal to theirs byte for byte.
-"""
+"""Official R2MED result files, checked against a re-implementation of the official evaluators
+(tests/support/official_reference.py): our files must equal theirs byte for byte."""
 
 from __future__ import annotations
 
-import heapq
 import json
 import os
 import random
@@ -19,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import pytrec_eval
 
 import r2med_plugin
 from r2med_plugin import evaluate_run, write_official_results
@@ -31,66 +22,8 @@ from r2med_plugin.evaluation.official import (
     write_json_atomic,
 )
 from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
-from r2med_plugin.retrieval.bm25 import build_lucene_index, lucene_scores
 from r2med_plugin.retrieval.ranking import top_k_run
-
-# --- the reference: the official code's semantics ---------------------------------------------------
-
-
-def _official_means(qrels: dict, results: dict, k_values: list[int], with_mrr: bool) -> dict:
-    measures = {f"{name}." + ",".join(map(str, k_values)) for name in ("map_cut", "ndcg_cut", "recall", "P")}
-    if with_mrr:
-        measures.add("recip_rank")
-    scores = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(results)
-    out = {}
-    for k in k_values:
-        for ours, theirs in (("ndcg_at", "ndcg_cut"), ("map_at", "map_cut"), ("recall_at", "recall"), ("precision_at", "P")):
-            total = 0.0
-            for query_id in scores.keys():
-                total += scores[query_id][f"{theirs}_{k}"]
-            out[f"{ours}_{k}"] = round(total / len(scores), 5)
-    if with_mrr:
-        total = 0.0
-        for query_id in scores.keys():
-            total += scores[query_id]["recip_rank"]
-        out["mrr"] = round(total / len(scores), 5)
-    return out
-
-
-def _official_file(task: str, model: str, seconds: float, test: dict) -> str:
-    payload = {"dataset_name": task, "model_name": model, "evaluation_time": str(round(seconds / 60, 2)) + " minutes", "test": test}
-    return json.dumps(payload, indent=2, sort_keys=True)
-
-
-def reference_bm25_file(doc_ids: list[str], full_scores: dict[str, list[float]], qrels: dict, seconds: float, task: str) -> str:
-    """eval_BM25.py: every document scored, stable sort by score (reverse), first 100, then pytrec_eval."""
-    results = {}
-    for query_id, row in full_scores.items():
-        in_corpus_order = {doc_id: score for doc_id, score in zip(doc_ids, row)}
-        top = sorted(in_corpus_order.items(), key=lambda pair: pair[1], reverse=True)[:100]
-        results[query_id] = dict(top)
-    return _official_file(task, "bm25", seconds, _official_means(qrels, results, [1, 10, 25, 50, 100], with_mrr=True))
-
-
-def reference_dense_file(doc_ids: list[str], full_scores: dict[str, list[float]], qrels: dict, seconds: float, task: str, model: str) -> str:
-    """eval_retrieval.py: BEIR exact search (top 100 by a (score, id) heap, the query's own id skipped),
-    then EvaluateRetrieval.evaluate at 1, 3, 5, 10, 100 with ignore_identical_ids=True."""
-    top_k = 100
-    results = {}
-    for query_id, row in full_scores.items():
-        heap: list[tuple[float, str]] = []
-        for doc_id, score in zip(doc_ids, row):
-            if doc_id == query_id:
-                continue
-            if len(heap) < top_k:
-                heapq.heappush(heap, (score, doc_id))
-            else:
-                heapq.heappushpop(heap, (score, doc_id))
-        results[query_id] = {doc_id: score for score, doc_id in heap}
-    for query_id in results:
-        results[query_id].pop(query_id, None)
-    return _official_file(task, model, seconds, _official_means(qrels, results, [1, 3, 5, 10, 100], with_mrr=False))
-
+from tests.support.official_reference import full_bm25, reference_bm25_file, reference_dense_file
 
 # --- a corpus built to separate the rules -----------------------------------------------------------
 
@@ -213,17 +146,11 @@ def test_missing_scores_are_refused(tmp_path: Path):
 # --- end to end: the runner on the fixture mirror ---------------------------------------------------
 
 
-def _full_bm25(data) -> dict[str, list[float]]:
-    index = build_lucene_index(data.corpus["id"].to_list(), data.corpus["text"].to_list(), show_progress=False)
-    matrix = lucene_scores(index, data.queries["text"].to_list())
-    return {q: [float(x) for x in row] for q, row in zip(data.queries["id"].to_list(), matrix)}
-
-
 @pytest.mark.parametrize("top_k", [1000, 100])  # 100: the zero-score tie at rank 100 forces a corpus-order rerun
 def test_runner_writes_the_official_bm25_file(mirror_env: Path, tmp_path: Path, top_k: int):
     result = evaluate_task("NanoR2MEDBiology", "bm25-lucene", top_k=top_k, show_progress=False)
     data = result.data
-    expected = reference_bm25_file(data.corpus["id"].to_list(), _full_bm25(data), data.qrels, result.evaluation_time, data.spec.hub_name)
+    expected = reference_bm25_file(data.corpus["id"].to_list(), full_bm25(data), data.qrels, result.evaluation_time, data.spec.hub_name)
     path = write_outputs(result, tmp_path)["official"]
     assert path.read_text(encoding="utf-8") == expected
     assert result.official_layout == "bm25" and json.loads(expected)["model_name"] == "bm25"
