@@ -172,3 +172,14 @@ def test_runner_writes_the_official_dense_file(mirror_env: Path, tmp_path: Path)
         full[query_id] = [run_scores[query_id].get(d, float(c)) for d, c in zip(data.corpus["id"].to_list(), cosine)]
     expected = reference_dense_file(data.corpus["id"].to_list(), full, data.qrels, result.evaluation_time, data.spec.hub_name, encoder.name)
     assert write_outputs(result, tmp_path)["official"].read_text(encoding="utf-8") == expected
+
+
+def test_shallow_dense_run_gets_no_official_file(mirror_env: Path, tmp_path: Path):
+    encoder = r2med_plugin.HashingEncoder(dim=32, name="official-shallow-probe")
+    result = evaluate_task("NanoR2MEDMedQADiag", encoder, top_k=50, show_progress=False)
+    assert result.official is None and "official" not in write_outputs(result, tmp_path)
+
+
+def test_run_from_another_corpus_is_refused():
+    with pytest.raises(ValueError, match="not in the corpus"):
+        official_bm25_run({"q": {"elsewhere": 1.0}}, DOC_IDS)

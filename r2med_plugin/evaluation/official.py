@@ -83,6 +83,9 @@ def official_bm25_run(run: Run, corpus_ids: Sequence[str], depth: int = BM25_DEP
     positions = {doc_id: index for index, doc_id in enumerate(corpus_ids)}
     official: Run = {}
     for query_id, ranked in run.items():
+        unknown = next((doc_id for doc_id in ranked if doc_id not in positions), None)
+        if unknown is not None:
+            raise ValueError(f"run[{query_id!r}] names document {unknown!r}, which is not in the corpus; was the run made on another corpus?")
         if len(ranked) < min(depth, len(positions)):
             return None
         kept = stable_top_k(ranked, depth, positions)

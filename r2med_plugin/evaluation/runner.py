@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_sc
 from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.evaluation.official import (
     BM25_DEPTH,
+    DENSE_K_VALUES,
     official_bm25_run,
     official_bm25_scores,
     official_dense_scores,
@@ -30,6 +32,7 @@ from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
 
+logger = logging.getLogger(__name__)
 BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
 CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")
 
@@ -182,9 +185,13 @@ def evaluate_task(
 def _official(
     data: TaskData, retriever: str | Encoder, run: Run, expansion: str | None,
     data_dir: str | os.PathLike | None, show_progress: bool,
-) -> tuple[dict[str, float], str]:
+) -> tuple[dict[str, float] | None, str | None]:
     """The official R2MED scores of the full-corpus ``run``: BM25 layout for BM25, dense layout for encoders."""
     if not isinstance(retriever, str):
+        depth = min(max(DENSE_K_VALUES), data.corpus.height - 1)
+        if any(len(ranked) < depth for ranked in run.values()):
+            logger.warning("%s: the run is shallower than %d documents: no official R2MED file (raise --top-k)", data.name, depth)
+            return None, None
         return official_dense_scores(data.qrels, run), "dense"
     official_run = official_bm25_run(run, data.corpus["id"].to_list(), BM25_DEPTH)
     if official_run is None:  # a tie at rank 100 reaches past the run's depth: rank again with corpus-order ties
