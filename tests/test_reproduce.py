@@ -110,3 +110,10 @@ def test_expected_file_errors(tmp_path: Path):
     bad.write_text(json.dumps({"bm25_ndcg_at_10": {"NanoR2MEDBiology": 1.0}}))
     with pytest.raises(ValueError, match="not an R2MED task"):
         load_expected(bad)
+
+
+def test_unreachable_data_is_an_error_not_a_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.delenv("R2MED_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "cold"))  # offline (conftest) with a cold cache
+    assert main(["reproduce", "--quiet", "--skip-nano"]) == 2
+    assert "R2MED_DATA_DIR" in capsys.readouterr().err
