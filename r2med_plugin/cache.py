@@ -52,6 +52,9 @@ def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
     os.close(handle)
     try:
         write(Path(temporary))
+        mask = os.umask(0o022)  # mkstemp makes 0600 files: give them open()'s 0666 less the umask
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -231,6 +231,15 @@ def _default_name(llm: str) -> str:
     from r2med_plugin.generation.store import slug_name
 
     return slug_name(llm)
+def _reproduce(args: argparse.Namespace) -> int:
+    from r2med_plugin.evaluation.reproduce import render_report, reproduce
+
+    report = reproduce(
+        expected=args.expected, data_dir=args.data_dir, accept_drift=args.accept_drift, tolerance=args.tolerance,
+        nano=not args.skip_nano, output=args.output, show_progress=not args.quiet,
+    )
+    print(render_report(report), end="")
+    return 0 if report.passed else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -312,6 +321,20 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
     export.add_argument("--description", default="")
     export.set_defaults(func=_export)
+    repro = commands.add_parser(
+        "reproduce", help="official BM25 on the 8 R2MED tasks vs the published row, NanoR2MED candidate profiles vs task_metadata",
+        description="Exit status 0 when every check passes, 1 on any mismatch, 2 on an error (e.g. data not reachable).",
+    )
+    repro.add_argument("--expected", default=None, metavar="FILE",
+                       help='JSON {"bm25_ndcg_at_10": {task: nDCG@10 x 100}, "candidate_profiles": {NanoTask: {list: {metric: value}}}}; '
+                            "default: the published BM25 row and task_metadata")
+    repro.add_argument("--tolerance", type=float, default=0.1, help="largest |ours - published| in nDCG@10 points (default 0.1)")
+    repro.add_argument("--skip-nano", action="store_true", help="skip the NanoR2MED candidate-profile check")
+    repro.add_argument("--output", default=None, help="also write the result files (MTEB and official JSON) here")
+    repro.add_argument("--data-dir", default=None)
+    repro.add_argument("--accept-drift", action="store_true", default=None)
+    repro.add_argument("--quiet", action="store_true", help="no progress bars")
+    repro.set_defaults(func=_reproduce)
     demo = commands.add_parser("demo", help="BM25, MiniLM, hybrid and candidate subsets on the shipped synthetic sample, offline")
     demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
     demo.add_argument("--quiet", action="store_true")

@@ -130,11 +130,12 @@ def test_submission_export(results: Path, tmp_path: Path):
     out = tmp_path / "submission"
     export_submission([results], "org/model-a", out, model_size="110M", description="a test model")
     official = json.loads((out / "Medical-Sciences.json").read_text())
-    assert list(official) == ["dataset_name", "model_name", "evaluation_time", "test"]
+    assert list(official) == ["dataset_name", "evaluation_time", "model_name", "test"]  # sorted, as the official code writes
     assert official["dataset_name"] == "Medical-Sciences" and official["model_name"] == "org/model-a"
-    assert official["evaluation_time"] == 12.5
-    assert official["test"]["ndcg_at_10"] == 0.32 and official["test"]["mrr"] == 0.12346
-    assert official["test"]["recall_at_25"] == round(0.32 / 2, 5)
+    assert official["evaluation_time"] == f"{round(12.5 / 60, 2)} minutes" == "0.21 minutes"
+    # A dense model: the official dense layout (cutoffs 1, 3, 5, 10, 100; no MRR).
+    assert official["test"]["ndcg_at_10"] == 0.32 and "mrr" not in official["test"] and "recall_at_25" not in official["test"]
+    assert official["test"]["recall_at_3"] == round(0.32 / 2, 5)
     card = json.loads((out / "model_card.json").read_text())
     assert card["model_size"] == "110M" and card["uses_llm"] is False and card["llm"] is None
     assert "| 1 | - | org/model-a | 33.50 |" in (out / "summary.md").read_text()

@@ -76,14 +76,20 @@ def load_task(
         for key, entry in spec.candidate_configs.items()
     }
     qrels = qrels_to_dict(qrels_frame)
-    without_positives = sorted(set(queries["id"].to_list()) - set(qrels))
-    if without_positives:
-        logger.warning("%s: %d queries have no positive qrels and are dropped", spec.name, len(without_positives))
-        queries = queries.filter(~pl.col("id").is_in(without_positives))
+    without_qrels = sorted(set(queries["id"].to_list()) - set(qrels))
+    if without_qrels:
+        logger.warning("%s: %d queries have no qrels and are dropped", spec.name, len(without_qrels))
+        queries = queries.filter(~pl.col("id").is_in(without_qrels))
+    zero_only = sorted(query_id for query_id, judged in qrels.items() if not any(rel > 0 for rel in judged.values()))
+    if zero_only:
+        logger.warning("%s: %d queries are judged but have no positive; kept (they score 0), as MTEB and the official evaluator keep them",
+                       spec.name, len(zero_only))
+    without_positives = sorted(without_qrels + zero_only)
     report = {
         "found_counts": found,
         "count_drift": drift,
         "queries_without_positives": without_positives,
+        "queries_without_qrels": without_qrels,
         "query_ids_in_corpus": sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
         "unknown_candidate_ids": {key: value[1] for key, value in candidates.items()},
         "synthetic_sample": synthetic,
@@ -140,10 +146,12 @@ def _read_qrels(path: Path, spec: TaskSpec) -> pl.DataFrame:
 
 
 def qrels_to_dict(frame: pl.DataFrame) -> Qrels:
-    """query id -> {doc id: relevance}, keeping only queries with at least one positive."""
-    positive_queries = frame.filter(pl.col("score") > 0)["query_id"].unique()
-    kept = frame.filter(pl.col("query_id").is_in(positive_queries.implode()))
-    grouped = kept.group_by("query_id", maintain_order=True).agg("doc_id", "score")
+    """query id -> {doc id: relevance} for every query with at least one qrels row.
+
+    A query judged only non-relevant stays (it scores 0): mteb keeps every query with qrels
+    (AbsTaskRetrieval drops only queries without any), and so does the official evaluator (pytrec_eval).
+    """
+    grouped = frame.group_by("query_id", maintain_order=True).agg("doc_id", "score")
     return {
         query_id: dict(zip(doc_ids, scores))
         for query_id, doc_ids, scores in zip(grouped["query_id"], grouped["doc_id"], grouped["score"])

@@ -39,14 +39,17 @@ def bm25_run(
     top_k: int = RUN_DEPTH,
     queries: pl.DataFrame | None = None,
     show_progress: bool = True,
+    ties: str = "doc_id",
 ) -> Run:
     """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,
-    variant, depth and text fingerprints."""
+    variant, depth, tie order and text fingerprints."""
     variant = variant or bm25_variant_for(data)
     queries = data.queries if queries is None else queries
-    key = key_of(data.name, data.revision, variant, top_k, fingerprint(data.corpus), fingerprint(queries))
+    tie_part = () if ties == "doc_id" else (f"ties={ties}",)
+    key = key_of(data.name, data.revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries))
     return cached_run(
-        f"bm25-{variant}", key, lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress)
+        f"bm25-{variant}", key,
+        lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties),
     )
 
 

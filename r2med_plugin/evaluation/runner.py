@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -16,7 +17,15 @@ from r2med_plugin.data.expansions import expansion_label, is_local, load_expansi
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
-from r2med_plugin.evaluation.official import write_official_results
+from r2med_plugin.evaluation.official import (
+    BM25_DEPTH,
+    DENSE_K_VALUES,
+    official_bm25_run,
+    official_bm25_scores,
+    official_dense_scores,
+    official_model_name,
+    write_official_results,
+)
 from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, dense_search, score_candidates
@@ -27,6 +36,7 @@ from r2med_plugin.types import Run, TaskData
 if TYPE_CHECKING:
     from r2med_plugin.evaluation.reranking import RerankInfo
 
+logger = logging.getLogger(__name__)
 BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
 CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")
 
@@ -44,6 +54,8 @@ class TaskRunResult:
     evaluation_time: float
     data: TaskData
     rerank: RerankInfo | None = None  # set in the reranker mode (evaluate_task(..., rerank=...))
+    official: dict[str, float] | None = None  # the official R2MED scores (layout official_layout)
+    official_layout: str | None = None  # "bm25" or "dense"
 
 
 def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
@@ -77,15 +89,23 @@ def _expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLik
     return method, llm in reasoning_llms, texts, expansions
 
 
+def _bm25_queries(data: TaskData, expansion: str | None, data_dir: str | os.PathLike | None) -> pl.DataFrame:
+    """The query texts BM25 searches with: the task's, or combined with an expansion by the official rule."""
+    if expansion is None:
+        return data.queries
+    method, reasoning, texts, expansions = _expanded_queries(data, expansion, data_dir)
+    combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+    return data.queries.with_columns(text=pl.Series(combined, dtype=pl.Utf8))
+
+
 def _expansion_run(
     data: TaskData, retriever: str | Encoder, expansion: str, top_k: int, query_prompt: str | None,
     data_dir: str | os.PathLike | None, show_progress: bool,
 ) -> Run:
-    method, reasoning, texts, expansions = _expanded_queries(data, expansion, data_dir)
     if isinstance(retriever, str):
-        combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
-        queries = data.queries.with_columns(text=pl.Series(combined, dtype=pl.Utf8))
+        queries = _bm25_queries(data, expansion, data_dir)
         return bm25_run(data, BM25_RETRIEVERS[retriever], top_k=top_k, queries=queries, show_progress=show_progress)
+    method, reasoning, texts, expansions = _expanded_queries(data, expansion, data_dir)
     single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
     if single and single[0] is not None:
         queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
@@ -166,6 +186,9 @@ def evaluate_task(
             if hybrid:
                 scores |= hybrid_scores(data, truncate_run(run, top_k), bm25_run(data, show_progress=show_progress))
     scores |= candidate_scores(data, run, subsets)
+    official, layout = (None, None)
+    if not candidates_only:
+        official, layout = _official(data, retriever, run, expansion, data_dir, show_progress)
     if candidates_only:
         first = subsets[0]
         main = f"candidates_{first}_ndcg_at_10" + ("_with_safeguard" if first == "hybrid" else "")
@@ -182,6 +205,8 @@ def evaluate_task(
         run=run if candidates_only or expansion else truncate_run(run, top_k),
         evaluation_time=time.perf_counter() - started,
         data=data,
+        official=official,
+        official_layout=layout,
     )
 
 
@@ -197,6 +222,26 @@ def _evaluate_reranked(task: str, retriever, rerank, first_stage, *, hybrid, can
     started = time.perf_counter()
     data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
     return evaluate_reranked(data, rerank, first_stage if first_stage is not None else retriever, started=started, **options)
+
+
+def _official(
+    data: TaskData, retriever: str | Encoder, run: Run, expansion: str | None,
+    data_dir: str | os.PathLike | None, show_progress: bool,
+) -> tuple[dict[str, float] | None, str | None]:
+    """The official R2MED scores of the full-corpus ``run``: BM25 layout for BM25, dense layout for encoders."""
+    if not isinstance(retriever, str):
+        depth = min(max(DENSE_K_VALUES), data.corpus.height - 1)
+        if any(len(ranked) < depth for ranked in run.values()):
+            logger.warning("%s: the run is shallower than %d documents: no official R2MED file (raise --top-k)", data.name, depth)
+            return None, None
+        return official_dense_scores(data.qrels, run), "dense"
+    official_run = official_bm25_run(run, data.corpus["id"].to_list(), BM25_DEPTH)
+    if official_run is None:  # a tie at rank 100 reaches past the run's depth: rank again with corpus-order ties
+        queries = _bm25_queries(data, expansion, data_dir)
+        official_run = bm25_run(
+            data, BM25_RETRIEVERS[retriever], top_k=BM25_DEPTH, queries=queries, show_progress=show_progress, ties="corpus"
+        )
+    return official_bm25_scores(data.qrels, official_run), "bm25"
 
 
 def result_model_name(result: TaskRunResult) -> str:
@@ -222,10 +267,10 @@ def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec:
             main_score=result.main_score, evaluation_time=result.evaluation_time,
         )
     }
-    if "ndcg_at_1" in result.scores:
+    if result.official is not None:
         paths["official"] = write_official_results(
             output / "official" / model_folder_name(model_name) / f"{result.task}.json",
-            dataset_name=result.data.spec.hub_name, model_name=model_name, scores=result.scores,
+            dataset_name=result.data.spec.hub_name, model_name=official_model_name(result.retriever), scores=result.official,
             evaluation_time=result.evaluation_time,
         )
     if trec:

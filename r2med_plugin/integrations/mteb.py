@@ -24,14 +24,14 @@ from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import extra_scores
-from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.evaluation.metrics import DEFAULT_K_VALUES, evaluate_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
 
-K_VALUES = (1, 3, 5, 10, 25, 50, 100, 1000)
+K_VALUES = DEFAULT_K_VALUES  # mteb's cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official 25 and 50
 RERANKING_SUFFIX = "Reranking"
 RERANKING_CANDIDATES = "hybrid"
 PAPER_URL = "https://arxiv.org/abs/2505.14558"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.evaluation.official import official_results, write_json_atomic
+from r2med_plugin.evaluation.official import official_model_name, write_json_atomic, write_official_results
 from r2med_plugin.reporting.export import write_trec_run
 from r2med_plugin.reporting.leaderboard import _split_model, read_result_folders, rank_rows, render, user_rows
 
@@ -16,8 +16,10 @@ SUBMISSION_README = """# R2MED submission: {model}
 
 Made by r2med-plugin {version} from MTEB result files.
 
-- `<Task>.json`: per task, the JSON the official R2MED evaluator writes (test split; nDCG, MAP,
-  Recall and Precision at 1, 10, 25, 50, 100 and MRR, rounded to 5 decimals).
+- `<Task>.json`: per task, a JSON in the layout the official R2MED evaluator writes (test split;
+  BM25 runs: nDCG, MAP, Recall and Precision at 1, 10, 25, 50, 100 and MRR; other models: at 1, 3,
+  5, 10, 100; rounded to 5 decimals). The values are the MTEB scores of the result files; for
+  values computed the official way, run `r2med evaluate --output` (its `official/` folder).
 - `summary.md` / `summary.csv`: the leaderboard row (nDCG@10 x 100, official task order).
 - `model_card.json`: the model description the R2MED maintainers ask for (size, whether an LLM was
   used and which), plus the dataset revisions the scores were computed on.
@@ -51,13 +53,15 @@ def export_submission(
         raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
     out = Path(out_dir)
     written = []
+    retriever = _split_model(model)[1]
+    layout = "bm25" if retriever.startswith("bm25") else "dense"
     for name, record in ours.items():
         spec = by_task[name]
-        payload = official_results(
-            dataset_name=spec.hub_name, model_name=model, scores=record.scores,
+        written.append(write_official_results(
+            out / f"{spec.hub_name}.json", dataset_name=spec.hub_name, model_name=official_model_name(retriever),
+            scores=record.scores, layout=layout,
             evaluation_time=float(json.loads(record.path.read_text(encoding="utf-8")).get("evaluation_time") or 0.0),
-        )
-        written.append(write_json_atomic(out / f"{spec.hub_name}.json", payload))
+        ))
     rows = rank_rows(user_rows([ours[name] for name in ours], "r2med"))
     (out / "summary.md").write_text(render(rows, "md"), encoding="utf-8")
     (out / "summary.csv").write_text(render(rows, "csv"), encoding="utf-8")

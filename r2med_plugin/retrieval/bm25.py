@@ -111,11 +111,13 @@ def bm25_search(
     variant: str = "lucene",
     top_k: int = 1000,
     show_progress: bool = True,
+    ties: str = "doc_id",
 ) -> Run:
     """BM25 run over ``corpus`` (columns id, text) for ``queries`` (columns id, text): top_k per query.
 
     Ties are broken as pytrec_eval breaks them (document id descending), so the cut at top_k keeps
-    the documents an evaluator would rank first.
+    the documents an evaluator would rank first; ``ties="corpus"`` keeps corpus order instead (the
+    official R2MED BM25's stable sort).
     """
     _check_frames(corpus, queries)
     if variant not in VARIANTS:
@@ -135,7 +137,7 @@ def bm25_search(
     progress = tqdm(total=len(query_ids), desc=f"bm25-{variant}: scoring queries", disable=not show_progress, unit="query")
     for start in range(0, len(query_ids), _QUERY_CHUNK):
         chunk_ids = query_ids[start : start + _QUERY_CHUNK]
-        run.update(top_k_run(chunk_ids, doc_ids, score(query_texts[start : start + _QUERY_CHUNK]), top_k))
+        run.update(top_k_run(chunk_ids, doc_ids, score(query_texts[start : start + _QUERY_CHUNK]), top_k, ties=ties))
         progress.update(len(chunk_ids))
     progress.close()
     return run

@@ -27,13 +27,22 @@ def top_k_indices(scores: np.ndarray, tie_rank: np.ndarray, k: int) -> np.ndarra
     return candidates[order]
 
 
-def top_k_run(query_ids: Sequence[str], doc_ids: Sequence[str], scores: np.ndarray, top_k: int) -> Run:
-    """Run of the top_k documents per query from a queries x documents score matrix."""
+TIE_ORDERS = ("doc_id", "corpus")
+
+
+def top_k_run(query_ids: Sequence[str], doc_ids: Sequence[str], scores: np.ndarray, top_k: int, ties: str = "doc_id") -> Run:
+    """Run of the top_k documents per query from a queries x documents score matrix.
+
+    ``ties="doc_id"``: pytrec_eval's order (larger id first); ``ties="corpus"``: corpus order, as the
+    official R2MED BM25 code's stable sort keeps them.
+    """
     if scores.shape != (len(query_ids), len(doc_ids)):
         raise ValueError(f"scores has shape {scores.shape}, expected ({len(query_ids)}, {len(doc_ids)})")
     if np.isnan(scores).any():
         raise ValueError("the score matrix contains NaN; the retriever that produced it is broken")
-    tie_rank = descending_id_rank(doc_ids)
+    if ties not in TIE_ORDERS:
+        raise ValueError(f"ties must be one of {TIE_ORDERS}, got {ties!r}")
+    tie_rank = descending_id_rank(doc_ids) if ties == "doc_id" else np.arange(len(doc_ids), dtype=np.int64)
     ids = np.asarray(doc_ids, dtype=object)
     k = min(top_k, len(doc_ids))
     run: Run = {}

@@ -1,0 +1,162 @@
+"""`r2med reproduce`: the official BM25 on the R2MED tasks against the published row, and the
+NanoR2MED stored candidate lists against their task_metadata profiles.
+
+The expected values are data: by default the published BM25 row of the R2MED leaderboard (shipped in
+reporting/r2med_leaderboard.json) and the candidate profiles of task_metadata/; a JSON file can
+replace either part::
+
+    {"bm25_ndcg_at_10": {"Biology": 19.19, ...},          # nDCG@10 x 100, by hub name or task name
+     "candidate_profiles": {"NanoR2MEDBiology": {"bm25": {"ndcg_at_10": 0.345, ...}, ...}}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from r2med_plugin.catalog import get_task_spec, list_tasks
+
+DEFAULT_TOLERANCE = 0.1  # nDCG@10 points (x100)
+PROFILE_TOLERANCE = 1e-6  # the profiles are stored with 6 to 10 decimals
+_NOT_METRICS = ("config", "top_k")
+
+
+@dataclass(frozen=True)
+class Bm25Row:
+    task: str
+    published: float
+    ours: float
+
+    @property
+    def difference(self) -> float:
+        return round(self.ours - self.published, 2)
+
+    def passed(self, tolerance: float) -> bool:
+        return abs(self.difference) <= tolerance + 1e-9
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    task: str
+    subset: str
+    metric: str
+    expected: float
+    ours: float
+
+    @property
+    def passed(self) -> bool:
+        return abs(self.ours - self.expected) <= PROFILE_TOLERANCE
+
+
+@dataclass
+class ReproduceReport:
+    tolerance: float
+    bm25: list[Bm25Row] = field(default_factory=list)
+    profiles: list[ProfileRow] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(row.passed(self.tolerance) for row in self.bm25) and all(row.passed for row in self.profiles)
+
+
+def published_bm25() -> dict[str, float]:
+    """The published BM25 nDCG@10 x 100 per R2MED task (the leaderboard row without an LLM)."""
+    text = (resources.files("r2med_plugin") / "reporting" / "r2med_leaderboard.json").read_text(encoding="utf-8")
+    (row,) = [r for r in json.loads(text)["rows"] if r["llm"] is None and r["retriever"] == "BM25"]
+    return _by_task_name(row["scores"], "the published leaderboard")
+
+
+def expected_profiles() -> dict[str, dict[str, dict[str, float]]]:
+    """task_metadata's candidate-list profiles of every NanoR2MED task."""
+    return {spec.name: {key: dict(profile) for key, profile in spec.candidate_profiles.items()} for spec in list_tasks("nano")}
+
+
+def load_expected(path: str | os.PathLike | None) -> tuple[dict[str, float], dict[str, dict[str, dict[str, float]]]]:
+    """(BM25 nDCG@10 x 100 per task, candidate profiles per Nano task) from ``path``, defaults where absent."""
+    if path is None:
+        return published_bm25(), expected_profiles()
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot read the expected values ({error}); see `r2med reproduce --help` for the format") from error
+    unknown = set(payload) - {"bm25_ndcg_at_10", "candidate_profiles"}
+    if not isinstance(payload, dict) or unknown:
+        raise ValueError(f"{path}: expected a JSON object with 'bm25_ndcg_at_10' and/or 'candidate_profiles', found keys {sorted(unknown)}")
+    bm25 = _by_task_name(payload["bm25_ndcg_at_10"], str(path)) if "bm25_ndcg_at_10" in payload else published_bm25()
+    profiles = payload.get("candidate_profiles", expected_profiles())
+    for task in profiles:
+        if get_task_spec(task).kind != "nano":
+            raise ValueError(f"{path}: candidate profiles exist for NanoR2MED tasks only, not {task!r}")
+    return bm25, profiles
+
+
+def _by_task_name(scores: Mapping[str, Any], origin: str) -> dict[str, float]:
+    by_hub = {spec.hub_name: spec.name for spec in list_tasks("r2med")}
+    out = {}
+    for name, value in scores.items():
+        task = by_hub.get(name, name)
+        if get_task_spec(task).kind != "r2med":
+            raise ValueError(f"{origin}: {name!r} is not an R2MED task (BM25 values are for the 8 R2MED tasks)")
+        out[task] = float(value)
+    return out
+
+
+def reproduce(
+    *,
+    expected: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    nano: bool = True,
+    output: str | os.PathLike | None = None,
+    show_progress: bool = True,
+) -> ReproduceReport:
+    """Run the official BM25 on each task of the expected table and profile the Nano candidate lists."""
+    from r2med_plugin.data.loader import load_task
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.retrieval.candidates import candidate_profile
+
+    bm25, profiles = load_expected(expected)
+    report = ReproduceReport(tolerance=tolerance)
+    for task, published in bm25.items():
+        result = evaluate_task(task, "bm25-lucene", data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
+        if output is not None:
+            write_outputs(result, output)
+        report.bm25.append(Bm25Row(task, published, round(result.official["ndcg_at_10"] * 100, 2)))
+    for task, subsets in profiles.items() if nano else ():
+        data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
+        for subset, profile in subsets.items():
+            if subset not in data.candidates:
+                raise ValueError(f"{task}: no stored candidate list {subset!r}; the lists are {sorted(data.candidates)}")
+            ours = candidate_profile(data.candidates[subset], data.qrels, top_k=profile.get("top_k"))
+            for metric, value in profile.items():
+                if metric in _NOT_METRICS:
+                    continue
+                if metric not in ours:
+                    raise ValueError(f"{task}/{subset}: unknown profile metric {metric!r}; known: {sorted(ours)}")
+                report.profiles.append(ProfileRow(task, subset, metric, float(value), float(ours[metric])))
+    return report
+
+
+def render_report(report: ReproduceReport) -> str:
+    """The BM25 table (published, ours, difference, PASS/FAIL) and the candidate-profile check."""
+    lines = [
+        f"Official BM25 (bm25-lucene) nDCG@10 x 100 vs the expected values (PASS within {report.tolerance:g} points)",
+        f"{'task':<28} {'published':>9} {'ours':>9} {'diff':>7}  result",
+    ]
+    for row in report.bm25:
+        lines.append(f"{row.task:<28} {row.published:>9.2f} {row.ours:>9.2f} {row.difference:>+7.2f}  {'PASS' if row.passed(report.tolerance) else 'FAIL'}")
+    if report.profiles:
+        failed = [row for row in report.profiles if not row.passed]
+        lines.append("")
+        lines.append(f"NanoR2MED stored candidate profiles: {len(report.profiles) - len(failed)}/{len(report.profiles)} values match task_metadata")
+        for row in failed:
+            lines.append(f"  FAIL {row.task} {row.subset} {row.metric}: expected {row.expected:.10g}, ours {row.ours:.10g}")
+    lines.append("")
+    lines.append("all checks PASS" if report.passed else "MISMATCH: at least one check failed")
+    return "\n".join(lines) + "\n"
