@@ -74,7 +74,17 @@ class TaskData:
     revision: str
     source: str
     report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    revision_verified: bool = True  # False: a local mirror that records no commit (revision is the pin, unchecked)
+    files_fingerprint: str | None = None  # content hash of the mirror files read; None for hub snapshots
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def cache_revision(self) -> str:
+        """What derived caches (docstore, BM25 runs, embeddings) are keyed by: the commit of a hub snapshot,
+        else the revision plus the fingerprint of the files actually read, so an edited mirror is never stale."""
+        if self.files_fingerprint is None or self.files_fingerprint in self.revision:
+            return self.revision
+        return f"{self.revision}-files-{self.files_fingerprint}"

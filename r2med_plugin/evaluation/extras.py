@@ -44,7 +44,7 @@ def bm25_run(
     variant, depth and text fingerprints."""
     variant = variant or bm25_variant_for(data)
     queries = data.queries if queries is None else queries
-    key = key_of(data.name, data.revision, variant, top_k, fingerprint(data.corpus), fingerprint(queries))
+    key = key_of(data.name, data.cache_revision, variant, top_k, fingerprint(data.corpus), fingerprint(queries))
     return cached_run(
         f"bm25-{variant}", key, lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress)
     )

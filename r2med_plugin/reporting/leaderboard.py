@@ -30,6 +30,7 @@ NANO_EXTRA_COLUMNS = {
 }
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
 _EXPANSION_MODEL = re.compile(r"^(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
+_PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  # r2med evaluate --instruction / a custom prompt
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,11 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
 
 def _split_model(model: str) -> tuple[str, str, str]:
     """(llm, retriever, note) for a model name; expansion runs are named "<method>/<llm>+<retriever>"."""
+    prompt = _PROMPT_SUFFIX.search(model)
+    if prompt:
+        llm, retriever, note = _split_model(model[: prompt.start()])
+        label = "with instruction" if prompt["prompt"] == "instruction" else f"custom {prompt['prompt']}"
+        return llm, retriever, ", ".join(part for part in (note, label) if part)
     match = _EXPANSION_MODEL.match(model)
     if match:
         return match["llm"], match["retriever"], match["method"]
