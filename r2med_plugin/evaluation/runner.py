@@ -194,6 +194,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "query_prompt": result.query_prompt,
         "dataset_revision": result.dataset_revision,
         "dataset_revision_verified": result.dataset_revision_verified,
+        "dataset_revision_recorded": result.data.result_revision,
         "dataset_source": result.data.source,
         "dataset_files_fingerprint": result.data.files_fingerprint,
         "r2med_plugin_version": __version__,
@@ -207,7 +208,7 @@ def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec:
     paths = {
         "mteb": write_mteb_result(
             output, spec=result.data.spec, task_name=result.task, model_name=model_name,
-            model_revision=result.model_revision, dataset_revision=result.dataset_revision, scores=result.scores,
+            model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
             main_score=result.main_score, evaluation_time=result.evaluation_time, provenance=provenance(result),
         )
     }

@@ -79,9 +79,10 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         self.dataset = {"default": {split_name: split for split_name in self.metadata.eval_splits}}
         if data.candidates and self.candidate_key is None:
             self._top_k = max(self._top_k, data.corpus.height)
-        # Record the commit actually loaded (NanoR2MED has no pinned revision; a mirror may record one).
+        # Record the commit actually loaded (NanoR2MED has no pinned revision; a mirror may record one),
+        # marked unverified when a mirror records no commit.
         self.metadata = self.metadata.model_copy(
-            update={"dataset": {**self.metadata.dataset, "revision": data.revision}}
+            update={"dataset": {**self.metadata.dataset, "revision": data.result_revision}}
         )
         self.data_loaded = True
 
