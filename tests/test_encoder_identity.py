@@ -227,11 +227,14 @@ from pathlib import Path
 name = populate_hf_cache(Path(sys.argv[1]))
 import mteb
 from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+from r2med_plugin.reporting.export import mteb_result_path
 ours = SentenceTransformerEncoder(name, show_progress=False)
 short = SentenceTransformerEncoder("all-MiniLM-L6-v2", show_progress=False)
 theirs = mteb.get_model(name)
 print(json.dumps({"ours": ours.revision, "short": short.revision, "mteb": theirs.mteb_model_meta.revision,
-                  "mteb_path": str(mteb.ResultCache(sys.argv[1]).get_task_result_path("NanoR2MEDBiology", theirs.mteb_model_meta))}))
+                  "names": [ours.name, short.name, theirs.mteb_model_meta.name],
+                  "mteb_path": str(mteb.ResultCache(sys.argv[1]).get_task_result_path("NanoR2MEDBiology", theirs.mteb_model_meta)),
+                  "our_path": str(mteb_result_path(Path(sys.argv[1]), ours.name, ours.revision, "NanoR2MEDBiology"))}))
 """
     hf_home = tmp_path / "hf"
     hf_home.mkdir()
@@ -240,7 +243,9 @@ print(json.dumps({"ours": ours.revision, "short": short.revision, "mteb": theirs
     done = subprocess.run([sys.executable, "-c", script, str(hf_home)], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    from tests.offline_model import MODEL_REVISION
+    from tests.offline_model import MODEL_NAME, MODEL_REVISION
 
     assert found["ours"] == found["short"] == found["mteb"] == MODEL_REVISION
+    assert found["names"] == [MODEL_NAME] * 3
     assert Path(found["mteb_path"]).parent.name == MODEL_REVISION
+    assert found["our_path"] == found["mteb_path"]  # r2med evaluate and mteb run file the model in one folder

@@ -62,9 +62,8 @@ class SentenceTransformerEncoder:
                 f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
                 "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
             ) from error
-        self.name = model_name_or_path
         # Hub: the commit loaded (as mteb records it); local folder: a fingerprint of its files.
-        self.revision, self._identity = model_revision(model_name_or_path, revision)
+        self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
         self.batch_size = batch_size
         self.query_prompt = query_prompt
         self.show_progress = show_progress

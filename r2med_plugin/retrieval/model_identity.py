@@ -63,20 +63,22 @@ def hub_commit(repo_id: str, revision: str | None) -> str | None:
     return None
 
 
-def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str]:
-    """(revision to report, identity for cache keys) of a model loaded from ``name_or_path``.
+def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, str]:
+    """(name, revision to report, identity for cache keys) of a model loaded from ``name_or_path``.
 
     A local folder is fingerprinted even with an explicit revision (sentence-transformers ignores the
-    revision of a local folder, so only its files say what was loaded).
+    revision of a local folder, so only its files say what was loaded). A bare hub name that
+    sentence-transformers completed ("all-MiniLM-L6-v2") is named by its full repo id, as mteb names it.
     """
     if os.path.isdir(name_or_path):
         fingerprint = folder_revision(name_or_path)
-        return (revision or fingerprint), fingerprint
-    commit = hub_commit(name_or_path, revision)
+        return name_or_path, (revision or fingerprint), fingerprint
+    name, commit = name_or_path, hub_commit(name_or_path, revision)
     if commit is None and "/" not in name_or_path:
         commit = hub_commit(f"sentence-transformers/{name_or_path}", revision)
+        name = f"sentence-transformers/{name_or_path}" if commit else name_or_path
     reported = commit or revision or "unknown-revision"
-    return reported, reported
+    return name, reported, reported
 
 
 def _jsonable(value: Any) -> Any:
