@@ -249,3 +249,28 @@ print(json.dumps({"ours": ours.revision, "short": short.revision, "mteb": theirs
     assert found["names"] == [MODEL_NAME] * 3
     assert Path(found["mteb_path"]).parent.name == MODEL_REVISION
     assert found["our_path"] == found["mteb_path"]  # r2med evaluate and mteb run file the model in one folder
+
+
+def test_each_prompt_is_filed_under_its_own_model_name(mirror_env: Path):
+    from r2med_plugin.evaluation.runner import official_query_prompt, result_model_name
+
+    spec = r2med_plugin.get_task_spec(TASK)
+    custom = "Represent this question: "
+    names = {
+        prompt: result_model_name(evaluate_task(TASK, HashingEncoder(dim=16, name="m"), query_prompt=prompt, show_progress=False))
+        for prompt in (None, "", official_query_prompt(spec), custom)
+    }
+    import hashlib
+
+    assert names == {
+        None: "m",
+        "": "m+prompt-" + hashlib.sha256(b"").hexdigest()[:8],
+        official_query_prompt(spec): "m+instruction",
+        custom: "m+prompt-" + hashlib.sha256(custom.encode()).hexdigest()[:8],
+    }
+    expanded = evaluate_task(TASK, HashingEncoder(dim=16, name="m"), expansion="hyde/o3-mini",
+                             query_prompt=official_query_prompt(spec), show_progress=False)
+    assert result_model_name(expanded) == "hyde/o3-mini+m+instruction"
+    from r2med_plugin.reporting.leaderboard import _split_model
+
+    assert _split_model("hyde/o3-mini+m+instruction") == ("o3-mini", "m", "hyde, with instruction")

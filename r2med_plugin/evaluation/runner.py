@@ -171,8 +171,10 @@ def official_query_prompt(spec_or_data: object) -> str:
 
 
 def prompt_suffix(result: TaskRunResult) -> str:
-    """"+instruction" for the task's official prompt, "+prompt-<hash>" for any other, "" for none."""
-    if not result.query_prompt:
+    """"+instruction" for the task's official prompt, "+prompt-<hash>" for any other, "" for none.
+
+    An empty prompt is not "none": it switches off a model's built-in query prompt, so it is filed apart."""
+    if result.query_prompt is None:
         return ""
     if result.query_prompt == official_query_prompt(result.data):
         return "+instruction"
