@@ -23,9 +23,9 @@ def _rewrite_nano_doc(mirror: Path, split: str, doc_id: str, text: str) -> None:
 
 
 def _record_commit(repo: Path, commit: str) -> None:
-    metadata = repo / ".cache" / "huggingface" / "download"
-    metadata.mkdir(parents=True, exist_ok=True)
-    (metadata / "README.md.metadata").write_text(f"{commit}\netag\n1700000000.0\n")
+    from tests.fixture_mirror import record_download_metadata
+
+    record_download_metadata(repo, commit)
 
 
 def _fresh_dataset(dataset_id: str):
@@ -136,3 +136,23 @@ def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, 
     result = mteb.evaluate(model, mteb.get_task("R2MEDBiology"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
     data = r2med_plugin.load_task("R2MEDBiology")
     assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.files_fingerprint}"
+
+
+def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
+    import os
+
+    spec = r2med_plugin.get_task_spec("R2MEDBiology")
+    repo = mirror_copy / "R2MED" / "Biology"
+    _record_commit(repo, spec.revision)
+    assert r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True).revision_verified is True
+    # Only README.md recorded (a partial copy): the data files are not vouched for.
+    (repo / ".cache" / "huggingface" / "download" / "corpus.jsonl.metadata").unlink()
+    assert r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True).revision_verified is False
+    _record_commit(repo, spec.revision)
+    corpus = repo / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("insulin", "glucagon"))
+    later = corpus.stat().st_mtime + 60
+    os.utime(corpus, (later, later))
+    edited = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
+    assert edited.revision == spec.revision and edited.revision_verified is False
+    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.files_fingerprint}"

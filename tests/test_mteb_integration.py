@@ -131,9 +131,9 @@ def test_r2med_task_reports_hybrid_with_official_bm25(mirror_env: Path, tmp_path
 
 
 def test_resolved_revision_is_recorded(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    metadata = mirror_copy / "hakari-bench" / "NanoR2MED" / ".cache" / "huggingface" / "download"
-    metadata.mkdir(parents=True)
-    (metadata / "README.md.metadata").write_text("c" * 40 + "\netag\n1700000000.0\n")
+    from tests.fixture_mirror import record_download_metadata
+
+    record_download_metadata(mirror_copy / "hakari-bench" / "NanoR2MED", "c" * 40)
     monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
     monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
     result = mteb.evaluate(_minilm(), mteb.get_task("NanoR2MEDPMCClinical"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)

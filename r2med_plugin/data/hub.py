@@ -85,6 +85,20 @@ def recorded_mirror_revision(root: Path) -> str | None:
     return first_line if _COMMIT.match(first_line) else None
 
 
+def mirror_files_verified(root: Path, files: Sequence[Path], commit: str) -> bool:
+    """Whether `huggingface-cli download --local-dir` recorded every file at ``commit`` and none was
+    modified since (huggingface_hub's own rule: mtime at most 1 s after the recorded timestamp)."""
+    for path in files:
+        metadata = root / ".cache" / "huggingface" / "download" / f"{path.relative_to(root).as_posix()}.metadata"
+        try:
+            recorded_commit, _etag, timestamp = metadata.read_text(encoding="utf-8").split("\n")[:3]
+            if recorded_commit.strip() != commit or path.stat().st_mtime - 1 > float(timestamp):
+                return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 RETRIES_ENV = "R2MED_HUB_RETRIES"
 
 

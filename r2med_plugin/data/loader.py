@@ -12,7 +12,7 @@ import polars as pl
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.fingerprint import files_fingerprint
-from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, evict_from_hub_cache, locate_repo
+from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, evict_from_hub_cache, locate_repo, mirror_files_verified
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import check_ids, read_table
 from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
@@ -82,10 +82,12 @@ def load_task(
     revision = SYNTHETIC_REVISION if synthetic else repo.revision
     if revision == UNKNOWN_MIRROR_REVISION:
         revision = f"local-{fingerprint}"
-    if not repo.verified and not synthetic:
+    verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
+    if not verified and not synthetic:
         logger.warning(
-            "%s: the mirror %s records no commit; its files are not verified to be revision %s (download it with "
-            "`huggingface-cli download --local-dir` to record one)", spec.name, repo.root, revision,
+            "%s: the mirror %s does not record every file read at one commit, or a file changed since its download; "
+            "its files are not verified to be revision %s (download it again with `huggingface-cli download --local-dir`)",
+            spec.name, repo.root, revision,
         )
     without_positives = sorted(set(queries["id"].to_list()) - set(qrels))
     if without_positives:
@@ -98,7 +100,7 @@ def load_task(
         "query_ids_in_corpus": sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
         "unknown_candidate_ids": {key: value[1] for key, value in candidates.items()},
         "synthetic_sample": synthetic,
-        "revision_verified": repo.verified,
+        "revision_verified": verified,
         "files_fingerprint": fingerprint,
     }
     return TaskData(
@@ -110,7 +112,7 @@ def load_task(
         revision=revision,
         source=repo.source,
         report=report,
-        revision_verified=repo.verified,
+        revision_verified=verified,
         files_fingerprint=fingerprint,
     )
 
