@@ -156,3 +156,20 @@ def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
     edited = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     assert edited.revision == spec.revision and edited.revision_verified is False
     assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.files_fingerprint}"
+
+
+def test_mteb_descriptive_statistics_follow_an_edited_mirror(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch):
+    import mteb
+
+    r2med_plugin.register()
+    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
+    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    task = mteb.get_task("NanoR2MEDBiology")
+    task.load_data()
+    before = task.calculate_descriptive_statistics()
+    _rewrite_nano_doc(mirror_copy, "NanoR2MEDBiology", "nano-biology-doc-0000", "x" * 5000)
+    edited = mteb.get_task("NanoR2MEDBiology")
+    edited.load_data()
+    assert edited.metadata.descriptive_stats is None  # nothing computed for these files yet: never the old numbers
+    after = edited.calculate_descriptive_statistics()
+    assert after != before and edited.metadata.descriptive_stats == after

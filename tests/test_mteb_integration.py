@@ -212,8 +212,11 @@ def test_expansion_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path)
 
 def test_descriptive_statistics_stay_out_of_mteb_folder(mirror_env: Path, private_cache: Path):
     task = mteb.get_task("NanoR2MEDBiology")
+    task.load_data()
     path = task.metadata.descriptive_stat_path
     assert Path(mteb.__file__).parent not in path.parents
-    assert path == private_cache / "descriptive_stats" / "NanoR2MEDBiology.json"
+    # Keyed by the dataset revision loaded: the fixture mirror's files fingerprint.
+    data = r2med_plugin.load_task("NanoR2MEDBiology")
+    assert path == private_cache / "descriptive_stats" / data.result_revision / "NanoR2MEDBiology.json"
     task.calculate_descriptive_statistics()
     assert path.is_file() and json.loads(path.read_text())["test"]["num_samples"] == 200 + 5

@@ -41,7 +41,9 @@ class R2MEDTaskMetadata(TaskMetadata):
     """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
 
     Statistics shipped in r2med_plugin/integrations/descriptive_stats/ are read from there; statistics
-    a user computes (``task.calculate_descriptive_statistics()``) go to the r2med_plugin cache folder.
+    a user computes (``task.calculate_descriptive_statistics()``) go to the r2med_plugin cache folder,
+    under the dataset revision loaded (a mirror's marked revision included), so statistics of other
+    data are never shown.
     """
 
     @property
@@ -49,7 +51,8 @@ class R2MEDTaskMetadata(TaskMetadata):
         shipped = Path(__file__).resolve().parent / "descriptive_stats" / f"{self.name}.json"
         if shipped.is_file():
             return shipped
-        return cache_dir() / "descriptive_stats" / f"{self.name}.json"
+        revision = re.sub(r"[^A-Za-z0-9._+-]", "_", str(self.dataset.get("revision") or "main"))
+        return cache_dir() / "descriptive_stats" / revision / f"{self.name}.json"
 
 
 class R2MEDRetrievalTask(AbsTaskRetrieval):
