@@ -1,7 +1,9 @@
 """Dense retrieval: any encoder, cosine similarity, exact top-k, embeddings cached on disk.
 
 An encoder is any object with ``name``, ``revision`` and ``encode(texts, kind=...)`` returning one
-row per text (``kind`` is "query" or "document"). ``SentenceTransformerEncoder`` adapts a
+row per text (``kind`` is "query" or "document"). Optional: a ``prompt=`` argument of ``encode`` (else
+a prompt is prepended to each text), a ``query_prompt`` default and a ``cache_identity`` string that
+changes whenever its embeddings would (weights, settings). ``SentenceTransformerEncoder`` adapts a
 sentence-transformers model the way MTEB runs one (``encode_query`` / ``encode_document``; a prompt
 only when asked for). ``HashingEncoder`` is a fast deterministic stand-in for tests and benchmarks.
 
