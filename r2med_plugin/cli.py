@@ -39,7 +39,7 @@ def _check(args: argparse.Namespace) -> int:
 def _print_scores(result, keys: Sequence[str]) -> None:
     shown = [key for key in keys if key in result.scores]
     expansion = f" + {result.expansion}" if result.expansion else ""
-    unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror records no commit"
+    unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
     print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified})")
     if getattr(result, "query_prompt", None):
         print(f"  query prompt: {result.query_prompt!r}")

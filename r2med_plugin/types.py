@@ -74,7 +74,7 @@ class TaskData:
     revision: str
     source: str
     report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    revision_verified: bool = True  # False: a local mirror that records no commit (revision is the pin, unchecked)
+    revision_verified: bool = True  # False: a local mirror that does not prove its commit (no download record, or edited)
     files_fingerprint: str | None = None  # content hash of the mirror files read; None for hub snapshots
 
     @property

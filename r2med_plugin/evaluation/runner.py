@@ -41,7 +41,7 @@ class TaskRunResult:
     evaluation_time: float
     data: TaskData
     query_prompt: str | None = None  # the prompt the encoder got for queries (None: none; BM25: always None)
-    dataset_revision_verified: bool = True  # False: a local mirror that records no commit
+    dataset_revision_verified: bool = True  # False: a local mirror that does not prove its commit
 
 
 def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
