@@ -39,7 +39,10 @@ def _check(args: argparse.Namespace) -> int:
 def _print_scores(result, keys: Sequence[str]) -> None:
     shown = [key for key in keys if key in result.scores]
     expansion = f" + {result.expansion}" if result.expansion else ""
-    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision})")
+    unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
+    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified})")
+    if getattr(result, "query_prompt", None):
+        print(f"  query prompt: {result.query_prompt!r}")
     for key in shown:
         print(f"  {key:<48} {result.scores[key]:.5f}")
 
@@ -134,9 +137,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         prompt = None
         if args.instruction:
             from r2med_plugin.catalog import get_task_spec
-            from r2med_plugin.retrieval.dense import E5_TEMPLATE
+            from r2med_plugin.evaluation.runner import official_query_prompt
 
-            prompt = E5_TEMPLATE.format(instruction=get_task_spec(task).instruction)
+            prompt = official_query_prompt(get_task_spec(task))
         result = evaluate_task(
             task, retriever, hybrid=args.hybrid, candidates=args.candidates or (), candidates_only=args.candidates_only,
             data_dir=args.data_dir, accept_drift=args.accept_drift, top_k=args.top_k, query_prompt=prompt,

@@ -74,7 +74,27 @@ class TaskData:
     revision: str
     source: str
     report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    revision_verified: bool = True  # False: a local mirror that does not prove its commit (no download record, or edited)
+    files_fingerprint: str | None = None  # content hash of the mirror files read; None for hub snapshots
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def result_revision(self) -> str:
+        """The dataset revision result files record: ``revision``, marked ``+unverified-files-<fingerprint>``
+        when a local mirror records no commit but the task pins one (the pin was not checked)."""
+        if self.revision_verified or self.files_fingerprint is None or self.files_fingerprint in self.revision:
+            return self.revision
+        if self.report.get("synthetic_sample"):
+            return self.revision
+        return f"{self.revision}+unverified-files-{self.files_fingerprint}"
+
+    @property
+    def cache_revision(self) -> str:
+        """What derived caches (docstore, BM25 runs, embeddings) are keyed by: the commit of a hub snapshot,
+        else the revision plus the fingerprint of the files actually read, so an edited mirror is never stale."""
+        if self.files_fingerprint is None or self.files_fingerprint in self.revision:
+            return self.revision
+        return f"{self.revision}-files-{self.files_fingerprint}"

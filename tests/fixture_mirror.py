@@ -172,3 +172,16 @@ def fixture_positives(slug: str, kind: str) -> dict[str, list[str]]:
     if kind == "r2med":
         return _content(slug, R2MED_DOCS, R2MED_QUERIES, with_unjudged=True)["positives"]
     return _content(f"nano-{slug}", NANO_DOCS, NANO_QUERIES, with_unjudged=False)["positives"]
+
+
+def record_download_metadata(repo: Path, commit: str) -> None:
+    """Write what `huggingface-cli download --local-dir` records: one metadata file per downloaded file
+    (commit, etag, timestamp) under <repo>/.cache/huggingface/download/."""
+    import time
+
+    metadata_root = repo / ".cache" / "huggingface" / "download"
+    for path in sorted(repo.rglob("*")):
+        if path.is_file() and ".cache" not in path.relative_to(repo).parts:
+            target = metadata_root / f"{path.relative_to(repo).as_posix()}.metadata"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"{commit}\netag\n{max(time.time(), path.stat().st_mtime)}\n")

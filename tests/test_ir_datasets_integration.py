@@ -108,7 +108,10 @@ def test_parents_documentation_and_docstore(mirror_env: Path, irds_home: Path):
     store = ds.docs_store()
     assert store.get("pmc-clinical-doc-0005").doc_id == "pmc-clinical-doc-0005"
     spec = r2med_plugin.get_task_spec("R2MEDPMCClinical")
-    assert list((irds_home / "r2med" / "R2MED" / "PMC-Clinical").iterdir())[0].name == spec.revision
+    # The fixture mirror records no commit: the docstore is keyed by the pin plus the files' fingerprint.
+    data = r2med_plugin.load_task("R2MEDPMCClinical")
+    folder = list((irds_home / "r2med" / "R2MED" / "PMC-Clinical").iterdir())[0].name
+    assert folder == data.cache_revision == f"{spec.revision}-files-{data.files_fingerprint}"
 
 
 def test_scores_from_records_equal_evaluate_run(mirror_env: Path):

@@ -131,9 +131,9 @@ def test_r2med_task_reports_hybrid_with_official_bm25(mirror_env: Path, tmp_path
 
 
 def test_resolved_revision_is_recorded(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    metadata = mirror_copy / "hakari-bench" / "NanoR2MED" / ".cache" / "huggingface" / "download"
-    metadata.mkdir(parents=True)
-    (metadata / "README.md.metadata").write_text("c" * 40 + "\netag\n1700000000.0\n")
+    from tests.fixture_mirror import record_download_metadata
+
+    record_download_metadata(mirror_copy / "hakari-bench" / "NanoR2MED", "c" * 40)
     monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
     monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
     result = mteb.evaluate(_minilm(), mteb.get_task("NanoR2MEDPMCClinical"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
@@ -212,8 +212,11 @@ def test_expansion_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path)
 
 def test_descriptive_statistics_stay_out_of_mteb_folder(mirror_env: Path, private_cache: Path):
     task = mteb.get_task("NanoR2MEDBiology")
+    task.load_data()
     path = task.metadata.descriptive_stat_path
     assert Path(mteb.__file__).parent not in path.parents
-    assert path == private_cache / "descriptive_stats" / "NanoR2MEDBiology.json"
+    # Keyed by the dataset revision loaded: the fixture mirror's files fingerprint.
+    data = r2med_plugin.load_task("NanoR2MEDBiology")
+    assert path == private_cache / "descriptive_stats" / data.result_revision / "NanoR2MEDBiology.json"
     task.calculate_descriptive_statistics()
     assert path.is_file() and json.loads(path.read_text())["test"]["num_samples"] == 200 + 5

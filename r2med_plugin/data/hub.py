@@ -16,6 +16,7 @@ from r2med_plugin.types import TaskSpec
 logger = logging.getLogger(__name__)
 DATA_DIR_ENV = "R2MED_DATA_DIR"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+UNKNOWN_MIRROR_REVISION = "unknown-local-mirror"  # replaced by a fingerprint of the files once they are known
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class LocatedRepo:
     revision: str
     source: str  # "mirror" or "hub"
     trusted_root: Path  # files, once links are followed, must lie inside this folder
+    verified: bool = True  # False: a mirror that records no commit; ``revision`` is then only what it should be
 
 
 def data_dir_from_env(data_dir: str | os.PathLike | None) -> Path | None:
@@ -70,8 +72,8 @@ def _locate_in_mirror(spec: TaskSpec, mirror: Path, *, accept_drift: bool) -> Lo
             f"{root} holds revision {recorded} but {spec.name} is pinned to {spec.revision}; download the pinned "
             "revision, or pass accept_drift=True (--accept-drift) to evaluate on it anyway"
         )
-    revision = recorded or spec.revision or "unknown-local-mirror"
-    return LocatedRepo(root=root, revision=revision, source="mirror", trusted_root=mirror)
+    revision = recorded or spec.revision or UNKNOWN_MIRROR_REVISION
+    return LocatedRepo(root=root, revision=revision, source="mirror", trusted_root=mirror, verified=recorded is not None)
 
 
 def recorded_mirror_revision(root: Path) -> str | None:
@@ -81,6 +83,20 @@ def recorded_mirror_revision(root: Path) -> str | None:
         return None
     first_line = metadata.read_text(encoding="utf-8").split("\n", 1)[0].strip()
     return first_line if _COMMIT.match(first_line) else None
+
+
+def mirror_files_verified(root: Path, files: Sequence[Path], commit: str) -> bool:
+    """Whether `huggingface-cli download --local-dir` recorded every file at ``commit`` and none was
+    modified since (huggingface_hub's own rule: mtime at most 1 s after the recorded timestamp)."""
+    for path in files:
+        metadata = root / ".cache" / "huggingface" / "download" / f"{path.relative_to(root).as_posix()}.metadata"
+        try:
+            recorded_commit, _etag, timestamp = metadata.read_text(encoding="utf-8").split("\n")[:3]
+            if recorded_commit.strip() != commit or path.stat().st_mtime - 1 > float(timestamp):
+                return False
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 RETRIES_ENV = "R2MED_HUB_RETRIES"

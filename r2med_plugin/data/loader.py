@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import polars as pl
 
 from r2med_plugin.catalog import get_task_spec
-from r2med_plugin.data.hub import evict_from_hub_cache, locate_repo
+from r2med_plugin.data.fingerprint import files_fingerprint
+from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, evict_from_hub_cache, locate_repo, mirror_files_verified
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import check_ids, read_table
 from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
@@ -76,6 +77,18 @@ def load_task(
         for key, entry in spec.candidate_configs.items()
     }
     qrels = qrels_to_dict(qrels_frame)
+    read = [repo.root / README, corpus_path, queries_path, qrels_path, *(file_of(e) for e in spec.candidate_configs.values())]
+    fingerprint = files_fingerprint(read, repo.root) if repo.source == "mirror" else None
+    revision = SYNTHETIC_REVISION if synthetic else repo.revision
+    if revision == UNKNOWN_MIRROR_REVISION:
+        revision = f"local-{fingerprint}"
+    verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
+    if not verified and not synthetic:
+        logger.warning(
+            "%s: the mirror %s does not record every file read at one commit, or a file changed since its download; "
+            "its files are not verified to be revision %s (download it again with `huggingface-cli download --local-dir`)",
+            spec.name, repo.root, revision,
+        )
     without_qrels = sorted(set(queries["id"].to_list()) - set(qrels))
     if without_qrels:
         logger.warning("%s: %d queries have no qrels and are dropped", spec.name, len(without_qrels))
@@ -93,6 +106,8 @@ def load_task(
         "query_ids_in_corpus": sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
         "unknown_candidate_ids": {key: value[1] for key, value in candidates.items()},
         "synthetic_sample": synthetic,
+        "revision_verified": verified,
+        "files_fingerprint": fingerprint,
     }
     return TaskData(
         spec=spec,
@@ -100,9 +115,11 @@ def load_task(
         queries=queries,
         qrels=qrels,
         candidates={key: _only(value[0], qrels) for key, value in candidates.items()},
-        revision=SYNTHETIC_REVISION if synthetic else repo.revision,
+        revision=revision,
         source=repo.source,
         report=report,
+        revision_verified=verified,
+        files_fingerprint=fingerprint,
     )
 
 

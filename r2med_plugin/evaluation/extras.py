@@ -46,7 +46,7 @@ def bm25_run(
     variant = variant or bm25_variant_for(data)
     queries = data.queries if queries is None else queries
     tie_part = () if ties == "doc_id" else (f"ties={ties}",)
-    key = key_of(data.name, data.revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries))
+    key = key_of(data.name, data.cache_revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries))
     return cached_run(
         f"bm25-{variant}", key,
         lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import hashlib
 import os
 import time
 from collections.abc import Sequence
@@ -24,11 +25,12 @@ from r2med_plugin.evaluation.official import (
     official_bm25_scores,
     official_dense_scores,
     official_model_name,
+    write_json_atomic,
     write_official_results,
 )
 from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, dense_search, score_candidates
+from r2med_plugin.retrieval.dense import E5_TEMPLATE, Encoder, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
@@ -56,6 +58,8 @@ class TaskRunResult:
     rerank: RerankInfo | None = None  # set in the reranker mode (evaluate_task(..., rerank=...))
     official: dict[str, float] | None = None  # the official R2MED scores (layout official_layout)
     official_layout: str | None = None  # "bm25" or "dense"
+    query_prompt: str | None = None  # the prompt the encoder got for queries (None: none; BM25: always None)
+    dataset_revision_verified: bool = True  # False: a local mirror that does not prove its commit
 
 
 def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
@@ -160,6 +164,8 @@ def evaluate_task(
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
     if not isinstance(retriever, str) and not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
+    if isinstance(retriever, str) and query_prompt:
+        raise ValueError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
     started = time.perf_counter()
     data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
     subsets = _check_subsets(data, candidates)
@@ -207,6 +213,8 @@ def evaluate_task(
         data=data,
         official=official,
         official_layout=layout,
+        query_prompt=None if isinstance(retriever, str) else effective_prompt(retriever, "query", query_prompt),
+        dataset_revision_verified=data.revision_verified,
     )
 
 
@@ -244,12 +252,46 @@ def _official(
     return official_bm25_scores(data.qrels, official_run), "bm25"
 
 
+def official_query_prompt(spec_or_data: object) -> str:
+    """The official instruction prompt of a task ("Instruct: <instruction>\nQuery: "), what --instruction uses."""
+    spec = getattr(spec_or_data, "spec", spec_or_data)
+    return E5_TEMPLATE.format(instruction=spec.instruction)
+
+
+def prompt_suffix(result: TaskRunResult) -> str:
+    """"+instruction" for the task's official prompt, "+prompt-<hash>" for any other, "" for none.
+
+    An empty prompt is not "none": it switches off a model's built-in query prompt, so it is filed apart."""
+    if result.query_prompt is None:
+        return ""
+    if result.query_prompt == official_query_prompt(result.data):
+        return "+instruction"
+    return "+prompt-" + hashlib.sha256(result.query_prompt.encode("utf-8")).hexdigest()[:8]
+
+
 def result_model_name(result: TaskRunResult) -> str:
-    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene";
-    a local expansion: "local/hyde/my-llm+bm25-lucene")."""
-    if result.expansion and is_local(result.expansion):
-        return f"{expansion_label(result.data.spec, result.expansion)}+{result.retriever}"
-    return f"{result.expansion}+{result.retriever}" if result.expansion else result.retriever
+    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene")
+    and suffixed by the query prompt ("+instruction"), so runs with and without a prompt never overwrite each other."""
+    if result.expansion and is_local(result.expansion):  # "local/hyde/my-llm+bm25-lucene"
+        name = f"{expansion_label(result.data.spec, result.expansion)}+{result.retriever}"
+    else:
+        name = f"{result.expansion}+{result.retriever}" if result.expansion else result.retriever
+    return name + prompt_suffix(result)
+
+
+def provenance(result: TaskRunResult) -> dict[str, object]:
+    """What a result file records about how it was produced, beyond the scores."""
+    return {
+        "model_name": result_model_name(result),
+        "model_revision": result.model_revision,
+        "query_prompt": result.query_prompt,
+        "dataset_revision": result.dataset_revision,
+        "dataset_revision_verified": result.dataset_revision_verified,
+        "dataset_revision_recorded": result.data.result_revision,
+        "dataset_source": result.data.source,
+        "dataset_files_fingerprint": result.data.files_fingerprint,
+        "r2med_plugin_version": __version__,
+    }
 
 
 def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False) -> dict[str, Path]:
@@ -263,8 +305,8 @@ def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec:
     paths = {
         "mteb": write_mteb_result(
             output, spec=result.data.spec, task_name=result.task, model_name=model_name,
-            model_revision=result.model_revision, dataset_revision=result.dataset_revision, scores=result.scores,
-            main_score=result.main_score, evaluation_time=result.evaluation_time,
+            model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
+            main_score=result.main_score, evaluation_time=result.evaluation_time, provenance=provenance(result),
         )
     }
     if result.official is not None:
@@ -272,6 +314,10 @@ def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec:
             output / "official" / model_folder_name(model_name) / f"{result.task}.json",
             dataset_name=result.data.spec.hub_name, model_name=official_model_name(result.retriever), scores=result.official,
             evaluation_time=result.evaluation_time,
+        )
+        # The official file keeps the official code's keys; how it was produced goes beside it.
+        paths["official_metadata"] = write_json_atomic(
+            output / "official" / model_folder_name(model_name) / f"{result.task}.metadata.json", provenance(result)
         )
     if trec:
         paths["trec"] = write_trec_run(output / "runs" / model_folder_name(model_name) / f"{result.task}.trec", result.run, model_folder_name(model_name))

@@ -88,7 +88,8 @@ class R2MEDDocs(BaseDocs):
     def docs_store(self, field: str = "doc_id", options: Any = None):
         data = self._source.data()
         spec = self._source.spec
-        path = home_path() / NAMESPACE / spec.hub_repo / data.revision / f"{spec.configs['corpus']['split']}.pklz4"
+        # cache_revision: a mirror without a recorded commit is keyed by its files' fingerprint, never served stale
+        path = home_path() / NAMESPACE / spec.hub_repo / data.cache_revision / f"{spec.configs['corpus']['split']}.pklz4"
         return PickleLz4FullStore(
             path=str(path), init_iter_fn=self.docs_iter, data_cls=GenericDoc, lookup_field=field,
             index_fields=["doc_id"], count_hint=lambda: data.corpus.height,

@@ -41,7 +41,9 @@ class R2MEDTaskMetadata(TaskMetadata):
     """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
 
     Statistics shipped in r2med_plugin/integrations/descriptive_stats/ are read from there; statistics
-    a user computes (``task.calculate_descriptive_statistics()``) go to the r2med_plugin cache folder.
+    a user computes (``task.calculate_descriptive_statistics()``) go to the r2med_plugin cache folder,
+    under the dataset revision loaded (a mirror's marked revision included), so statistics of other
+    data are never shown.
     """
 
     @property
@@ -49,7 +51,8 @@ class R2MEDTaskMetadata(TaskMetadata):
         shipped = Path(__file__).resolve().parent / "descriptive_stats" / f"{self.name}.json"
         if shipped.is_file():
             return shipped
-        return cache_dir() / "descriptive_stats" / f"{self.name}.json"
+        revision = re.sub(r"[^A-Za-z0-9._+-]", "_", str(self.dataset.get("revision") or "main"))
+        return cache_dir() / "descriptive_stats" / revision / f"{self.name}.json"
 
 
 class R2MEDRetrievalTask(AbsTaskRetrieval):
@@ -79,9 +82,10 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         self.dataset = {"default": {split_name: split for split_name in self.metadata.eval_splits}}
         if data.candidates and self.candidate_key is None:
             self._top_k = max(self._top_k, data.corpus.height)
-        # Record the commit actually loaded (NanoR2MED has no pinned revision; a mirror may record one).
+        # Record the commit actually loaded (NanoR2MED has no pinned revision; a mirror may record one),
+        # marked unverified when a mirror records no commit.
         self.metadata = self.metadata.model_copy(
-            update={"dataset": {**self.metadata.dataset, "revision": data.revision}}
+            update={"dataset": {**self.metadata.dataset, "revision": data.result_revision}}
         )
         self.data_loaded = True
 

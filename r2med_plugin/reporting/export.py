@@ -41,8 +41,13 @@ def write_mteb_result(
     scores: Mapping[str, float],
     main_score: str,
     evaluation_time: float,
+    provenance: Mapping[str, object] | None = None,
 ) -> Path:
-    """One TaskResult JSON in MTEB's layout (plus the model_meta.json MTEB reads beside it)."""
+    """One TaskResult JSON in MTEB's layout (plus the model_meta.json MTEB reads beside it).
+
+    ``provenance`` (query prompt, whether the dataset revision was verified, ...) is kept under the
+    ``r2med_provenance`` key, which mteb's TaskResult ignores on loading.
+    """
     if main_score not in scores:
         raise ValueError(f"main score {main_score!r} is not among the scores")
     payload = {
@@ -56,6 +61,8 @@ def write_mteb_result(
         "kg_co2_emissions": None,
         "date": time.time(),
     }
+    if provenance is not None:
+        payload["r2med_provenance"] = dict(provenance)
     path = mteb_result_path(output_dir, model_name, model_revision, task_name)
     write_json_atomic(path, payload)
     meta = path.parent / "model_meta.json"

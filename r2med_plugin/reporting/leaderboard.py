@@ -32,6 +32,7 @@ BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
 _RERANKED_MODEL = re.compile(r"^(?P<reranker>[^|]+)\|(?P<first_stage>[^|]+)\|top_(?P<depth>\d+)$")
 _EXPANSION_MODEL = re.compile(r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
 LOCAL_LABEL = "generated locally"
+_PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  # r2med evaluate --instruction / a custom prompt
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,11 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
 def _split_model(model: str) -> tuple[str, str, str]:
     """(llm, retriever, note) for a model name; expansion runs are named "<method>/<llm>+<retriever>",
     runs with an expansion from `r2med generate` "local/<method>/<llm>+<retriever>" (noted as generated locally)."""
+    prompt = _PROMPT_SUFFIX.search(model)
+    if prompt:
+        llm, retriever, note = _split_model(model[: prompt.start()])
+        label = "with instruction" if prompt["prompt"] == "instruction" else f"custom {prompt['prompt']}"
+        return llm, retriever, ", ".join(part for part in (note, label) if part)
     reranked = _RERANKED_MODEL.match(model)
     if reranked:  # "<reranker>|<first stage>|top_<k>" (r2med_plugin.evaluation.reranking)
         return "", f"{reranked['reranker']} | {reranked['first_stage']}", f"rerank top {reranked['depth']}"

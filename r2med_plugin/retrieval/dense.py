@@ -1,17 +1,23 @@
 """Dense retrieval: any encoder, cosine similarity, exact top-k, embeddings cached on disk.
 
 An encoder is any object with ``name``, ``revision`` and ``encode(texts, kind=...)`` returning one
-row per text (``kind`` is "query" or "document"). ``SentenceTransformerEncoder`` adapts a
+row per text (``kind`` is "query" or "document"). Optional: a ``prompt=`` argument of ``encode`` (else
+a prompt is prepended to each text), a ``query_prompt`` default and a ``cache_identity`` string that
+changes whenever its embeddings would (weights, settings). ``SentenceTransformerEncoder`` adapts a
 sentence-transformers model the way MTEB runs one (``encode_query`` / ``encode_document``; a prompt
 only when asked for). ``HashingEncoder`` is a fast deterministic stand-in for tests and benchmarks.
 
-Embeddings are cached by (model name, model revision, dataset revision, kind, prompt, text hash), so
-a second run of the same model on the same task encodes nothing.
+Embeddings are cached by (model name, model identity, encoder settings, dataset revision, kind, prompt,
+text hash), so a second run of the same model on the same task encodes nothing, and anything that
+changes an embedding (weights, tokenizer, max length, pooling, prompt, text) changes the key. The query
+prompt is resolved in one place (``effective_prompt``): the one passed in, else the encoder's own
+``query_prompt``; that is what the encoder gets, what the key holds and what a result records.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
@@ -19,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from r2med_plugin.cache import cached_array, key_of
+from r2med_plugin.retrieval.model_identity import encoder_settings, model_revision
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
 
@@ -57,25 +64,25 @@ class SentenceTransformerEncoder:
                 f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
                 "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
             ) from error
-        self.name = model_name_or_path
-        self.revision = revision or _folder_revision(self.model)
+        # Hub: the commit loaded (as mteb records it); local folder: a fingerprint of its files.
+        self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
         self.batch_size = batch_size
         self.query_prompt = query_prompt
         self.show_progress = show_progress
 
-    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
+    @property
+    def cache_identity(self) -> str:
+        """Weights and files (commit or fingerprint) plus the in-memory settings: part of the embedding cache key."""
+        return f"{self._identity}/{encoder_settings(self.model)}"
+
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
+        """Embeddings of ``texts``; ``prompt`` (queries: default ``query_prompt``) is prepended by sentence-transformers."""
         encode = self.model.encode_query if kind == "query" else self.model.encode_document
-        prompt = self.query_prompt if kind == "query" else None
+        if prompt is None and kind == "query":
+            prompt = self.query_prompt
         return np.asarray(
             encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress)
         )
-
-
-def _folder_revision(model: object) -> str:
-    """A revision for a model loaded without one: the hash of its weights' config, stable per folder."""
-    config = getattr(getattr(model, "_first_module", lambda: None)(), "auto_model", None)
-    text = repr(getattr(config, "config", model))
-    return "local-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 class HashingEncoder:
@@ -111,13 +118,40 @@ def _validated(embeddings: np.ndarray, count: int, encoder: Encoder, kind: str) 
     return array
 
 
+def effective_prompt(encoder: Encoder, kind: EncodeKind, prompt: str | None = None) -> str | None:
+    """The prompt ``encoder`` gets for ``kind``: ``prompt`` when given, else (queries) its own ``query_prompt``."""
+    if prompt is None and kind == "query":
+        return getattr(encoder, "query_prompt", None)
+    return prompt
+
+
+def _accepts_prompt(encoder: Encoder) -> bool:
+    try:
+        parameters = inspect.signature(encoder.encode).parameters
+    except (TypeError, ValueError):
+        return False
+    return "prompt" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def _encode(encoder: Encoder, texts: list[str], kind: EncodeKind, prompt: str | None) -> np.ndarray:
+    """The encoder's embeddings with ``prompt`` applied: passed on when encode() takes one, else prepended
+    to each text (what sentence-transformers does with a prompt)."""
+    if prompt is None:
+        return encoder.encode(texts, kind=kind)
+    if _accepts_prompt(encoder):
+        return encoder.encode(texts, kind=kind, prompt=prompt)
+    return encoder.encode([prompt + text for text in texts], kind=kind)
+
+
 def encode_cached(
     encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind, dataset_revision: str, prompt: str | None = None
 ) -> np.ndarray:
-    """L2-normalised embeddings of ``texts``, from the cache when this model already encoded them."""
+    """L2-normalised embeddings of ``texts`` (with ``effective_prompt``), from the cache when this model already encoded them."""
+    prompt = effective_prompt(encoder, kind, prompt)
     digest = hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
-    key = key_of(encoder.name, encoder.revision, dataset_revision, kind, prompt, len(texts), digest)
-    embeddings = cached_array("embeddings", key, lambda: _validated(encoder.encode(list(texts), kind=kind), len(texts), encoder, kind))
+    identity = getattr(encoder, "cache_identity", "")
+    key = key_of(encoder.name, encoder.revision, identity, dataset_revision, kind, prompt, len(texts), digest)
+    embeddings = cached_array("embeddings", key, lambda: _validated(_encode(encoder, list(texts), kind, prompt), len(texts), encoder, kind))
     if embeddings.shape[0] != len(texts):
         raise ValueError(f"cached embeddings for {encoder.name!r} have {embeddings.shape[0]} rows, expected {len(texts)}")
     return normalise(embeddings)

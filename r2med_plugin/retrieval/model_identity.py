@@ -1,0 +1,110 @@
+"""What identifies a sentence-transformers model's embeddings: its revision and its encoding settings.
+
+- A hub model's revision is the commit that was loaded (the ``snapshots/<commit>`` folder of the
+  Hugging Face cache), the string ``mteb run`` records for the same model at that commit.
+- A local folder's revision is ``local-`` plus a fingerprint of its files (weights, tokenizer,
+  config, pooling and normalisation modules, prompts): re-saving other weights gives a new revision.
+- ``encoder_settings`` fingerprints what can be changed in memory after loading (max_seq_length,
+  the modules' configs, prompts, truncation, dtype); the embedding cache key includes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from r2med_plugin.data.fingerprint import files_fingerprint
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# Files that never change an embedding: documentation, git bookkeeping and other runtimes' exports.
+_SKIPPED_NAMES = {".gitattributes", "README.md", "data_config.json"}
+_SKIPPED_FOLDERS = {".git", ".cache", "onnx", "openvino"}
+
+
+def model_files(folder: Path) -> list[Path]:
+    """The files of a model folder that can change its embeddings."""
+    files = []
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if path.is_file() and path.name not in _SKIPPED_NAMES and not _SKIPPED_FOLDERS & set(parts[:-1]):
+            files.append(path)
+    return files
+
+
+def folder_revision(folder: str | os.PathLike) -> str:
+    """``local-<fingerprint>`` of a local model folder's weights, tokenizer and module files."""
+    root = Path(folder)
+    files = model_files(root)
+    if not files:
+        raise ValueError(f"{root} holds no model files; give a folder saved by SentenceTransformer.save()")
+    return "local-" + files_fingerprint(files, root)
+
+
+def hub_commit(repo_id: str, revision: str | None) -> str | None:
+    """The commit of ``repo_id`` at ``revision`` in the Hugging Face cache (what was just loaded), or None."""
+    if revision is not None and _COMMIT.match(revision):
+        return revision
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    cache_folder = os.environ.get("SENTENCE_TRANSFORMERS_HOME")  # where sentence-transformers downloads to
+    for filename in ("modules.json", "config.json"):
+        try:
+            found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_folder, revision=revision or "main")
+        except Exception:  # noqa: BLE001 - an odd repo id or cache layout: no commit known
+            return None
+        if isinstance(found, str) and _COMMIT.match(Path(found).parent.name):
+            return Path(found).parent.name
+    return None
+
+
+def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, str]:
+    """(name, revision to report, identity for cache keys) of a model loaded from ``name_or_path``.
+
+    A local folder is fingerprinted even with an explicit revision (sentence-transformers ignores the
+    revision of a local folder, so only its files say what was loaded). A bare hub name that
+    sentence-transformers completed ("all-MiniLM-L6-v2") is named by its full repo id, as mteb names it.
+    """
+    if os.path.isdir(name_or_path):
+        fingerprint = folder_revision(name_or_path)
+        return name_or_path, (revision or fingerprint), fingerprint
+    name, commit = name_or_path, hub_commit(name_or_path, revision)
+    if commit is None and "/" not in name_or_path:
+        commit = hub_commit(f"sentence-transformers/{name_or_path}", revision)
+        name = f"sentence-transformers/{name_or_path}" if commit else name_or_path
+    reported = commit or revision or "unknown-revision"
+    return name, reported, reported
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def encoder_settings(model: Any) -> str:
+    """A hash of the in-memory settings that change a sentence-transformers model's embeddings."""
+    modules = []
+    for module in getattr(model, "_modules", {}).values():
+        config = module.get_config_dict() if hasattr(module, "get_config_dict") else {}
+        modules.append([type(module).__name__, {key: _jsonable(value) for key, value in sorted(config.items())}])
+    try:
+        dtype = str(next(model.parameters()).dtype)
+    except (StopIteration, AttributeError, TypeError):
+        dtype = "?"
+    settings = {
+        "max_seq_length": getattr(model, "max_seq_length", None),
+        "modules": modules,
+        "prompts": getattr(model, "prompts", None),
+        "default_prompt_name": getattr(model, "default_prompt_name", None),
+        "truncate_dim": getattr(model, "truncate_dim", None),
+        "dtype": dtype,
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=repr).encode("utf-8")).hexdigest()[:16]
