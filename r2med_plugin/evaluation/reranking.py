@@ -297,6 +297,7 @@ def evaluate_reranked(
         run=reranked,
         evaluation_time=time.perf_counter() - started,
         data=data,
+        dataset_revision_verified=data.revision_verified,
         rerank=RerankInfo(
             reranker=name, first_stage=stage.name, depth=depth,
             official_scores=official_reranker_scores(data.qrels, reranked), first_stage_run=run,
@@ -327,7 +328,7 @@ def write_reranked_outputs(result: TaskRunResult, output_dir: str | os.PathLike,
     paths = {
         "mteb": write_mteb_result(
             output, spec=result.data.spec, task_name=result.task, model_name=result.retriever,
-            model_revision=result.model_revision, dataset_revision=result.dataset_revision, scores=result.scores,
+            model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
             main_score=result.main_score, evaluation_time=result.evaluation_time,
         )
     }
