@@ -15,6 +15,11 @@ def _tasks(args: argparse.Namespace) -> int:
     for spec in list_tasks(args.kind):
         counts = spec.expected_counts
         print(f"{spec.name:<28} {spec.hub_repo:<26} {counts['queries']:>4} queries {counts['documents']:>6} docs  {spec.revision or 'resolved at load'}")
+    for spec in list_tasks(args.kind) if args.kind != "r2med" else []:
+        if spec.kind == "nano":  # the MTEB reranking task over the same data (reranking_hybrid lists)
+            counts = spec.expected_counts
+            print(f"{spec.name + 'Reranking':<28} {spec.hub_repo:<26} {counts['queries']:>4} queries {'101':>6} cands "
+                  f"{spec.revision or 'resolved at load'}")
     return 0
 
 
@@ -40,6 +45,8 @@ def _print_scores(result, keys: Sequence[str]) -> None:
     shown = [key for key in keys if key in result.scores]
     expansion = f" + {result.expansion}" if result.expansion else ""
     print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision})")
+    if getattr(result, "hybrid_with", None):
+        print(f"  hybrid = RRF({result.retriever}{expansion}, {result.hybrid_with})")
     for key in shown:
         print(f"  {key:<48} {result.scores[key]:.5f}")
 
@@ -54,8 +61,18 @@ def _task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name, evaluate_task, write_outputs
 
+    if args.quiet:
+        from r2med_plugin.quiet import silence_libraries
+
+        silence_libraries()
+    # Every argument of every task is checked before the first task runs or a model loads.
+    check_retriever_name(args.retriever)
+    for task in args.task:
+        check_arguments(task, candidates=args.candidates or (), candidates_only=args.candidates_only, expansion=args.expansion)
+    if args.depth < 1:
+        raise ValueError(f"--depth must be a positive number of documents per query, got {args.depth}")
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:
@@ -82,16 +99,16 @@ def _evaluate(args: argparse.Namespace) -> int:
         ]
         _print_scores(result, list(dict.fromkeys(keys)))
         if args.output:
-            for kind, path in write_outputs(result, args.output, trec=args.trec).items():
+            for kind, path in write_outputs(result, args.output, trec=args.trec, trec_depth=args.depth).items():
                 print(f"  wrote {kind}: {path}")
     return 0
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+    from r2med_plugin.reporting.leaderboard import BENCHMARK_TITLES, build_leaderboards, render_many
 
-    rows = build_leaderboard(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
-    text = render(rows, args.format)
+    tables = build_leaderboards(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
+    text = render_many(tables, args.format)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
@@ -99,14 +116,16 @@ def _leaderboard(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     if args.plot:
-        from r2med_plugin.reporting.plots import default_selection, plot_nano, plot_tasks
+        from r2med_plugin.reporting.plots import plot_leaderboard
 
-        if args.benchmark == "nano":
-            mine = [row for row in rows if row.source == "yours"]
-            path = plot_nano(mine[0], args.plot)
-        else:
-            path = plot_tasks(default_selection(rows), args.plot)
-        print(f"wrote {path}")
+        for benchmark, rows in tables.items():
+            path = Path(args.plot)
+            if len(tables) > 1 and benchmark == "nano":
+                path = path.with_name(f"{path.stem}-nano{path.suffix}")
+            written, dropped = plot_leaderboard(rows, path, benchmark=benchmark, selection=args.plot_rows)
+            print(f"wrote {written}" + (f" ({BENCHMARK_TITLES[benchmark]})" if len(tables) > 1 else ""))
+            if dropped:
+                print(f"  not plotted ({len(dropped)} rows; choose with --plot-rows, or --plot-rows all): {'; '.join(dropped)}")
     return 0
 
 
@@ -119,7 +138,7 @@ def _export(args: argparse.Namespace) -> int:
         paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
                                   uses_llm=args.uses_llm, description=args.description)
     else:
-        paths = export_trec_runs(args.trec, args.out)
+        paths = export_trec_runs(args.trec, args.out, depth=args.depth)
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -128,12 +147,19 @@ def _export(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from r2med_plugin.integrations.demo import run_demo
 
+    if args.quiet:
+        from r2med_plugin.quiet import silence_libraries
+
+        silence_libraries()
     run_demo(args.out, show_progress=not args.quiet)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from r2med_plugin import __version__
+
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
+    parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     tasks = commands.add_parser("tasks", help="list the tasks with their hub source and revision")
     tasks.add_argument("--kind", choices=["r2med", "nano"], default=None)
@@ -150,23 +176,28 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
     evaluate.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
-    evaluate.add_argument("--expansion", default=None, help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' (R2MED tasks)")
+    evaluate.add_argument("--expansion", default=None,
+                          help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' for every released one (R2MED tasks)")
     evaluate.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
     evaluate.add_argument("--trec", action="store_true", help="also write TREC run files")
+    evaluate.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     evaluate.add_argument("--top-k", type=int, default=1000)
     evaluate.add_argument("--model-revision", default=None)
     evaluate.add_argument("--device", default="cpu")
     evaluate.add_argument("--batch-size", type=int, default=32)
     evaluate.add_argument("--data-dir", default=None)
     evaluate.add_argument("--accept-drift", action="store_true", default=None)
-    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
     evaluate.set_defaults(func=_evaluate)
     board = commands.add_parser("leaderboard", help="the R2MED leaderboard table from MTEB result folders")
     board.add_argument("results", nargs="+", help="MTEB result folders (ResultCache layout)")
-    board.add_argument("--benchmark", choices=["r2med", "nano"], default="r2med")
+    board.add_argument("--benchmark", choices=["r2med", "nano"], default=None,
+                       help="one benchmark's table (default: every benchmark the folders hold)")
     board.add_argument("--format", choices=["md", "csv", "html"], default="md")
     board.add_argument("--out", default=None, help="write the table here instead of printing it")
     board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
+    board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
+                       help="rows to plot: 'all', table ranks (1 2 ...) or labels as in the notes ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
     board.set_defaults(func=_leaderboard)
     export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
@@ -178,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--model-size", default=None, help="e.g. 22.7M or 7B")
     export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
     export.add_argument("--description", default="")
+    export.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     export.set_defaults(func=_export)
     demo = commands.add_parser("demo", help="BM25, MiniLM, hybrid and candidate subsets on the shipped synthetic sample, offline")
     demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
@@ -190,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        # Result files are written atomically: an interrupted run leaves no partial file behind.
+        print("r2med: interrupted (Ctrl-C); files already written are complete, none is partial", file=sys.stderr)
+        return 130
     except (KeyError, ValueError, FileNotFoundError, ConnectionError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"r2med: error: {message}", file=sys.stderr)
