@@ -294,3 +294,27 @@ def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Pa
     # Only r2med's own data report remains ("R2MEDBiology: ..."; the fixture differs from the real task on purpose).
     assert quiet.stderr and all(line.startswith("R2MEDBiology: ") for line in quiet.stderr.splitlines())
     assert quiet.stdout.splitlines()[1:] == loud.stdout.splitlines()[1:]  # same scores
+
+
+# --- one progress bar per step ------------------------------------------------------------------------------------------
+
+
+def _bar_names(stderr: str) -> set[str]:
+    """The text before the first ':' of every tqdm line ("Split strings:  0%|..." -> "Split strings")."""
+    return {line.split(":")[0].strip() for line in stderr.replace("\r", "\n").splitlines() if "%|" in line}
+
+
+def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    import bm25s
+    import Stemmer
+
+    from r2med_plugin import load_task
+    from r2med_plugin.retrieval.bm25 import _robertson_tokens, bm25_search
+
+    data = load_task("NanoR2MEDBiology")
+    capsys.readouterr()
+    bm25_search(data.corpus, data.queries, variant="robertson", show_progress=True)
+    assert _bar_names(capsys.readouterr().err) == {"bm25-robertson"}  # "analysing documents", then "scoring queries"
+    texts = data.corpus["text"].to_list()
+    one_call = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("porter"), show_progress=False, return_ids=False)
+    assert _robertson_tokens(texts, show_progress=False) == one_call  # the chunked tokens equal bm25s' own
