@@ -230,6 +230,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"r2med: error: {message}", file=sys.stderr)
         return 2
+    finally:
+        from r2med_plugin.quiet import restore_libraries
+
+        restore_libraries()
 
 
 if __name__ == "__main__":

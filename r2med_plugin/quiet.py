@@ -24,11 +24,39 @@ _ENVIRONMENT = {
 }
 
 
+_saved: list[tuple[dict[str, str | None], dict[str, int], list]] = []
+
+
 def silence_libraries() -> None:
-    """Silence progress bars and non-error messages of the libraries a run goes through (errors still print)."""
+    """Silence progress bars and non-error messages of the libraries a run goes through (errors still print).
+
+    ``restore_libraries`` undoes it (the CLI calls it when a command returns, so that in-process callers
+    such as tests get their environment back).
+    """
+    if not _saved:
+        _saved.append((
+            {name: os.environ.get(name) for name in _ENVIRONMENT},
+            {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS},
+            list(warnings.filters),
+        ))
     os.environ.update(_ENVIRONMENT)
     for name in LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+def restore_libraries() -> None:
+    """Undo ``silence_libraries`` (no-op when it was not called)."""
+    if not _saved:
+        return
+    environment, levels, filters = _saved.pop()
+    for name, value in environment.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    warnings.filters[:] = filters
