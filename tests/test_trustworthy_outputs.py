@@ -167,6 +167,13 @@ def test_trec_depth_and_tag_are_the_same_for_evaluate_and_export(mirror_env: Pat
     assert len(lines) == 1000 and lines[0].split() == ["q1", "Q0", "d1499", "1", "1499.000000", "org__m"]
     (shallow,) = export_trec_runs([predictions], tmp_path / "trec10", depth=10)
     assert len(shallow.read_text().splitlines()) == 10
+    (predictions / "other").mkdir()
+    (predictions / "other" / "R2MEDBiology_predictions.json").write_text(json.dumps(
+        {"mteb_model_meta": {"name": "org/other"}, "default": {"test": {"q1": {"d1": 1.0}}}}))
+    two = export_trec_runs([predictions], tmp_path / "two")  # two models, one task: two files, none overwritten
+    assert sorted(p.relative_to(tmp_path / "two").as_posix() for p in two) == ["org__m/R2MEDBiology.trec", "org__other/R2MEDBiology.trec"]
+    with pytest.raises(ValueError, match="a second R2MEDBiology run of 'org/m'"):
+        export_trec_runs([predictions, predictions], tmp_path / "twice")
     nameless = tmp_path / "nameless" / "my-model"
     nameless.mkdir(parents=True)
     (nameless / "R2MEDBiology_predictions.json").write_text(json.dumps({"default": {"test": {"q1": {"d1": 1.0}}}}))
@@ -184,3 +191,29 @@ def test_cli_depth_flag_reaches_both_writers(mirror_env: Path, tmp_path: Path):
     for line in trec.read_text().splitlines():
         per_query[line.split()[0]] = per_query.get(line.split()[0], 0) + 1
     assert set(per_query.values()) == {3}
+
+
+# --- README's result paths are the paths written ----------------------------------------------------------------
+
+
+def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: Path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    result = evaluate_task("NanoR2MEDBiology", "bm25-robertson", candidates=["hybrid"], show_progress=False)
+    written = write_outputs(result, tmp_path / "DIR", trec=True)
+    only = evaluate_task("NanoR2MEDBiology", "bm25-robertson", candidates=["hybrid"], candidates_only=True, show_progress=False)
+    written_only = write_outputs(only, tmp_path / "DIR", trec=True)
+    documented = {
+        "mteb": "DIR/results/<model>/<revision>/<Task>.json",
+        "official": "DIR/official/<model>/<Task>.json",
+        "trec": "DIR/runs/<model>/<Task>.trec",
+    }
+    for kind, pattern in documented.items():
+        assert f"`{pattern}`" in readme
+        actual = written[kind].relative_to(tmp_path).as_posix()
+        assert actual == pattern.replace("<model>", "bm25-robertson").replace("<revision>", result.model_revision).replace(
+            "<Task>", "NanoR2MEDBiology")
+    assert "`DIR/candidates-only/<model>/<revision>/<Task>.json`" in readme
+    assert written_only["mteb"].relative_to(tmp_path).as_posix() == f"DIR/candidates-only/bm25-robertson/{only.model_revision}/NanoR2MEDBiology.json"
+    assert "`runs/<model>/<Task>.candidates-only.trec`" in readme
+    assert written_only["trec"].name == "NanoR2MEDBiology.candidates-only.trec"
+    assert "`results/<model>/<revision>/<Task>.json`, readable" not in readme  # the old, wrong claim

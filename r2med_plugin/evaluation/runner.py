@@ -64,10 +64,13 @@ def check_retriever_name(name: str) -> None:
 
 
 def check_arguments(
-    task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None
+    task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
+    hybrid: bool = False,
 ) -> None:
     """Every check of ``evaluate_task``'s arguments that needs no data: run it for all tasks before the first."""
     spec = get_task_spec(task)
+    if hybrid and candidates_only:
+        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
     unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
     if unknown:
         raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
@@ -173,6 +176,8 @@ def evaluate_task(
     """
     if isinstance(retriever, str) and retriever not in BM25_RETRIEVERS:
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+    if hybrid and candidates_only:
+        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
     if not isinstance(retriever, str) and not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
     started = time.perf_counter()
