@@ -217,3 +217,20 @@ def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: P
     assert "`runs/<model>/<Task>.candidates-only.trec`" in readme
     assert written_only["trec"].name == "NanoR2MEDBiology.candidates-only.trec"
     assert "`results/<model>/<revision>/<Task>.json`, readable" not in readme  # the old, wrong claim
+
+
+def test_model_revisions_are_merged_only_when_one_supersedes_the_other(tmp_path: Path):
+    for spec in R2MED:
+        _result(tmp_path, "org/m", spec.name, 0.1, spec.revision, date=1.0, model_rev="weights-a")
+    for spec in R2MED[:4]:  # re-run with new weights on half the tasks
+        _result(tmp_path, "org/m", spec.name, 0.5, spec.revision, date=2.0, model_rev="weights-b")
+    rows = build_leaderboard([tmp_path])
+    assert sorted(row.note for row in rows) == ["model revision weights-a", "model revision weights-b"]
+    a = next(row for row in rows if row.note.endswith("weights-a"))
+    assert a.ranked and a.average == pytest.approx(10.0)  # not (4*50 + 4*10)/8 = 30: no row mixes the two weights
+    b = next(row for row in rows if row.note.endswith("weights-b"))
+    assert not b.ranked and list(b.scores.values()) == pytest.approx([50.0] * 4)
+    for spec in R2MED[4:]:  # the new weights now cover every task: they supersede the old row
+        _result(tmp_path, "org/m", spec.name, 0.5, spec.revision, date=3.0, model_rev="weights-b")
+    (row,) = build_leaderboard([tmp_path])
+    assert row.average == pytest.approx(50.0) and row.note == ""

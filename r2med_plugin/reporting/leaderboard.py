@@ -144,6 +144,9 @@ def _split_model(model: str) -> tuple[str, str, str]:
     return "", model, ""
 
 
+_Group = tuple[str, bool, str, str]  # model, mteb built-in task, dataset revision set, model revision
+
+
 def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> str:
     """The revision set a result belongs to: "" for the pinned commits (and mteb's built-in tasks), else the commit."""
     if record.dataset_revision == SYNTHETIC_REVISION:
@@ -175,29 +178,34 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         raise ValueError(f"benchmark must be one of {BENCHMARKS}, got {benchmark!r}")
     index = _task_index()
     pins = {spec.name: spec.revision for spec in list_tasks()}
-    full: dict[tuple[str, bool, str], dict[str, ResultRecord]] = {}
-    partial: dict[tuple[str, bool, str], dict[str, ResultRecord]] = {}
+    full: dict[_Group, dict[str, ResultRecord]] = {}
+    partial: dict[_Group, dict[str, ResultRecord]] = {}
     for record in records:
         kind = index.get(record.task)
         if kind is None or kind[0] != benchmark:
             continue
-        group = (record.model, kind[2], _revision_set(record, pins.get(record.task), kind[2]))
+        group = (record.model, kind[2], _revision_set(record, pins.get(record.task), kind[2]), record.revision)
         _newest((partial if record.candidates_only else full).setdefault(group, {}), kind[1], record)
         full.setdefault(group, {})
-    real_sets: dict[tuple[str, bool], int] = {}
-    for model, builtin, revisions in full:
+    _drop_superseded(full, partial)
+    real_sets: dict[tuple[str, bool], set[str]] = {}
+    model_revisions: dict[tuple[str, bool, str], int] = {}
+    for model, builtin, revisions, model_revision in full:
         if revisions != SYNTHETIC_REVISION:
-            real_sets[(model, builtin)] = real_sets.get((model, builtin), 0) + 1
+            real_sets.setdefault((model, builtin), set()).add(revisions)
+        model_revisions[(model, builtin, revisions)] = model_revisions.get((model, builtin, revisions), 0) + 1
     rows = []
-    for (model, builtin, revisions), per_task in full.items():
+    for (model, builtin, revisions, model_revision), per_task in full.items():
         llm, retriever, method = _split_model(model)
-        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and real_sets[(model, builtin)] > 1 else ""
-        note = ", ".join(part for part in (method, BUILTIN_LABEL if builtin else "", revision_note) if part)
+        several = len(real_sets.get((model, builtin), ())) > 1
+        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and several else ""
+        weights_note = f"model revision {model_revision}" if model_revisions[(model, builtin, revisions)] > 1 else ""
+        note = ", ".join(part for part in (method, BUILTIN_LABEL if builtin else "", revision_note, weights_note) if part)
         scores = {hub: 100 * float(record.scores[MAIN_METRIC]) for hub, record in per_task.items() if MAIN_METRIC in record.scores}
         extras: dict[str, float] = {}
         task_extras: dict[str, dict[str, float]] = {}
         if benchmark == "nano":
-            candidates = partial.get((model, builtin, revisions), {})
+            candidates = partial.get((model, builtin, revisions, model_revision), {})
             for hub in set(per_task) | set(candidates):
                 task_extras[hub] = _task_extras(per_task.get(hub), candidates.get(hub))
             for column in NANO_EXTRA_COLUMNS:
@@ -209,6 +217,27 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
                            synthetic=revisions == SYNTHETIC_REVISION)
         )
     return rows
+
+
+def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[_Group, dict[str, ResultRecord]]) -> None:
+    """Newest wins between model revisions only as a whole: an older model revision is dropped when a newer
+    revision of the same model holds every task it holds; otherwise the two stay separate rows."""
+    families: dict[tuple[str, bool, str], list[_Group]] = {}
+    for group in full:
+        families.setdefault(group[:3], []).append(group)
+
+    def tasks(group: _Group) -> set[str]:
+        return set(full[group]) | set(partial.get(group, {}))
+
+    def newest(group: _Group) -> float:
+        return max(record.date for record in [*full[group].values(), *partial.get(group, {}).values()])
+
+    for groups in families.values():
+        ordered = sorted(groups, key=newest, reverse=True)
+        for position, group in enumerate(ordered):
+            if any(tasks(group) <= tasks(newer) for newer in ordered[:position] if newer in full):
+                del full[group]
+                partial.pop(group, None)
 
 
 def _keep_synthetic_apart(rows: list[LeaderboardRow]) -> None:
