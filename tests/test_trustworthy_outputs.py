@@ -70,7 +70,8 @@ def _result(root: Path, model: str, task: str, ndcg: float, dataset_revision: st
     folder = root / "results" / model.replace("/", "__") / model_rev
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": model_rev}))
-    scores = {"ndcg_at_10": ndcg, "main_score": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}
+    official = {f"{f}_at_{k}": ndcg / 2 for f in ("ndcg", "map", "recall", "precision") for k in (1, 10, 25, 50, 100)} | {"mrr": 0.1}
+    scores = official | {"ndcg_at_10": ndcg, "main_score": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}
     (folder / f"{task}.json").write_text(json.dumps({"dataset_revision": dataset_revision, "task_name": task, "date": date,
                                                       "evaluation_time": 1.0, "scores": {"test": [scores]}}))
 
@@ -234,3 +235,25 @@ def test_model_revisions_are_merged_only_when_one_supersedes_the_other(tmp_path:
         _result(tmp_path, "org/m", spec.name, 0.5, spec.revision, date=3.0, model_rev="weights-b")
     (row,) = build_leaderboard([tmp_path])
     assert row.average == pytest.approx(50.0) and row.note == ""
+
+
+def test_submission_takes_one_revision_set_and_no_synthetic_results(tmp_path: Path):
+    from r2med_plugin.reporting.submission import export_submission
+
+    mixed = tmp_path / "mixed"
+    for spec in R2MED:
+        _result(mixed, "org/m", spec.name, 0.1, spec.revision, date=1.0, model_rev="weights-a")
+    _result(mixed, "org/m", R2MED[0].name, 0.5, spec.revision, date=2.0, model_rev="weights-b")
+    with pytest.raises(ValueError, match="come from 2 different revision sets.*weights-a: 8 tasks.*weights-b: 1 tasks"):
+        export_submission([mixed], "org/m", tmp_path / "out-mixed")
+    synthetic = tmp_path / "synthetic"
+    for spec in R2MED:
+        _result(synthetic, "org/m", spec.name, 0.1, "synthetic-sample")
+    with pytest.raises(ValueError, match="synthetic demo sample"):
+        export_submission([synthetic], "org/m", tmp_path / "out-synthetic")
+    clean = tmp_path / "clean"
+    for spec in R2MED:
+        _result(clean, "org/m", spec.name, 0.1, spec.revision)
+    export_submission([clean], "org/m", tmp_path / "out")
+    card = json.loads((tmp_path / "out" / "model_card.json").read_text())
+    assert card["dataset_revisions"] == {spec.name: spec.revision for spec in R2MED}

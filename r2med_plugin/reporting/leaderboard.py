@@ -173,7 +173,14 @@ def _task_extras(full: ResultRecord | None, candidates: ResultRecord | None) -> 
     return values
 
 
-def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list[LeaderboardRow]:
+def grouped_records(
+    records: Sequence[ResultRecord], benchmark: str = "r2med"
+) -> tuple[dict[_Group, dict[str, ResultRecord]], dict[_Group, dict[str, ResultRecord]]]:
+    """(full-corpus, candidate-only) results per row group -> hub name -> the newest record of that task.
+
+    A group is one model on one dataset revision set at one model revision (older revisions that a newer
+    one fully covers are dropped): the records of a group may share a row, no others.
+    """
     if benchmark not in BENCHMARKS:
         raise ValueError(f"benchmark must be one of {BENCHMARKS}, got {benchmark!r}")
     index = _task_index()
@@ -188,6 +195,11 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         _newest((partial if record.candidates_only else full).setdefault(group, {}), kind[1], record)
         full.setdefault(group, {})
     _drop_superseded(full, partial)
+    return full, partial
+
+
+def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list[LeaderboardRow]:
+    full, partial = grouped_records(records, benchmark)
     real_sets: dict[tuple[str, bool], set[str]] = {}
     model_revisions: dict[tuple[str, bool, str], int] = {}
     for model, builtin, revisions, model_revision in full:

@@ -10,7 +10,9 @@ from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.evaluation.official import official_results, write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
-from r2med_plugin.reporting.leaderboard import _split_model, read_result_folders, rank_rows, render, user_rows
+from r2med_plugin.reporting.leaderboard import (
+    SYNTHETIC_REVISION, _split_model, grouped_records, read_result_folders, rank_rows, render, user_rows,
+)
 
 SUBMISSION_README = """# R2MED submission: {model}
 
@@ -40,10 +42,7 @@ def export_submission(
     records = [r for r in read_result_folders(folders) if r.model == model]
     by_task = {spec.name: spec for spec in list_tasks("r2med")}
     builtin = {spec.mteb_builtin_task for spec in by_task.values()}
-    ours = {}
-    for record in records:
-        if record.task in by_task and (record.task not in ours or record.date > ours[record.task].date):
-            ours[record.task] = record
+    ours = _one_revision_set(records, model)
     if not ours:
         hint = " (only mteb's built-in R2MED*Retrieval results were found: they lack @25/@50; run our R2MED<Domain> tasks)" if any(
             r.task in builtin for r in records) else ""
@@ -83,6 +82,21 @@ def export_submission(
     note = f"\n**Incomplete:** no results for {', '.join(missing)}; the average is not computed.\n" if missing else ""
     (out / "README.md").write_text(SUBMISSION_README.format(model=model, version=__version__, missing=note), encoding="utf-8")
     return written + [out / "summary.md", out / "summary.csv", out / "README.md"]
+
+
+def _one_revision_set(records: list, model: str) -> dict:
+    """Task name -> record, from exactly one (dataset revision set, model revision) of ``model``; refuse mixing."""
+    full, _ = grouped_records(records, "r2med")
+    groups = {group: per_task for group, per_task in full.items() if not group[1] and per_task}
+    if any(group[2] == SYNTHETIC_REVISION for group in groups):
+        raise ValueError(f"results of {model!r} on the synthetic demo sample (dataset_revision: synthetic-sample) cannot be "
+                         "submitted: they are not R2MED data; remove them from the folders")
+    if len(groups) > 1:
+        described = "; ".join(f"dataset revisions {group[2] or 'pinned'}, model revision {group[3]}: {len(per_task)} tasks"
+                              for group, per_task in groups.items())
+        raise ValueError(f"the results of {model!r} come from {len(groups)} different revision sets ({described}); a submission "
+                         "takes one: keep one set in the folders (or re-run the other tasks at the same revisions)")
+    return {record.task: record for per_task in groups.values() for record in per_task.values()}
 
 
 def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, depth: int = TREC_DEPTH) -> list[Path]:
