@@ -257,3 +257,13 @@ def test_submission_takes_one_revision_set_and_no_synthetic_results(tmp_path: Pa
     export_submission([clean], "org/m", tmp_path / "out")
     card = json.loads((tmp_path / "out" / "model_card.json").read_text())
     assert card["dataset_revisions"] == {spec.name: spec.revision for spec in R2MED}
+
+
+def test_top_k_never_reports_metrics_deeper_than_the_run(mirror_env: Path, tmp_path: Path):
+    shallow = evaluate_task("NanoR2MEDBiology", "bm25-robertson", top_k=10, show_progress=False)
+    deep = evaluate_task("NanoR2MEDBiology", "bm25-robertson", show_progress=False)
+    assert shallow.scores["ndcg_at_10"] == deep.scores["ndcg_at_10"]
+    assert "recall_at_100" not in shallow.scores and "ndcg_at_1000" not in shallow.scores  # would be recall_at_10 in disguise
+    assert "recall_at_100" in deep.scores and "mrr" in shallow.scores
+    paths = write_outputs(shallow, tmp_path)  # no official JSON without its @100 metrics, and no crash
+    assert "official" not in paths and "recall_at_1000" not in json.loads(paths["mteb"].read_text())["scores"]["test"][0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,6 +90,14 @@ def check_arguments(
         raise ValueError(f"{spec.name} has no released expansions; they exist for the R2MED tasks")
     if expansion != "all" and expansion not in known:
         raise KeyError(unknown_name_message("expansion", expansion, [*known, "all"]))
+
+
+_CUTOFF = re.compile(r"_at_(\d+)$")
+
+
+def within_depth(scores: dict[str, float], top_k: int) -> dict[str, float]:
+    """Drop metrics at cutoffs deeper than the run (with top_k=100, "recall_at_1000" would equal recall_at_100)."""
+    return {key: value for key, value in scores.items() if not ((m := _CUTOFF.search(key)) and int(m.group(1)) > top_k)}
 
 
 def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
@@ -196,14 +205,14 @@ def evaluate_task(
         run = score_candidates(retriever, data.corpus, data.queries, union, dataset_revision=data.revision, query_prompt=query_prompt)
     elif expansion is not None:
         run = _expansion_run(data, retriever, expansion, top_k, query_prompt, data_dir, show_progress)
-        scores |= evaluate_run(data.qrels, run)
+        scores |= within_depth(evaluate_run(data.qrels, run), top_k)
         if hybrid:
             scores |= _hybrid(data, run, partner, show_progress)
     else:
         depth = data.corpus.height if subsets else top_k
         run = _model_run(data, retriever, depth, query_prompt, show_progress)
         if not candidates_only:
-            scores |= evaluate_run(data.qrels, truncate_run(run, top_k))
+            scores |= within_depth(evaluate_run(data.qrels, truncate_run(run, top_k)), top_k)
             if hybrid:
                 scores |= _hybrid(data, truncate_run(run, top_k), partner, show_progress)
     scores |= candidate_scores(data, run, subsets)
@@ -252,7 +261,7 @@ def write_outputs(
             candidates_only=result.candidates_only, extra_fields=extra,
         )
     }
-    if "ndcg_at_1" in result.scores:
+    if all(key in result.scores for key in ("ndcg_at_1", "ndcg_at_100", "recall_at_100")):
         paths["official"] = write_official_results(
             output / "official" / model_folder_name(model_name) / f"{result.task}.json",
             dataset_name=result.data.spec.hub_name, model_name=model_name, scores=result.scores,
