@@ -267,3 +267,16 @@ def test_top_k_never_reports_metrics_deeper_than_the_run(mirror_env: Path, tmp_p
     assert "recall_at_100" in deep.scores and "mrr" in shallow.scores
     paths = write_outputs(shallow, tmp_path)  # no official JSON without its @100 metrics, and no crash
     assert "official" not in paths and "recall_at_1000" not in json.loads(paths["mteb"].read_text())["scores"]["test"][0]
+
+
+def test_mteb_reranking_results_fill_the_candidate_hybrid_column_only(tmp_path: Path):
+    for i, spec in enumerate(list_tasks("nano")):
+        folder = tmp_path / "results" / "org__ce" / "r1"
+        folder.mkdir(parents=True, exist_ok=True)
+        scores = {"ndcg_at_10_with_safeguard": 0.4 + i / 100, "ndcg_at_10_without_safeguard": 0.3, "main_score": 0.4 + i / 100,
+                  "hf_subset": "default", "languages": ["eng-Latn"]}
+        (folder / f"{spec.name}Reranking.json").write_text(json.dumps(
+            {"dataset_revision": "rev", "task_name": f"{spec.name}Reranking", "date": 1.0, "scores": {"test": [scores]}}))
+    (row,) = build_leaderboard([tmp_path], benchmark="nano")
+    assert row.scores == {} and not row.ranked  # a reranking score is never a full-corpus task score
+    assert row.extras == {"Cand. hybrid": pytest.approx(100 * sum(0.4 + i / 100 for i in range(8)) / 8)}

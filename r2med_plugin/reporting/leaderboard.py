@@ -102,15 +102,30 @@ def read_result_folders(folders: Iterable[str | Path]) -> list[ResultRecord]:
                 raise ValueError(f"{path}: not a readable result file ({error})") from error
             if not isinstance(payload, dict) or "task_name" not in payload or "scores" not in payload:
                 continue
+            task, scores = payload["task_name"], _main_split_scores(payload, path)
+            candidates_only = payload.get("r2med_evaluation") == "candidates-only"
+            if task.endswith(RERANKING_SUFFIX) and task.removesuffix(RERANKING_SUFFIX) in _nano_names():
+                task, scores, candidates_only = task.removesuffix(RERANKING_SUFFIX), _reranking_as_candidates(scores), True
             records.append(
                 ResultRecord(
-                    model=_model_name(path), revision=path.parent.name, task=payload["task_name"],
-                    scores=_main_split_scores(payload, path), date=float(payload.get("date") or path.stat().st_mtime), path=path,
-                    dataset_revision=str(payload.get("dataset_revision") or ""),
-                    candidates_only=payload.get("r2med_evaluation") == "candidates-only",
+                    model=_model_name(path), revision=path.parent.name, task=task,
+                    scores=scores, date=float(payload.get("date") or path.stat().st_mtime), path=path,
+                    dataset_revision=str(payload.get("dataset_revision") or ""), candidates_only=candidates_only,
                 )
             )
     return records
+
+
+RERANKING_SUFFIX = "Reranking"
+
+
+def _nano_names() -> set[str]:
+    return {spec.name for spec in list_tasks("nano")}
+
+
+def _reranking_as_candidates(scores: dict) -> dict:
+    """A NanoR2MED<Domain>Reranking result ranks the stored hybrid lists: its scores are the candidate-hybrid column."""
+    return {f"candidates_hybrid_{key}": value for key, value in scores.items() if key.endswith("_safeguard")}
 
 
 def _model_name(result_path: Path) -> str:
