@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--out", default=None, help="write the table here instead of printing it")
     board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
     board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
-                       help="rows to plot: 'all', table ranks (1 2 ...) or labels as in the notes ('o3-mini | bm25-lucene (hyde)')")
+                       help="rows to plot: 'all', row numbers as printed (1 = first row) or labels ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
     board.set_defaults(func=_leaderboard)
     export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")

@@ -49,14 +49,14 @@ class TaskRunResult:
 def check_retriever_name(name: str) -> None:
     """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
 
-    A real model folder or a hub name without "bm25" passes; loading it is the encoder's job.
+    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
     """
-    if name in BM25_RETRIEVERS or Path(name).exists():
+    if name in BM25_RETRIEVERS or "/" in name or Path(name).exists():
         return
     lowered = name.lower()
     close = difflib.get_close_matches(lowered, list(BM25_RETRIEVERS), n=2, cutoff=0.6)
     if "bm25" in lowered or close:
-        guess = close or [key for key in BM25_RETRIEVERS if key == lowered] or list(BM25_RETRIEVERS)
+        guess = close or list(BM25_RETRIEVERS)
         raise ValueError(
             f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
             "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
