@@ -152,6 +152,12 @@ def test_leaderboard_shows_the_benchmarks_the_folder_holds(tmp_path: Path, capsy
     assert r2med.startswith("## R2MED") and "| 1 | - | org/m | 20.00 |" in r2med and "| 1 | - | org/m | 40.00 |" in nano
     assert main(["leaderboard", str(both), "--benchmark", "nano"]) == 0
     assert "20.00" not in capsys.readouterr().out
+    assert main(["leaderboard", str(both), "--format", "html"]) == 0
+    page = capsys.readouterr().out
+    assert page.count("<table") == 2 and page.index("<h2>R2MED</h2>") < page.index("<h2>NanoR2MED</h2>") and page.count("<html>") == 1
+    assert main(["leaderboard", str(both), "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "R2MED" and "NanoR2MED" in lines and lines[1].startswith("Rank,LLM")
     assert main(["leaderboard", str(nano_only), "--compare-published"]) == 2
     assert "only NanoR2MED results" in capsys.readouterr().err
 
