@@ -15,6 +15,11 @@ def _tasks(args: argparse.Namespace) -> int:
     for spec in list_tasks(args.kind):
         counts = spec.expected_counts
         print(f"{spec.name:<28} {spec.hub_repo:<26} {counts['queries']:>4} queries {counts['documents']:>6} docs  {spec.revision or 'resolved at load'}")
+    for spec in list_tasks(args.kind) if args.kind != "r2med" else []:
+        if spec.kind == "nano":  # the MTEB reranking task over the same data (reranking_hybrid lists)
+            counts = spec.expected_counts
+            print(f"{spec.name + 'Reranking':<28} {spec.hub_repo:<26} {counts['queries']:>4} queries {'101':>6} cands "
+                  f"{spec.revision or 'resolved at load'}")
     return 0
 
 
@@ -43,6 +48,8 @@ def _print_scores(result, keys: Sequence[str]) -> None:
     print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified})")
     if getattr(result, "query_prompt", None):
         print(f"  query prompt: {result.query_prompt!r}")
+    if getattr(result, "hybrid_with", None):
+        print(f"  hybrid = RRF({result.retriever}{expansion}, {result.hybrid_with})")
     for key in shown:
         print(f"  {key:<48} {result.scores[key]:.5f}")
 
@@ -90,6 +97,12 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
         raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
     if args.hybrid or args.candidates or args.candidates_only or args.expansion:
         raise ValueError("--rerank takes one first stage: drop --hybrid, --candidates and --expansion")
+    from r2med_plugin.evaluation.runner import check_arguments
+
+    for task in args.task:  # every task is checked before the first one runs or a model loads
+        check_arguments(task)
+    if args.trec and not args.output:  # a flag that would reach no code
+        raise ValueError("--trec writes run files into the --output folder: add --output DIR")
     source = args.first_stage or args.retriever
     if not source:
         raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl (file or folder)")
@@ -116,14 +129,29 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name, evaluate_task, write_outputs
 
+    if args.quiet:
+        from r2med_plugin.quiet import silence_libraries
+
+        silence_libraries()
     if args.rerank:
         return _evaluate_reranked(args)
     if args.first_stage or args.first_stage_name:
         raise ValueError("--first-stage is what --rerank reranks: add --rerank <cross-encoder>")
     if not args.retriever:
         raise ValueError("--retriever is required (bm25-lucene, bm25-robertson, or a model name or folder), or use --rerank")
+    # Every argument of every task is checked before the first task runs or a model loads.
+    check_retriever_name(args.retriever)
+    for task in args.task:
+        check_arguments(task, candidates=args.candidates or (), candidates_only=args.candidates_only, expansion=args.expansion,
+                        hybrid=args.hybrid)
+    if args.depth < 1:
+        raise ValueError(f"--depth must be a positive number of documents per query, got {args.depth}")
+    if args.trec and not args.output:  # a flag that would reach no code
+        raise ValueError("--trec writes run files into the --output folder: add --output DIR")
+    if args.instruction and args.retriever in BM25_RETRIEVERS:
+        raise ValueError("--instruction is a prompt for dense models; BM25 would ignore it (drop --instruction)")
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:
@@ -150,16 +178,16 @@ def _evaluate(args: argparse.Namespace) -> int:
         ]
         _print_scores(result, list(dict.fromkeys(keys)))
         if args.output:
-            for kind, path in write_outputs(result, args.output, trec=args.trec).items():
+            for kind, path in write_outputs(result, args.output, trec=args.trec, trec_depth=args.depth).items():
                 print(f"  wrote {kind}: {path}")
     return 0
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+    from r2med_plugin.reporting.leaderboard import BENCHMARK_TITLES, build_leaderboards, render_many
 
-    rows = build_leaderboard(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
-    text = render(rows, args.format)
+    tables = build_leaderboards(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
+    text = render_many(tables, args.format)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
@@ -167,14 +195,16 @@ def _leaderboard(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     if args.plot:
-        from r2med_plugin.reporting.plots import default_selection, plot_nano, plot_tasks
+        from r2med_plugin.reporting.plots import plot_leaderboard
 
-        if args.benchmark == "nano":
-            mine = [row for row in rows if row.source == "yours"]
-            path = plot_nano(mine[0], args.plot)
-        else:
-            path = plot_tasks(default_selection(rows), args.plot)
-        print(f"wrote {path}")
+        for benchmark, rows in tables.items():
+            path = Path(args.plot)
+            if len(tables) > 1 and benchmark == "nano":
+                path = path.with_name(f"{path.stem}-nano{path.suffix}")
+            written, dropped = plot_leaderboard(rows, path, benchmark=benchmark, selection=args.plot_rows)
+            print(f"wrote {written}" + (f" ({BENCHMARK_TITLES[benchmark]})" if len(tables) > 1 else ""))
+            if dropped:
+                print(f"  not plotted ({len(dropped)} rows; choose with --plot-rows, or --plot-rows all): {'; '.join(dropped)}")
     return 0
 
 
@@ -187,7 +217,7 @@ def _export(args: argparse.Namespace) -> int:
         paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
                                   uses_llm=args.uses_llm, description=args.description)
     else:
-        paths = export_trec_runs(args.trec, args.out)
+        paths = export_trec_runs(args.trec, args.out, depth=args.depth)
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -196,6 +226,10 @@ def _export(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from r2med_plugin.integrations.demo import run_demo
 
+    if args.quiet:
+        from r2med_plugin.quiet import silence_libraries
+
+        silence_libraries()
     run_demo(args.out, show_progress=not args.quiet)
     return 0
 
@@ -234,6 +268,8 @@ def _default_name(llm: str) -> str:
     from r2med_plugin.generation.store import slug_name
 
     return slug_name(llm)
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from r2med_plugin.evaluation.reproduce import render_report, reproduce
 
@@ -246,7 +282,10 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from r2med_plugin import __version__
+
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
+    parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     tasks = commands.add_parser("tasks", help="list the tasks with their hub source and revision")
     tasks.add_argument("--kind", choices=["r2med", "nano"], default=None)
@@ -263,17 +302,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
     evaluate.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
-    evaluate.add_argument("--expansion", default=None, help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' (R2MED tasks), "
-                          "or one from r2med generate: local:<folder>/<method>/<llm>")
+    evaluate.add_argument("--expansion", default=None,
+                          help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' for every released one (R2MED tasks), "
+                               "or one from r2med generate: local:<folder>/<method>/<llm>")
     evaluate.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
     evaluate.add_argument("--trec", action="store_true", help="also write TREC run files")
+    evaluate.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     evaluate.add_argument("--top-k", type=int, default=1000)
     evaluate.add_argument("--model-revision", default=None)
     evaluate.add_argument("--device", default="cpu")
     evaluate.add_argument("--batch-size", type=int, default=32)
     evaluate.add_argument("--data-dir", default=None)
     evaluate.add_argument("--accept-drift", action="store_true", default=None)
-    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
     evaluate.add_argument("--rerank", default=None, metavar="CROSS_ENCODER",
                           help="rerank the top --rerank-depth of --first-stage with this sentence-transformers CrossEncoder (name or folder)")
     evaluate.add_argument("--first-stage", default=None,
@@ -308,10 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     generate.set_defaults(func=_generate)
     board = commands.add_parser("leaderboard", help="the R2MED leaderboard table from MTEB result folders")
     board.add_argument("results", nargs="+", help="MTEB result folders (ResultCache layout)")
-    board.add_argument("--benchmark", choices=["r2med", "nano"], default="r2med")
+    board.add_argument("--benchmark", choices=["r2med", "nano"], default=None,
+                       help="one benchmark's table (default: every benchmark the folders hold)")
     board.add_argument("--format", choices=["md", "csv", "html"], default="md")
     board.add_argument("--out", default=None, help="write the table here instead of printing it")
     board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
+    board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
+                       help="rows to plot: 'all', row numbers as printed (1 = first row) or labels ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
     board.set_defaults(func=_leaderboard)
     export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
@@ -323,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--model-size", default=None, help="e.g. 22.7M or 7B")
     export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
     export.add_argument("--description", default="")
+    export.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     export.set_defaults(func=_export)
     repro = commands.add_parser(
         "reproduce", help="official BM25 on the 8 R2MED tasks vs the published row, NanoR2MED candidate profiles vs task_metadata",
@@ -349,10 +394,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        # Result files are written atomically: an interrupted run leaves no partial file behind.
+        print("r2med: interrupted (Ctrl-C); files already written are complete, none is partial", file=sys.stderr)
+        return 130
     except (KeyError, ValueError, FileNotFoundError, ConnectionError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"r2med: error: {message}", file=sys.stderr)
         return 2
+    finally:
+        from r2med_plugin.quiet import restore_libraries
+
+        restore_libraries()
 
 
 if __name__ == "__main__":

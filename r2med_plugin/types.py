@@ -76,6 +76,7 @@ class TaskData:
     report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     revision_verified: bool = True  # False: a local mirror that does not prove its commit (no download record, or edited)
     files_fingerprint: str | None = None  # content hash of the mirror files read; None for hub snapshots
+    repo_fingerprint: str | None = None  # content hash of every file of the mirrored repo; None for hub snapshots
 
     @property
     def name(self) -> str:
@@ -84,12 +85,14 @@ class TaskData:
     @property
     def result_revision(self) -> str:
         """The dataset revision result files record: ``revision``, marked ``+unverified-files-<fingerprint>``
-        when a local mirror records no commit but the task pins one (the pin was not checked)."""
-        if self.revision_verified or self.files_fingerprint is None or self.files_fingerprint in self.revision:
+        (of the whole mirrored repo, so every task of one repo records the same revision) when a local
+        mirror does not prove the commit it names."""
+        marker = self.repo_fingerprint or self.files_fingerprint
+        if self.revision_verified or marker is None or marker in self.revision:
             return self.revision
         if self.report.get("synthetic_sample"):
             return self.revision
-        return f"{self.revision}+unverified-files-{self.files_fingerprint}"
+        return f"{self.revision}+unverified-files-{marker}"
 
     @property
     def cache_revision(self) -> str:

@@ -8,11 +8,12 @@ import pytest
 from r2med_plugin.cli import main
 
 
-def test_tasks_lists_all_sixteen(capsys: pytest.CaptureFixture[str]):
+def test_tasks_lists_all_twenty_four(capsys: pytest.CaptureFixture[str]):
     assert main(["tasks"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 16
+    assert len(lines) == 16 + 8  # the 8 NanoR2MED<Domain>Reranking tasks too
     assert lines[1].split()[:2] == ["R2MEDBioinformatics", "R2MED/Bioinformatics"]
+    assert [line.split()[0] for line in lines[16:]] == [f"{line.split()[0]}Reranking" for line in lines[8:16]]
     assert main(["tasks", "--kind", "nano"]) == 0
     assert all(line.startswith("NanoR2MED") for line in capsys.readouterr().out.splitlines())
 

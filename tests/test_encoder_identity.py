@@ -152,7 +152,7 @@ def test_cli_instruction(mirror_env: Path, model_copy: Path, tmp_path: Path, cap
     files = sorted(path.relative_to(out).as_posix() for path in (out / "results").rglob(f"{TASK}.json"))
     assert len(files) == 2 and sum("+instruction" in name for name in files) == 1
     assert main(["evaluate", "--task", TASK, "--retriever", "bm25-lucene", "--instruction", "--quiet"]) == 2
-    assert "applies to encoders only" in capsys.readouterr().err
+    assert "BM25 would ignore it" in capsys.readouterr().err
 
 
 # --- item 2: the cache key follows the model --------------------------------------------------------

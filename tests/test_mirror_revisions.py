@@ -39,16 +39,20 @@ def _fresh_dataset(dataset_id: str):
     return Dataset(MetadataComponent(dataset_id, datasets[dataset_id], MetadataProvider(lambda: metadata)), datasets[dataset_id])
 
 
-def test_nano_mirror_revision_is_a_fingerprint_of_the_files_read(mirror_copy: Path):
+def test_nano_mirror_revision_is_a_fingerprint_of_the_repo_and_caches_of_the_files_read(mirror_copy: Path):
     before = r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     other_task = r2med_plugin.load_task("NanoR2MEDMedQADiag", data_dir=mirror_copy, accept_drift=True)
     assert before.revision.startswith("local-") and before.revision != "local-unknown-mirror"
     assert before.revision_verified is False and before.report["revision_verified"] is False
+    # Like a commit, the revision names the whole repo: every task (split) of one mirror shares it.
+    assert other_task.revision == before.revision and other_task.result_revision == before.result_revision
     _rewrite_nano_doc(mirror_copy, "NanoR2MEDBiology", "nano-biology-doc-0000", "an entirely new first document")
     after = r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     assert after.revision != before.revision and after.revision.startswith("local-")
-    # Only the files a task reads count: another task of the same repo keeps its revision.
-    assert r2med_plugin.load_task("NanoR2MEDMedQADiag", data_dir=mirror_copy, accept_drift=True).revision == other_task.revision
+    assert after.cache_revision != before.cache_revision
+    # Derived caches are keyed by the files a task reads: another task of the same repo keeps its cache key.
+    other_after = r2med_plugin.load_task("NanoR2MEDMedQADiag", data_dir=mirror_copy, accept_drift=True)
+    assert other_after.revision == after.revision and other_after.files_fingerprint == other_task.files_fingerprint
 
 
 def test_ir_datasets_docstore_follows_an_edited_mirror(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -98,7 +102,7 @@ def test_r2med_mirror_without_metadata_is_unverified(mirror_copy: Path, tmp_path
     assert result.dataset_revision_verified is False
     paths = write_outputs(result, tmp_path / "out")
     mteb_file = json.loads(paths["mteb"].read_text())
-    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.files_fingerprint}"
+    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.repo_fingerprint}"
     assert mteb_file["r2med_provenance"]["dataset_revision_verified"] is False
     sidecar = json.loads(paths["official_metadata"].read_text())
     assert sidecar["dataset_revision_verified"] is False and sidecar["dataset_revision"] == spec.revision
@@ -135,7 +139,7 @@ def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, 
     model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     result = mteb.evaluate(model, mteb.get_task("R2MEDBiology"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
     data = r2med_plugin.load_task("R2MEDBiology")
-    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.files_fingerprint}"
+    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.repo_fingerprint}"
 
 
 def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
@@ -155,7 +159,7 @@ def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
     os.utime(corpus, (later, later))
     edited = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     assert edited.revision == spec.revision and edited.revision_verified is False
-    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.files_fingerprint}"
+    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.repo_fingerprint}"
 
 
 def test_mteb_descriptive_statistics_follow_an_edited_mirror(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import logging
+import difflib
 import hashlib
+import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,9 +16,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from r2med_plugin import __version__
-from r2med_plugin.data.expansions import expansion_label, is_local, load_expansions, parse_expansion, reasoning_llms_for
+from r2med_plugin.catalog import get_task_spec, unknown_name_message
+from r2med_plugin.data.expansions import expansion_label, is_local, llm_name, load_expansions, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
+from r2med_plugin.evaluation.extras import bm25_run, bm25_variant_for, candidate_scores, hybrid_scores
 from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.evaluation.official import (
     BM25_DEPTH,
@@ -28,7 +31,7 @@ from r2med_plugin.evaluation.official import (
     write_json_atomic,
     write_official_results,
 )
-from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
+from r2med_plugin.reporting.export import TREC_DEPTH, model_folder_name, trec_tag, write_mteb_result, write_trec_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import E5_TEMPLATE, Encoder, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
@@ -60,6 +63,62 @@ class TaskRunResult:
     official_layout: str | None = None  # "bm25" or "dense"
     query_prompt: str | None = None  # the prompt the encoder got for queries (None: none; BM25: always None)
     dataset_revision_verified: bool = True  # False: a local mirror that does not prove its commit
+    candidates_only: bool = False
+    hybrid_with: str | None = None  # the BM25 fused with the model's run for hybrid_* (None: no hybrid)
+
+
+def check_retriever_name(name: str) -> None:
+    """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
+
+    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
+    """
+    if name in BM25_RETRIEVERS or "/" in name or Path(name).exists():
+        return
+    lowered = name.lower()
+    close = difflib.get_close_matches(lowered, list(BM25_RETRIEVERS), n=2, cutoff=0.6)
+    if "bm25" in lowered or close:
+        guess = close or list(BM25_RETRIEVERS)
+        raise ValueError(
+            f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
+            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
+            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
+        )
+
+
+def check_arguments(
+    task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
+    hybrid: bool = False,
+) -> None:
+    """Every check of ``evaluate_task``'s arguments that needs no data: run it for all tasks before the first."""
+    spec = get_task_spec(task)
+    if hybrid and candidates_only:
+        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
+    unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
+    if unknown:
+        raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
+    if candidates and not spec.candidate_profiles:
+        raise ValueError(f"{spec.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
+    if candidates_only and not candidates:
+        raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
+    if expansion is None:
+        return
+    if candidates:
+        raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
+    if ":" in expansion:  # a locally generated expansion ("local:..."): checked where it is read
+        return
+    known = [f"{method}/{llm_name(split)}" for method, splits in spec.gar_configs.items() for split in splits]
+    if not known:
+        raise ValueError(f"{spec.name} has no released expansions; they exist for the R2MED tasks")
+    if expansion != "all" and expansion not in known:
+        raise KeyError(unknown_name_message("expansion", expansion, [*known, "all"]))
+
+
+_CUTOFF = re.compile(r"_at_(\d+)$")
+
+
+def within_depth(scores: dict[str, float], top_k: int) -> dict[str, float]:
+    """Drop metrics at cutoffs deeper than the run (with top_k=100, "recall_at_1000" would equal recall_at_100)."""
+    return {key: value for key, value in scores.items() if not ((m := _CUTOFF.search(key)) and int(m.group(1)) > top_k)}
 
 
 def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
@@ -69,6 +128,22 @@ def _check_subsets(data: TaskData, candidates: Sequence[str]) -> list[str]:
     if candidates and not data.candidates:
         raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     return list(dict.fromkeys(candidates))
+
+
+def hybrid_partner(data: TaskData, retriever: str | Encoder, expansion: str | None = None) -> str:
+    """The BM25 that ``hybrid_*`` fuses with: the task's BM25, or the other variant for that same BM25.
+
+    Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
+    run differs from the plain-query BM25, so it keeps the task's variant.
+    """
+    own = f"bm25-{bm25_variant_for(data)}"
+    if retriever == own and expansion is None:
+        return next(name for name in BM25_RETRIEVERS if name != own)
+    return own
+
+
+def _hybrid(data: TaskData, run: Run, partner: str, show_progress: bool) -> dict[str, float]:
+    return hybrid_scores(data, run, bm25_run(data, BM25_RETRIEVERS[partner], show_progress=show_progress))
 
 
 def _model_run(data: TaskData, retriever: str | Encoder, depth: int, query_prompt: str | None, show_progress: bool) -> Run:
@@ -162,6 +237,8 @@ def evaluate_task(
         raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
     if isinstance(retriever, str) and retriever not in BM25_RETRIEVERS:
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+    if hybrid and candidates_only:
+        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
     if not isinstance(retriever, str) and not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
     if isinstance(retriever, str) and query_prompt:
@@ -176,21 +253,22 @@ def evaluate_task(
     if candidates_only and not subsets:
         raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
     scores: dict[str, float] = {}
+    partner = hybrid_partner(data, retriever, expansion) if hybrid and not candidates_only else None
     if candidates_only and not isinstance(retriever, str):
         union = {q: [d for key in subsets for d in data.candidates[key].get(q, [])] for q in data.qrels}
         run = score_candidates(retriever, data.corpus, data.queries, union, dataset_revision=data.revision, query_prompt=query_prompt)
     elif expansion is not None:
         run = _expansion_run(data, retriever, expansion, top_k, query_prompt, data_dir, show_progress)
-        scores |= evaluate_run(data.qrels, run)
+        scores |= within_depth(evaluate_run(data.qrels, run), top_k)
         if hybrid:
-            scores |= hybrid_scores(data, run, bm25_run(data, show_progress=show_progress))
+            scores |= _hybrid(data, run, partner, show_progress)
     else:
         depth = data.corpus.height if subsets else top_k
         run = _model_run(data, retriever, depth, query_prompt, show_progress)
         if not candidates_only:
-            scores |= evaluate_run(data.qrels, truncate_run(run, top_k))
+            scores |= within_depth(evaluate_run(data.qrels, truncate_run(run, top_k)), top_k)
             if hybrid:
-                scores |= hybrid_scores(data, truncate_run(run, top_k), bm25_run(data, show_progress=show_progress))
+                scores |= _hybrid(data, truncate_run(run, top_k), partner, show_progress)
     scores |= candidate_scores(data, run, subsets)
     official, layout = (None, None)
     if not candidates_only:
@@ -215,6 +293,8 @@ def evaluate_task(
         official_layout=layout,
         query_prompt=None if isinstance(retriever, str) else effective_prompt(retriever, "query", query_prompt),
         dataset_revision_verified=data.revision_verified,
+        candidates_only=candidates_only,
+        hybrid_with=partner,
     )
 
 
@@ -294,19 +374,27 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
     }
 
 
-def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False) -> dict[str, Path]:
-    """MTEB-format result, the official R2MED JSON (when full-corpus scores exist) and optionally a TREC run."""
+def write_outputs(
+    result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False, trec_depth: int = TREC_DEPTH
+) -> dict[str, Path]:
+    """MTEB-format result, the official R2MED JSON (when full-corpus scores exist) and optionally a TREC run.
+
+    A candidate-only result goes to ``candidates-only/`` (and its run to ``<Task>.candidates-only.trec``),
+    never where a full-corpus result of the same model is read or written.
+    """
     if result.rerank is not None:
         from r2med_plugin.evaluation.reranking import write_reranked_outputs
 
         return write_reranked_outputs(result, output_dir, trec=trec)
     output = Path(output_dir)
     model_name = result_model_name(result)
+    extra = {"r2med_hybrid_with": result.hybrid_with} if result.hybrid_with else {}
     paths = {
         "mteb": write_mteb_result(
             output, spec=result.data.spec, task_name=result.task, model_name=model_name,
             model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
             main_score=result.main_score, evaluation_time=result.evaluation_time, provenance=provenance(result),
+            candidates_only=result.candidates_only, extra_fields=extra,
         )
     }
     if result.official is not None:
@@ -320,7 +408,10 @@ def write_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec:
             output / "official" / model_folder_name(model_name) / f"{result.task}.metadata.json", provenance(result)
         )
     if trec:
-        paths["trec"] = write_trec_run(output / "runs" / model_folder_name(model_name) / f"{result.task}.trec", result.run, model_folder_name(model_name))
+        name = f"{result.task}.candidates-only.trec" if result.candidates_only else f"{result.task}.trec"
+        paths["trec"] = write_trec_run(
+            output / "runs" / model_folder_name(model_name) / name, result.run, trec_tag(model_name), depth=trec_depth
+        )
     return paths
 
 

@@ -12,6 +12,7 @@ annotations at run time and need real types, not strings.
 """
 
 
+import difflib
 import logging
 from functools import partial
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ from ir_datasets.indices import PickleLz4FullStore
 from ir_datasets.util import home_path
 from ir_datasets.util.metadata import MetadataComponent, MetadataProvider
 
-from r2med_plugin.catalog import list_tasks, unknown_name_message
+from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.expansions import list_expansions, load_expansions
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.types import TaskData, TaskSpec
@@ -229,8 +230,19 @@ def build_datasets() -> tuple[dict[str, Dataset], dict[str, dict]]:
     return datasets, metadata
 
 
+NEAREST_IDS = 5
+
+
+def unknown_id_message(root: str, known: list[str], dataset_id: str) -> str:
+    """The nearest few ids (difflib), never the whole list of 168: that is what `ir_datasets list` is for."""
+    ours = [k for k in known if k.startswith(root + "/")]
+    nearest = difflib.get_close_matches(dataset_id.lower(), ours, n=NEAREST_IDS, cutoff=0.0)
+    return (f"unknown {root} dataset id {dataset_id!r}. Nearest: {', '.join(nearest)}. "
+            f"`ir_datasets list | grep {root}/` lists all {len(ours)}")
+
+
 def _unknown_id(root: str, known: list[str], dataset_id: str, groups: tuple) -> Dataset:
-    raise KeyError(unknown_name_message(f"{root} dataset id", dataset_id, [k for k in known if k.startswith(root + "/")]))
+    raise KeyError(unknown_id_message(root, known, dataset_id))
 
 
 def register() -> list[str]:

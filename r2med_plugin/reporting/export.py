@@ -11,6 +11,9 @@ from r2med_plugin.evaluation.official import write_json_atomic
 from r2med_plugin.types import TaskSpec
 
 LANGUAGES = ["eng-Latn"]
+TREC_DEPTH = 1000  # documents per query in every TREC run this package writes (``--depth``)
+CANDIDATES_ONLY_FOLDER = "candidates-only"  # outside <dir>/results/, where ResultCache never looks
+CANDIDATES_ONLY_MARKER = "candidates-only"
 
 
 def model_folder_name(model_name: str) -> str:
@@ -18,9 +21,19 @@ def model_folder_name(model_name: str) -> str:
     return model_name.replace("/", "__").replace(" ", "_").replace("|", "--")
 
 
+def trec_tag(model_name: str) -> str:
+    """The run tag of every TREC file: the model name as filed (expansion included), without "/" or spaces."""
+    return model_folder_name(model_name)
+
+
 def mteb_result_path(output_dir: Path, model_name: str, model_revision: str, task_name: str) -> Path:
     """Where MTEB's ResultCache keeps a result: results/<model>/<revision>/<task>.json."""
     return Path(output_dir) / "results" / model_folder_name(model_name) / model_revision / f"{task_name}.json"
+
+
+def candidates_only_result_path(output_dir: Path, model_name: str, model_revision: str, task_name: str) -> Path:
+    """A candidate-only result: candidates-only/<model>/<revision>/<task>.json, never read as a task score."""
+    return Path(output_dir) / CANDIDATES_ONLY_FOLDER / model_folder_name(model_name) / model_revision / f"{task_name}.json"
 
 
 def _mteb_version() -> str:
@@ -42,8 +55,14 @@ def write_mteb_result(
     main_score: str,
     evaluation_time: float,
     provenance: Mapping[str, object] | None = None,
+    candidates_only: bool = False,
+    extra_fields: Mapping[str, object] | None = None,
 ) -> Path:
     """One TaskResult JSON in MTEB's layout (plus the model_meta.json MTEB reads beside it).
+
+    A ``candidates_only`` result (no full-corpus scores) goes to ``candidates-only/`` instead of
+    ``results/`` and is marked, so neither mteb.ResultCache nor the leaderboard takes its main score
+    as the task's score.
 
     ``provenance`` (query prompt, whether the dataset revision was verified, ...) is kept under the
     ``r2med_provenance`` key, which mteb's TaskResult ignores on loading.
@@ -60,10 +79,15 @@ def write_mteb_result(
         "evaluation_time": evaluation_time,
         "kg_co2_emissions": None,
         "date": time.time(),
+        **(extra_fields or {}),
     }
     if provenance is not None:
         payload["r2med_provenance"] = dict(provenance)
-    path = mteb_result_path(output_dir, model_name, model_revision, task_name)
+    if candidates_only:
+        payload["r2med_evaluation"] = CANDIDATES_ONLY_MARKER
+        path = candidates_only_result_path(output_dir, model_name, model_revision, task_name)
+    else:
+        path = mteb_result_path(output_dir, model_name, model_revision, task_name)
     write_json_atomic(path, payload)
     meta = path.parent / "model_meta.json"
     if not meta.exists():
@@ -71,15 +95,21 @@ def write_mteb_result(
     return path
 
 
-def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:
-    """A TREC run file (qid Q0 docid rank score tag), documents in pytrec_eval order."""
+def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str, depth: int = TREC_DEPTH) -> Path:
+    """A TREC run file (qid Q0 docid rank score tag), each query's top ``depth`` in pytrec_eval order."""
+    if depth < 1:
+        raise ValueError(f"TREC depth must be a positive number of documents per query, got {depth}")
     lines = []
     for query_id, ranked in run.items():
-        ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth]
         lines.extend(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {tag}" for rank, (doc_id, score) in enumerate(ordered, start=1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-    temporary.replace(path)
+    try:
+        temporary.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+        temporary.replace(path)
+    except BaseException:  # Ctrl-C included: leave no half-written file behind
+        temporary.unlink(missing_ok=True)
+        raise
     return path

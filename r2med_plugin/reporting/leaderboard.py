@@ -4,6 +4,11 @@ One row per model (an expansion run is its own "LLM | Retriever" row), the 8 tas
 order as nDCG@10 x 100 and their average, two decimals. A row that lacks a task is shown but not
 ranked on the average. mteb's built-in ``R2MED<Domain>Retrieval`` results form rows of their own,
 labelled as such. The NanoR2MED table adds the averages of the hybrid and candidate-subset scores.
+
+Results on different dataset revisions never share a row: a model gets one row per revision set
+(R2MED: the pinned commits, or each other commit; NanoR2MED: each resolved commit). Results on the
+shipped synthetic sample (``dataset_revision: synthetic-sample``) are never ranked next to real ones.
+Candidate-only results (``r2med evaluate --candidates-only``) feed only the candidate columns.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ _RERANKED_MODEL = re.compile(r"^(?P<reranker>[^|]+)\|(?P<first_stage>[^|]+)\|top
 _EXPANSION_MODEL = re.compile(r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
 LOCAL_LABEL = "generated locally"
 _PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  # r2med evaluate --instruction / a custom prompt
+SYNTHETIC_REVISION = "synthetic-sample"
+SYNTHETIC_LABEL = "synthetic sample"
+BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,8 @@ class ResultRecord:
     scores: dict
     date: float
     path: Path
+    dataset_revision: str = ""
+    candidates_only: bool = False
 
 
 @dataclass
@@ -57,6 +67,8 @@ class LeaderboardRow:
     published_average: float | None = None  # the average as published (it may differ in the last digit)
     average: float | None = None
     missing: list[str] = field(default_factory=list)
+    excluded: str = ""  # why the row is never ranked, whatever its scores (e.g. synthetic next to real rows)
+    synthetic: bool = False
 
     @property
     def ranked(self) -> bool:
@@ -93,13 +105,30 @@ def read_result_folders(folders: Iterable[str | Path]) -> list[ResultRecord]:
                 raise ValueError(f"{path}: not a readable result file ({error})") from error
             if not isinstance(payload, dict) or "task_name" not in payload or "scores" not in payload:
                 continue
+            task, scores = payload["task_name"], _main_split_scores(payload, path)
+            candidates_only = payload.get("r2med_evaluation") == "candidates-only"
+            if task.endswith(RERANKING_SUFFIX) and task.removesuffix(RERANKING_SUFFIX) in _nano_names():
+                task, scores, candidates_only = task.removesuffix(RERANKING_SUFFIX), _reranking_as_candidates(scores), True
             records.append(
                 ResultRecord(
-                    model=_model_name(path), revision=path.parent.name, task=payload["task_name"],
-                    scores=_main_split_scores(payload, path), date=float(payload.get("date") or path.stat().st_mtime), path=path,
+                    model=_model_name(path), revision=path.parent.name, task=task,
+                    scores=scores, date=float(payload.get("date") or path.stat().st_mtime), path=path,
+                    dataset_revision=str(payload.get("dataset_revision") or ""), candidates_only=candidates_only,
                 )
             )
     return records
+
+
+RERANKING_SUFFIX = "Reranking"
+
+
+def _nano_names() -> set[str]:
+    return {spec.name for spec in list_tasks("nano")}
+
+
+def _reranking_as_candidates(scores: dict) -> dict:
+    """A NanoR2MED<Domain>Reranking result ranks the stored hybrid lists: its scores are the candidate-hybrid column."""
+    return {f"candidates_hybrid_{key}": value for key, value in scores.items() if key.endswith("_safeguard")}
 
 
 def _model_name(result_path: Path) -> str:
@@ -142,38 +171,123 @@ def _split_model(model: str) -> tuple[str, str, str]:
     return "", model, ""
 
 
-def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list[LeaderboardRow]:
+_Group = tuple[str, bool, str, str]  # model, mteb built-in task, dataset revision set, model revision
+
+
+def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> str:
+    """The revision set a result belongs to: "" for the pinned commits (and mteb's built-in tasks), else the commit."""
+    if record.dataset_revision == SYNTHETIC_REVISION:
+        return SYNTHETIC_REVISION
+    if builtin or (pinned and record.dataset_revision in (pinned, "")):
+        return ""
+    return record.dataset_revision
+
+
+def _newest(per_task: dict[str, ResultRecord], hub: str, record: ResultRecord) -> None:
+    current = per_task.get(hub)
+    if current is None or record.date > current.date:
+        per_task[hub] = record
+
+
+def _task_extras(full: ResultRecord | None, candidates: ResultRecord | None) -> dict[str, float]:
+    """The NanoR2MED extra columns of one task; a candidate column comes from the newer of the two results."""
+    ordered = sorted((r for r in (full, candidates) if r is not None), key=lambda r: r.date, reverse=True)
+    values = {}
+    for column, key in NANO_EXTRA_COLUMNS.items():
+        sources = [r for r in ordered if key in r.scores and not (column == "Hybrid" and r.candidates_only)]
+        if sources:
+            values[column] = 100 * float(sources[0].scores[key])
+    return values
+
+
+def grouped_records(
+    records: Sequence[ResultRecord], benchmark: str = "r2med"
+) -> tuple[dict[_Group, dict[str, ResultRecord]], dict[_Group, dict[str, ResultRecord]]]:
+    """(full-corpus, candidate-only) results per row group -> hub name -> the newest record of that task.
+
+    A group is one model on one dataset revision set at one model revision (older revisions that a newer
+    one fully covers are dropped): the records of a group may share a row, no others.
+    """
     if benchmark not in BENCHMARKS:
         raise ValueError(f"benchmark must be one of {BENCHMARKS}, got {benchmark!r}")
     index = _task_index()
-    newest: dict[tuple[str, bool], dict[str, ResultRecord]] = {}
+    pins = {spec.name: spec.revision for spec in list_tasks()}
+    full: dict[_Group, dict[str, ResultRecord]] = {}
+    partial: dict[_Group, dict[str, ResultRecord]] = {}
     for record in records:
         kind = index.get(record.task)
         if kind is None or kind[0] != benchmark:
             continue
-        per_task = newest.setdefault((record.model, kind[2]), {})
-        current = per_task.get(kind[1])
-        if current is None or record.date > current.date:
-            per_task[kind[1]] = record
+        group = (record.model, kind[2], _revision_set(record, pins.get(record.task), kind[2]), record.revision)
+        _newest((partial if record.candidates_only else full).setdefault(group, {}), kind[1], record)
+        full.setdefault(group, {})
+    _drop_superseded(full, partial)
+    return full, partial
+
+
+def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list[LeaderboardRow]:
+    full, partial = grouped_records(records, benchmark)
+    real_sets: dict[tuple[str, bool], set[str]] = {}
+    model_revisions: dict[tuple[str, bool, str], int] = {}
+    for model, builtin, revisions, model_revision in full:
+        if revisions != SYNTHETIC_REVISION:
+            real_sets.setdefault((model, builtin), set()).add(revisions)
+        model_revisions[(model, builtin, revisions)] = model_revisions.get((model, builtin, revisions), 0) + 1
     rows = []
-    for (model, builtin), per_task in newest.items():
+    for (model, builtin, revisions, model_revision), per_task in full.items():
         llm, retriever, method = _split_model(model)
         local = LOCAL_LABEL if method and model.startswith("local/") else ""
-        note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "") if part)
+        several = len(real_sets.get((model, builtin), ())) > 1
+        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and several else ""
+        weights_note = f"model revision {model_revision}" if model_revisions[(model, builtin, revisions)] > 1 else ""
+        note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "", revision_note, weights_note) if part)
         scores = {hub: 100 * float(record.scores[MAIN_METRIC]) for hub, record in per_task.items() if MAIN_METRIC in record.scores}
         extras: dict[str, float] = {}
         task_extras: dict[str, dict[str, float]] = {}
         if benchmark == "nano":
-            for hub, record in per_task.items():
-                task_extras[hub] = {c: 100 * float(record.scores[k]) for c, k in NANO_EXTRA_COLUMNS.items() if k in record.scores}
-            for column, key in NANO_EXTRA_COLUMNS.items():
-                values = [float(record.scores[key]) for record in per_task.values() if key in record.scores]
+            candidates = partial.get((model, builtin, revisions, model_revision), {})
+            for hub in set(per_task) | set(candidates):
+                task_extras[hub] = _task_extras(per_task.get(hub), candidates.get(hub))
+            for column in NANO_EXTRA_COLUMNS:
+                values = [columns[column] for columns in task_extras.values() if column in columns]
                 if len(values) == len(task_columns()):
-                    extras[column] = 100 * sum(values) / len(values)
+                    extras[column] = sum(values) / len(values)
         rows.append(
-            LeaderboardRow(llm=llm, retriever=retriever, scores=scores, source="yours", note=note, extras=extras, task_extras=task_extras)
+            LeaderboardRow(llm=llm, retriever=retriever, scores=scores, source="yours", note=note, extras=extras, task_extras=task_extras,
+                           synthetic=revisions == SYNTHETIC_REVISION)
         )
     return rows
+
+
+def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[_Group, dict[str, ResultRecord]]) -> None:
+    """Newest wins between model revisions only as a whole: an older model revision is dropped when a newer
+    revision of the same model holds every task it holds; otherwise the two stay separate rows."""
+    families: dict[tuple[str, bool, str], list[_Group]] = {}
+    for group in full:
+        families.setdefault(group[:3], []).append(group)
+
+    def tasks(group: _Group) -> set[str]:
+        return set(full[group]) | set(partial.get(group, {}))
+
+    def newest(group: _Group) -> float:
+        return max(record.date for record in [*full[group].values(), *partial.get(group, {}).values()])
+
+    for groups in families.values():
+        ordered = sorted(groups, key=newest, reverse=True)
+        for position, group in enumerate(ordered):
+            if any(tasks(group) <= tasks(newer) for newer in ordered[:position] if newer in full):
+                del full[group]
+                partial.pop(group, None)
+
+
+def _keep_synthetic_apart(rows: list[LeaderboardRow]) -> None:
+    """Synthetic-sample rows are ranked only when every row is synthetic (the demo); else shown, labelled, unranked."""
+    if all(row.synthetic for row in rows):
+        return
+    for row in rows:
+        if row.synthetic:
+            row.note = ", ".join(part for part in (row.note, SYNTHETIC_LABEL) if part)
+            row.excluded = "synthetic sample (not R2MED data), never ranked next to real results"
 
 
 def published_rows() -> list[LeaderboardRow]:
@@ -217,7 +331,9 @@ def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
     columns = task_columns()
     for row in rows:
         row.missing = [column for column in columns if column not in row.scores]
-        if row.published_average is not None:
+        if row.excluded:
+            row.average = None
+        elif row.published_average is not None:
             row.average = row.published_average
         else:
             row.average = None if row.missing else sum(row.scores[c] for c in columns) / len(columns)
@@ -229,11 +345,33 @@ def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
 def build_leaderboard(
     folders: Iterable[str | Path], *, benchmark: str = "r2med", compare_published: bool = False
 ) -> list[LeaderboardRow]:
-    rows = user_rows(read_result_folders(folders), benchmark)
+    return _build(read_result_folders(folders), benchmark, compare_published)
+
+
+def build_leaderboards(
+    folders: Iterable[str | Path], *, benchmark: str | None = None, compare_published: bool = False
+) -> dict[str, list[LeaderboardRow]]:
+    """Benchmark -> ranked rows; with ``benchmark=None``, every benchmark the folders hold (R2MED, NanoR2MED or both)."""
+    records = read_result_folders(folders)
+    if benchmark is not None:
+        return {benchmark: _build(records, benchmark, compare_published)}
+    present = [name for name in BENCHMARKS if user_rows(records, name)]
+    if not present:
+        raise ValueError(
+            "no R2MED or NanoR2MED results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
+        )
+    if compare_published and "r2med" not in present:
+        raise ValueError("published rows exist for the full R2MED benchmark only, and the folders hold only NanoR2MED results")
+    return {name: _build(records, name, compare_published and name == "r2med") for name in present}
+
+
+def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: bool) -> list[LeaderboardRow]:
+    rows = user_rows(records, benchmark)
     if compare_published:
         if benchmark != "r2med":
             raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
+    _keep_synthetic_apart(rows)
     if not rows:
         raise ValueError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
@@ -262,11 +400,38 @@ def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[st
     return header, body
 
 
+def row_label(row: LeaderboardRow) -> str:
+    """"LLM | Retriever (notes)": the expansion method and revision notes keep otherwise equal rows apart."""
+    name = f"{row.llm} | {row.retriever}" if row.llm else row.retriever
+    return name + (f" ({row.note})" if row.note else "")
+
+
 def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
     return [
-        f"{(row.llm + ' | ') if row.llm else ''}{row.retriever}: not ranked, missing {', '.join(row.missing)}"
+        f"{row_label(row)}: not ranked, " + (row.excluded if row.excluded else f"missing {', '.join(row.missing)}")
         for row in rows if not row.ranked
     ]
+
+
+def render_many(tables: dict[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
+    """One table as ``render`` gives it; several, each under its benchmark's title."""
+    if len(tables) == 1:
+        return render(next(iter(tables.values())), fmt)
+    parts = []
+    for benchmark, rows in tables.items():
+        title = BENCHMARK_TITLES[benchmark]
+        text = render(rows, fmt)
+        if fmt == "md":
+            parts.append(f"## {title}\n\n{text}")
+        elif fmt == "csv":
+            parts.append(f"{title}\n{text}")
+        else:
+            body = text.split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+            parts.append(f"<h2>{html.escape(title)}</h2>\n{body}")
+    if fmt == "html":
+        return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>R2MED leaderboard</title></head><body>\n"
+                + "".join(parts) + "</body></html>\n")
+    return "\n".join(parts)
 
 
 def render(rows: Sequence[LeaderboardRow], fmt: str = "md") -> str:

@@ -6,19 +6,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from r2med_plugin.reporting.leaderboard import LeaderboardRow, task_columns
+from r2med_plugin.reporting.leaderboard import LeaderboardRow, row_label, task_columns
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+DEFAULT_USER_ROWS = 6  # rows of yours in a default R2MED chart; the rest are named as dropped, never silently
 
 
 def _label(row: LeaderboardRow) -> str:
-    name = f"{row.llm} | {row.retriever}" if row.llm else row.retriever
-    return name + (" (published)" if row.source == "published" else "")
+    return row_label(row) + (" (published)" if row.source == "published" else "")
 
 
 def default_selection(rows: Sequence[LeaderboardRow], published_count: int = 2) -> list[LeaderboardRow]:
-    """The user's rows, plus the best published row and the published plain BM25 row."""
-    mine = [row for row in rows if row.source == "yours"][:6]
+    """The user's first rows, plus the best published row and the published plain BM25 row."""
+    mine = [row for row in rows if row.source == "yours"][:DEFAULT_USER_ROWS]
     published = [row for row in rows if row.source == "published"]
     chosen = published[:1] + [row for row in published if row.retriever == "BM25" and not row.llm][:1]
     unique = [row for index, row in enumerate(chosen) if all(row is not other for other in chosen[:index])]
@@ -87,13 +87,57 @@ def plot_tasks(rows: Sequence[LeaderboardRow], path: str | Path, title: str = "R
 
 def plot_nano(row: LeaderboardRow, path: str | Path, title: str | None = None) -> Path:
     """For one model on NanoR2MED: full corpus vs candidate subset (hybrid list) vs hybrid fusion, per task."""
-    columns = [c for c in task_columns() if c in row.scores]
+    columns = [c for c in task_columns() if c in row.scores or row.task_extras.get(c)]
     if not columns:
-        raise ValueError(f"{row.retriever} has no NanoR2MED scores to plot")
+        raise ValueError(f"{row_label(row)} has no NanoR2MED scores to plot")
     values = {
-        "full corpus": [row.scores[c] for c in columns],
-        "candidate subset (hybrid list)": [row.task_extras.get(c, {}).get("Cand. hybrid", 0.0) for c in columns],
-        "hybrid fusion (model + BM25)": [row.task_extras.get(c, {}).get("Hybrid", 0.0) for c in columns],
+        "full corpus": [row.scores.get(c) for c in columns],
+        "candidate subset (hybrid list)": [row.task_extras.get(c, {}).get("Cand. hybrid") for c in columns],
+        "hybrid fusion (model + BM25)": [row.task_extras.get(c, {}).get("Hybrid") for c in columns],
     }
-    series = [_Series(name, numbers, [f"{v:.1f}" for v in numbers]) for name, numbers in values.items()]
-    return _grouped_bars(columns, series, title or f"NanoR2MED: {row.retriever}", path)
+    # A score that was never computed is drawn as an empty slot labelled n/a, never as a bar labelled 0.0.
+    series = [
+        _Series(name, [v or 0.0 for v in numbers], [f"{v:.1f}" if v is not None else "n/a" for v in numbers])
+        for name, numbers in values.items()
+    ]
+    return _grouped_bars(columns, series, title or f"NanoR2MED: {row_label(row)}", path)
+
+
+def select_rows(rows: Sequence[LeaderboardRow], selection: Sequence[str]) -> list[LeaderboardRow]:
+    """Rows by 'all', by row number as printed (1 = the table's first row) or by label ('LLM | Retriever (notes)')."""
+    if list(selection) == ["all"]:
+        return list(rows)
+    labels = {_label(row): row for row in rows} | {row_label(row): row for row in rows}
+    chosen = []
+    for item in selection:
+        if item.isdigit() and 1 <= int(item) <= len(rows):
+            chosen.append(rows[int(item) - 1])
+        elif item in labels:
+            chosen.append(labels[item])
+        else:
+            known = "; ".join(f"{number}: {_label(row)}" for number, row in enumerate(rows, start=1))
+            raise ValueError(f"--plot-rows: no row {item!r}; give 'all', row numbers or labels: {known}")
+    return [row for index, row in enumerate(chosen) if all(row is not other for other in chosen[:index])]
+
+
+def plot_leaderboard(
+    rows: Sequence[LeaderboardRow], path: str | Path, *, benchmark: str = "r2med", selection: Sequence[str] | None = None
+) -> tuple[Path, list[str]]:
+    """The chart of a leaderboard table; returns the file and the labels of the rows left out (never silently).
+
+    Default: R2MED, your first 6 rows against the best published row and the published BM25; NanoR2MED,
+    your first row (full corpus vs candidate subset vs hybrid). ``selection`` picks rows (see select_rows);
+    several NanoR2MED rows are drawn side by side on full-corpus nDCG@10.
+    """
+    if selection:
+        chosen = select_rows(rows, selection)
+    elif benchmark == "nano":
+        chosen = [row for row in rows if row.source == "yours"][:1]
+    else:
+        chosen = default_selection(rows)
+    dropped = [_label(row) for row in rows if row.source == "yours" and all(row is not other for other in chosen)]
+    if benchmark == "nano":
+        if len(chosen) == 1:
+            return plot_nano(chosen[0], path), dropped
+        return plot_tasks(chosen, path, title="NanoR2MED nDCG@10 x 100 (full corpus)"), dropped
+    return plot_tasks(chosen, path), dropped

@@ -9,8 +9,10 @@ from pathlib import Path
 from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.evaluation.official import official_model_name, write_json_atomic, write_official_results
-from r2med_plugin.reporting.export import write_trec_run
-from r2med_plugin.reporting.leaderboard import _split_model, read_result_folders, rank_rows, render, user_rows
+from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
+from r2med_plugin.reporting.leaderboard import (
+    SYNTHETIC_REVISION, _split_model, grouped_records, read_result_folders, rank_rows, render, user_rows,
+)
 
 SUBMISSION_README = """# R2MED submission: {model}
 
@@ -42,13 +44,15 @@ def export_submission(
     records = [r for r in read_result_folders(folders) if r.model == model]
     by_task = {spec.name: spec for spec in list_tasks("r2med")}
     builtin = {spec.mteb_builtin_task for spec in by_task.values()}
-    ours = {}
-    for record in records:
-        if record.task in by_task and (record.task not in ours or record.date > ours[record.task].date):
-            ours[record.task] = record
+    ours = _one_revision_set(records, model)
     if not ours:
         hint = " (only mteb's built-in R2MED*Retrieval results were found: they lack @25/@50; run our R2MED<Domain> tasks)" if any(
             r.task in builtin for r in records) else ""
+        nano = {spec.name for spec in list_tasks("nano")}
+        if not hint and any(r.task in nano for r in records):
+            hint = (" (only NanoR2MED results were found: NanoR2MED ranks 10,000-document samples of each corpus, so its "
+                    "scores are not comparable with the R2MED leaderboard, which takes the full corpora; run "
+                    "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
         known = sorted({r.model for r in read_result_folders(folders)})
         raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
     out = Path(out_dir)
@@ -84,21 +88,45 @@ def export_submission(
     return written + [out / "summary.md", out / "summary.csv", out / "README.md"]
 
 
-def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
-    """One TREC run file per MTEB predictions file (<Task>_predictions.json) found under the folders."""
+def _one_revision_set(records: list, model: str) -> dict:
+    """Task name -> record, from exactly one (dataset revision set, model revision) of ``model``; refuse mixing."""
+    full, _ = grouped_records(records, "r2med")
+    groups = {group: per_task for group, per_task in full.items() if not group[1] and per_task}
+    if any(group[2] == SYNTHETIC_REVISION for group in groups):
+        raise ValueError(f"results of {model!r} on the synthetic demo sample (dataset_revision: synthetic-sample) cannot be "
+                         "submitted: they are not R2MED data; remove them from the folders")
+    if len(groups) > 1:
+        described = "; ".join(f"dataset revisions {group[2] or 'pinned'}, model revision {group[3]}: {len(per_task)} tasks"
+                              for group, per_task in groups.items())
+        raise ValueError(f"the results of {model!r} come from {len(groups)} different revision sets ({described}); a submission "
+                         "takes one: keep one set in the folders (or re-run the other tasks at the same revisions)")
+    return {record.task: record for per_task in groups.values() for record in per_task.values()}
+
+
+def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, depth: int = TREC_DEPTH) -> list[Path]:
+    """One TREC run file per MTEB predictions file (<Task>_predictions.json) found under the folders.
+
+    Same convention as ``r2med evaluate --trec``: ``<out>/<model>/<Task>.trec``, each query's top
+    ``depth`` (default 1000), tagged with the model name as filed.
+    """
     written = []
     for folder in folders:
         for path in sorted(Path(folder).rglob("*_predictions.json")):
             payload = json.loads(path.read_text(encoding="utf-8"))
-            model = (payload.get("mteb_model_meta") or {}).get("name") or "run"
+            model = (payload.get("mteb_model_meta") or {}).get("name")
+            if not model:
+                raise ValueError(f"{path}: names no model (mteb_model_meta.name is missing), so its run cannot be tagged; "
+                                 "re-run mteb with --prediction-folder, which records the model")
             task = path.name.removesuffix("_predictions.json")
             for subset, splits in payload.items():
                 if subset == "mteb_model_meta" or not isinstance(splits, dict):
                     continue
                 for split, run in splits.items():
                     suffix = "" if (subset, split) == ("default", "test") else f".{subset}.{split}"
-                    tag = model.replace("/", "__").replace(" ", "_")
-                    written.append(write_trec_run(Path(out_dir) / f"{task}{suffix}.trec", run, tag))
+                    target = Path(out_dir) / trec_tag(model) / f"{task}{suffix}.trec"
+                    if target in written:  # two prediction files of one model and task: never let one overwrite the other
+                        raise ValueError(f"{path}: a second {task} run of {model!r} among the folders; export them one folder at a time")
+                    written.append(write_trec_run(target, run, trec_tag(model), depth=depth))
     if not written:
         raise ValueError("no MTEB predictions files (<Task>_predictions.json) found; run mteb with --prediction-folder")
     return written

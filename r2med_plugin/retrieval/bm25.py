@@ -152,13 +152,23 @@ def _check_frames(corpus: pl.DataFrame, queries: pl.DataFrame) -> None:
 # --- bm25-robertson: bm25s -------------------------------------------------------------------------
 
 
+_TOKENIZE_CHUNK = 2000
+
+
 def _robertson_tokens(texts: Sequence[str], show_progress: bool) -> list[list[str]]:
+    """bm25s tokens of each text; one progress bar of our own (bm25s' several nested bars stay off)."""
     import bm25s
     import Stemmer
 
-    return bm25s.tokenize(
-        list(texts), stopwords="en", stemmer=Stemmer.Stemmer("porter"), show_progress=show_progress, return_ids=False
-    )
+    stemmer = Stemmer.Stemmer("porter")
+    texts = list(texts)
+    tokens: list[list[str]] = []
+    with tqdm(total=len(texts), desc="bm25-robertson: analysing documents", disable=not show_progress, unit="doc") as progress:
+        for start in range(0, len(texts), _TOKENIZE_CHUNK):
+            chunk = texts[start : start + _TOKENIZE_CHUNK]
+            tokens += bm25s.tokenize(chunk, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False)
+            progress.update(len(chunk))
+    return tokens
 
 
 def build_robertson_index(documents: Sequence[str], *, show_progress: bool = True):
@@ -168,7 +178,7 @@ def build_robertson_index(documents: Sequence[str], *, show_progress: bool = Tru
     if not documents:
         raise ValueError("the corpus is empty: there is nothing to index")
     retriever = bm25s.BM25(method="robertson", k1=ROBERTSON_K1, b=ROBERTSON_B)
-    retriever.index(_robertson_tokens(documents, show_progress), show_progress=show_progress)
+    retriever.index(_robertson_tokens(documents, show_progress), show_progress=False)
     return retriever
 
 
