@@ -36,7 +36,12 @@ class Encoder(Protocol):
 
 
 class SentenceTransformerEncoder:
-    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given."""
+    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
+
+    ``devices`` with two or more entries (``["cuda:0", "cuda:1"]``, ``["cpu", "cpu"]``) encodes with
+    sentence-transformers' multi-process pool, one process per device, started on first use and
+    stopped by ``close()`` (or at exit). The embeddings equal a single-process run's (to float noise).
+    """
 
     def __init__(
         self,
@@ -47,9 +52,16 @@ class SentenceTransformerEncoder:
         batch_size: int = 32,
         query_prompt: str | None = None,
         show_progress: bool = True,
+        devices: Sequence[str] | None = None,
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
+        self.devices = list(devices) if devices and len(devices) > 1 else None
+        self._pool = None
+        if self.devices:
+            device = "cpu"  # the pool copies the model onto each device itself
+        elif devices:
+            device = devices[0]
         try:
             self.model = SentenceTransformer(model_name_or_path, revision=revision, device=device)
         except OSError as error:
@@ -66,9 +78,24 @@ class SentenceTransformerEncoder:
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
         encode = self.model.encode_query if kind == "query" else self.model.encode_document
         prompt = self.query_prompt if kind == "query" else None
+        pool = {"pool": self._start_pool()} if self.devices else {}
         return np.asarray(
-            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress)
+            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **pool)
         )
+
+    def _start_pool(self) -> dict:
+        if self._pool is None:
+            import atexit
+
+            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
+            atexit.register(self.close)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.model.stop_multi_process_pool(pool)
 
 
 def _folder_revision(model: object) -> str:
