@@ -119,7 +119,7 @@ def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: An
             status.errors.append(_error_text(error))
             status.status = "failed"
             progress.update(1)
-            progress.write(f"failed after {status.attempts} attempt(s): {status.job.label}: {status.errors[-1].splitlines()[-1]}")
+            progress.write(f"failed after {status.attempts} attempt(s): {status.job.label}: {status.errors[-1].splitlines()[0]}", file=sys.stderr)
 
 
 def run_sweep(
@@ -185,7 +185,7 @@ def status_table(summary: SweepSummary) -> str:
     """A plain-text table of every job: status, attempts, seconds, and the last error of a failed job."""
     rows = [("status", "tries", "seconds", "job", "error")]
     for status in summary.jobs:
-        error = status.errors[-1].splitlines()[-1] if status.status == "failed" and status.errors else ""
+        error = status.errors[-1].splitlines()[0] if status.status == "failed" and status.errors else ""
         rows.append((status.status, str(status.attempts), f"{status.duration_s:.1f}", status.job.label, error[:100]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + ("  " + row[4] if row[4] else "") for row in rows)
