@@ -284,7 +284,7 @@ def test_two_sweeps_into_one_cache_folder(fixture_mirror: Path, tmp_path: Path):
     for name, workers in (("a", "1"), ("b", "2")):
         folder = tmp_path / name
         folder.mkdir()
-        spec = _spec(folder, tasks=["R2MEDBiology", "NanoR2MEDBiology"], retrievers=["bm25-lucene", str(get_model_path())], hybrid=True)
+        spec = _spec(folder, tasks=["R2MEDBiology", "R2MEDPMCClinical"], retrievers=["bm25-lucene", str(get_model_path())], hybrid=True)
         commands.append([sys.executable, "-m", "r2med_plugin.cli", "sweep", str(spec), "--quiet", "--workers", workers])
     processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for command in commands]
     outputs = [process.communicate(timeout=900)[0] for process in processes]
