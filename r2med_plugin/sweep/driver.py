@@ -104,10 +104,10 @@ def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: An
         handle, record, error = engine.next_done()
         status = by_handle.pop(handle)
         now = time.perf_counter()
-        # a job waits in the engine's queue from submission; it cannot have started before the previous one ended
-        # on a one-at-a-time engine, so the later of the two is its start (exact there, an upper bound elsewhere)
-        status.duration_s += float(record["duration_s"]) if record else now - max(started.pop(handle), last_done)
-        started.pop(handle, None)
+        submitted = started.pop(handle)
+        # A successful job measured itself. A failed one: from its submission, or from the previous job's end when
+        # later (exact on the one-at-a-time engine, where a job waits in the queue until the previous one ends).
+        status.duration_s += float(record["duration_s"]) if record else now - max(submitted, last_done)
         last_done = now
         if error is None:
             status.status, status.record = "done", record

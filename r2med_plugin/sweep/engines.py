@@ -11,7 +11,7 @@ import multiprocessing
 from collections.abc import Mapping
 from typing import Any
 
-from r2med_plugin.sweep.jobs import execute_job
+from r2med_plugin.sweep.jobs import execute_job, release_models
 from r2med_plugin.sweep.spec import Job
 
 ENGINES = ("local", "ray")
@@ -40,6 +40,7 @@ class SequentialEngine:
 
     def close(self) -> None:
         self.queue.clear()
+        release_models()
 
 
 class ProcessEngine:

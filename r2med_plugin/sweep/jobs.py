@@ -170,15 +170,20 @@ def _ray_gpu_devices() -> list[str] | None:
     return [f"cuda:{index}" for index in range(len(ids))] or None
 
 
+def release_models() -> None:
+    """Free the model this process keeps for the next job (and stop its multi-process pool)."""
+    for encoder in _LOADED.values():
+        getattr(encoder, "close", lambda: None)()
+    _LOADED.clear()
+
+
 def _encoder(retriever: Mapping[str, Any], show_progress: bool):
     from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
 
     devices = retriever.get("devices") or _ray_gpu_devices()
     key = (retriever["model"], retriever.get("revision"), tuple(devices or ()), retriever.get("batch_size", 32))
     if key not in _LOADED:
-        for old in _LOADED.values():
-            getattr(old, "close", lambda: None)()
-        _LOADED.clear()
+        release_models()
         _LOADED[key] = SentenceTransformerEncoder(
             retriever["model"], revision=retriever.get("revision"), device=devices[0] if devices else None,
             devices=devices, batch_size=retriever.get("batch_size", 32), show_progress=show_progress,

@@ -76,7 +76,9 @@ class Job:
     @property
     def label(self) -> str:
         name = (self.retriever or {}).get("model") or (self.retriever or {}).get("bm25") or "-"
-        parts = [self.task, Path(name).name if os.sep in str(name) else str(name)]
+        path = Path(str(name))
+        shown = "/".join(path.parts[-2:]) if path.is_absolute() or str(name).startswith(".") else str(name)  # folder: its tail
+        parts = [self.task, shown]
         if self.options.get("expansion"):
             parts.append(f"+{self.options['expansion']}")
         if self.options.get("rerank"):
