@@ -43,6 +43,26 @@ class SentenceTransformerEncoder:
     stopped by ``close()`` (or at exit). The embeddings equal a single-process run's (to float noise).
     """
 
+    devices: list[str] | None = None
+    _pool: dict | None = None
+
+    def _pool_option(self) -> dict:
+        """{"pool": the started pool} when encoding on several devices, else {}."""
+        if not self.devices:
+            return {}
+        if self._pool is None:
+            import atexit
+
+            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
+            atexit.register(self.close)
+        return {"pool": self._pool}
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.model.stop_multi_process_pool(pool)
+
     def __init__(
         self,
         model_name_or_path: str,
@@ -78,24 +98,9 @@ class SentenceTransformerEncoder:
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
         encode = self.model.encode_query if kind == "query" else self.model.encode_document
         prompt = self.query_prompt if kind == "query" else None
-        pool = {"pool": self._start_pool()} if self.devices else {}
         return np.asarray(
-            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **pool)
+            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
         )
-
-    def _start_pool(self) -> dict:
-        if self._pool is None:
-            import atexit
-
-            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
-            atexit.register(self.close)
-        return self._pool
-
-    def close(self) -> None:
-        """Stop the multi-process pool, if one was started."""
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            self.model.stop_multi_process_pool(pool)
 
 
 def _folder_revision(model: object) -> str:
