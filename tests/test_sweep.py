@@ -134,6 +134,13 @@ def test_rerankers_map_to_evaluate_task_keywords_or_fail_clearly(tmp_path: Path)
     ]
 
 
+def test_devices_option_reaches_model_jobs_only(mirror_env: Path, tmp_path: Path):
+    spec = load_spec(_spec(tmp_path, tasks=["R2MEDBiology"], retrievers=["bm25-lucene", {"model": "org/model", "devices": ["cpu"]}]))
+    planned = plan(spec, devices=["cuda:0", "cuda:1"])
+    assert [status.job.retriever.get("devices") for status in planned] == [None, ["cuda:0", "cuda:1"]]
+    assert [status.job.job_id for status in planned] == [job.job_id for job in expand_jobs(spec)]  # same jobs, other devices
+
+
 def test_core_imports_ray_lazily():
     code = "import sys, r2med_plugin.cli, r2med_plugin.sweep; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout

@@ -89,5 +89,10 @@ def test_ray_resources_per_job(ray_session, tmp_path: Path):
     assert engine.job_resources(bm25) == {"num_cpus": 0.5, "num_gpus": 0}
     assert engine.job_resources(model) == {"num_cpus": 1.0, "num_gpus": 0}
     assert engine.job_resources(pooled) == {"num_cpus": 2.0, "num_gpus": 0}  # one CPU per pool process
+    engine.has_gpus = True  # what a GPU cluster reports: model jobs then ask for GPUs, BM25 jobs still for none
+    gpu_pair = expand_jobs(parse_spec({"output": "o", "tasks": ["R2MEDBiology"], "retrievers": [{"model": "m3", "devices": "cuda:0,cuda:1"}]}, tmp_path / "g.yaml"))[0]
+    assert engine.job_resources(bm25) == {"num_cpus": 0.5, "num_gpus": 0}
+    assert engine.job_resources(model) == {"num_cpus": 1.0, "num_gpus": 1.0}
+    assert engine.job_resources(gpu_pair) == {"num_cpus": 1.0, "num_gpus": 2}
     engine.close()
     assert ray.is_initialized()  # a session the caller started is left running
