@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import multiprocessing
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,8 +45,16 @@ class SequentialEngine:
         release_models()
 
 
+def _share_cores(threads: int) -> None:
+    """Runs first in each worker process: its share of the cores for torch and BLAS (as Ray gives its workers)."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 class ProcessEngine:
-    """Up to ``workers`` jobs at once in fresh (spawned) processes on this machine."""
+    """Up to ``workers`` jobs at once in fresh (spawned) processes on this machine, each with its share of the cores."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -52,7 +62,10 @@ class ProcessEngine:
         self.pending: set[futures.Future] = set()
 
     def _new_pool(self) -> futures.ProcessPoolExecutor:
-        return futures.ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        return futures.ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_share_cores, initargs=(threads,)
+        )
 
     def submit(self, job: Job, stamps: Mapping[str, str]) -> futures.Future:
         try:
