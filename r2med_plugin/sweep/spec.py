@@ -63,7 +63,7 @@ class Job:
     output: str
     trec: bool = False
     instruction: bool = False
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str | None] = field(default_factory=dict)  # None: unset the variable in the job
 
     @property
     def job_id(self) -> str:
@@ -377,7 +377,7 @@ def _base_options(spec: SweepSpec, task: str, expansion: str | None) -> dict[str
     return options | spec.options
 
 
-def expand_jobs(spec: SweepSpec, env: Mapping[str, str] | None = None) -> list[Job]:
+def expand_jobs(spec: SweepSpec, env: Mapping[str, str | None] | None = None) -> list[Job]:
     """One job per (task, retriever, expansion) plus one per (task, [retriever,] reranker); model jobs grouped by model."""
     jobs: list[Job] = []
     env = dict(env or {}) | spec.env
