@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
     sweep = commands.add_parser("sweep", help="run a YAML spec of tasks x retrievers x expansions, locally or on Ray, resumably")
     sweep.add_argument("spec", help="the sweep spec (YAML); see README, 'Sweeps and clusters'")
-    sweep.add_argument("--engine", choices=["local", "ray"], default="local")
+    sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")
     sweep.add_argument("--address", default=None, help="Ray cluster: auto, or ray://HEAD:10001 (default: start a local Ray)")
     sweep.add_argument("--workers", type=int, default=1, help="local: jobs at once (processes); ray: CPUs of a local Ray")
     sweep.add_argument("--devices", default=None, help="encode each model on these devices, e.g. cuda:0,cuda:1 or cpu,cpu")

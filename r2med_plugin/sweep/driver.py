@@ -135,6 +135,8 @@ def run_sweep(
     """Run every job of ``spec`` that has no complete result yet; write the summary JSON and leaderboard tables."""
     from tqdm.auto import tqdm
 
+    if retries is not None and retries < 0:
+        raise ValueError(f"--retries must be 0 or more, got {retries}")
     began = time.perf_counter()
     statuses = plan(spec, devices=devices)
     todo = sum(1 for status in statuses if status.status == "pending")
