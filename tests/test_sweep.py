@@ -177,6 +177,26 @@ def test_finished_jobs_are_skipped_until_an_input_changes(mirror_copy: Path, tmp
     assert _scores(spec.output) == before
 
 
+def test_model_stamps_follow_the_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from r2med_plugin.sweep.jobs import model_stamp
+
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # where refs/main would be
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+    before = model_stamp(str(folder), None)
+    (folder / "model.safetensors").write_bytes(b"weights v2, longer")
+    assert model_stamp(str(folder), None) != before  # retrained weights in the same folder: the model jobs run again
+    assert model_stamp("org/model", "abc123") == "hub:abc123"  # a pinned revision is the stamp
+    assert model_stamp("org/model", None) == "hub:unresolved"
+    refs = tmp_path / "hub" / "models--org--model" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("0123abcd")
+    assert model_stamp("org/model", None) == "hub:0123abcd"  # the commit the cached `main` points to
+
+
 def test_killed_sweep_reruns_only_the_missing_jobs(fixture_mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     spec_path = _spec(tmp_path, benchmarks=["NanoR2MED"], retrievers=["bm25-lucene", "bm25-robertson"], hybrid=True)
     env = _env(fixture_mirror, tmp_path / "cache")
