@@ -3,6 +3,14 @@
 Keys always include the task, the dataset revision and a fingerprint of the texts themselves, so a
 changed mirror never serves stale results. Location: $R2MED_CACHE_DIR, else ~/.cache/r2med_plugin.
 Writes are atomic; a corrupt entry is treated as a miss and rewritten.
+
+The folder may be shared by concurrent processes and machines (a sweep on a cluster): an entry is
+written to a uniquely named temporary file in the same folder, flushed to disk and renamed over the
+entry, so a reader sees the old complete file or the new complete one, never a part. Two writers of
+one key both write complete, equal files; the last rename wins. A reader that finds an unreadable
+entry recomputes it and renames the new file over it (never deleting it: another process may just
+have replaced it with a good one). Temporary files are created with the process umask, so a
+group-shared cache stays readable by the group.
 """
 
 from __future__ import annotations
@@ -11,7 +19,8 @@ import gzip
 import hashlib
 import json
 import os
-import tempfile
+import uuid
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,16 +57,16 @@ def key_of(*parts: object) -> str:
 
 def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
+    temporary = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"  # unique across processes and hosts
     try:
-        write(Path(temporary))
-        mask = os.umask(0o022)  # mkstemp makes 0600 files: give them open()'s 0666 less the umask
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
+        with open(temporary, "xb"):  # created with the umask's permissions (mkstemp would force 0600)
+            pass
+        write(temporary)
+        with open(temporary, "rb+") as stream:
+            os.fsync(stream.fileno())  # the data is on disk before the rename makes it visible
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 
@@ -68,8 +77,8 @@ def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
         try:
             with gzip.open(path, "rt", encoding="utf-8") as stream:
                 return json.load(stream)
-        except (OSError, ValueError, EOFError):
-            path.unlink(missing_ok=True)
+        except (OSError, ValueError, EOFError, zlib.error):
+            pass  # unreadable (or removed meanwhile): recompute and replace it below
     run = compute()
     if cache_enabled():
         def write(temporary: Path) -> None:
@@ -86,9 +95,13 @@ def cached_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.n
     if cache_enabled() and path.is_file():
         try:
             return np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)
+        except (OSError, ValueError, EOFError):
+            pass  # unreadable (or removed meanwhile): recompute and replace it below
     array = compute()
     if cache_enabled():
-        _atomic_write(path, lambda temporary: np.save(temporary.open("wb"), array, allow_pickle=False))
+        def write(temporary: Path) -> None:
+            with temporary.open("wb") as stream:
+                np.save(stream, array, allow_pickle=False)
+
+        _atomic_write(path, write)
     return array

@@ -281,6 +281,28 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from r2med_plugin.sweep import load_spec, plan, run_sweep, status_table
+    from r2med_plugin.sweep.driver import SUMMARY_FILE
+
+    spec = load_spec(args.spec)
+    devices = [device.strip() for device in args.devices.split(",")] if args.devices else None
+    if args.dry_run:
+        statuses = plan(spec, devices=devices)
+        for status in statuses:
+            print(f"{'skip' if status.status == 'skipped' else 'run '}  {status.job.job_id}  {status.job.label}")
+        print(f"{len(statuses)} jobs: {sum(s.status == 'skipped' for s in statuses)} already done")
+        return 0
+    summary = run_sweep(spec, engine=args.engine, workers=args.workers, address=args.address, devices=devices,
+                        retries=args.retries, show_progress=not args.quiet)
+    print(status_table(summary))
+    for benchmark, table in summary.leaderboards.items():
+        print(f"\n{benchmark} leaderboard (this sweep's results)\n\n{table}", end="")
+    counts = ", ".join(f"{summary.count(status)} {status}" for status in ("done", "skipped", "failed"))
+    print(f"\n{len(summary.jobs)} jobs: {counts}; {summary.wall_s:.1f} s\nwrote {spec.output / SUMMARY_FILE}")
+    return 0 if summary.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     from r2med_plugin import __version__
 
@@ -387,6 +409,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func=_demo)
+    sweep = commands.add_parser("sweep", help="run a YAML spec of tasks x retrievers x expansions, locally or on Ray, resumably")
+    sweep.add_argument("spec", help="the sweep spec (YAML); see README, 'Sweeps and clusters'")
+    sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")
+    sweep.add_argument("--address", default=None, help="Ray cluster: auto, or ray://HEAD:10001 (default: start a local Ray)")
+    sweep.add_argument("--workers", type=int, default=1, help="local: jobs at once (processes); ray: CPUs of a local Ray")
+    sweep.add_argument("--devices", default=None, help="encode each model on these devices, e.g. cuda:0,cuda:1 or cpu,cpu")
+    sweep.add_argument("--retries", type=int, default=None, help="extra attempts for a failed job (default: the spec's, else 1)")
+    sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars")
+    sweep.set_defaults(func=_sweep)
     return parser
 
 

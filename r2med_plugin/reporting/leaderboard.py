@@ -40,6 +40,7 @@ LOCAL_LABEL = "generated locally"
 _PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  # r2med evaluate --instruction / a custom prompt
 SYNTHETIC_REVISION = "synthetic-sample"
 SYNTHETIC_LABEL = "synthetic sample"
+UNVERIFIED_SET = "pinned commits, unverified mirror files"
 BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
 
@@ -180,6 +181,8 @@ def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> st
         return SYNTHETIC_REVISION
     if builtin or (pinned and record.dataset_revision in (pinned, "")):
         return ""
+    if pinned and record.dataset_revision.startswith(f"{pinned}+unverified-files-"):
+        return UNVERIFIED_SET  # a mirror without download records: the pins, not proven (each repo its own fingerprint)
     return record.dataset_revision
 
 
@@ -238,7 +241,8 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         llm, retriever, method = _split_model(model)
         local = LOCAL_LABEL if method and model.startswith("local/") else ""
         several = len(real_sets.get((model, builtin), ())) > 1
-        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and several else ""
+        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION, UNVERIFIED_SET) and several else ""
+        revision_note = UNVERIFIED_SET if revisions == UNVERIFIED_SET else revision_note
         weights_note = f"model revision {model_revision}" if model_revisions[(model, builtin, revisions)] > 1 else ""
         note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "", revision_note, weights_note) if part)
         scores = {hub: 100 * float(record.scores[MAIN_METRIC]) for hub, record in per_task.items() if MAIN_METRIC in record.scores}

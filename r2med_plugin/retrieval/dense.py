@@ -43,7 +43,32 @@ class Encoder(Protocol):
 
 
 class SentenceTransformerEncoder:
-    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given."""
+    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
+
+    ``devices`` with two or more entries (``["cuda:0", "cuda:1"]``, ``["cpu", "cpu"]``) encodes with
+    sentence-transformers' multi-process pool, one process per device, started on first use and
+    stopped by ``close()`` (or at exit). The embeddings equal a single-process run's (to float noise).
+    """
+
+    devices: list[str] | None = None
+    _pool: dict | None = None
+
+    def _pool_option(self) -> dict:
+        """{"pool": the started pool} when encoding on several devices, else {}."""
+        if not self.devices:
+            return {}
+        if self._pool is None:
+            import atexit
+
+            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
+            atexit.register(self.close)
+        return {"pool": self._pool}
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.model.stop_multi_process_pool(pool)
 
     def __init__(
         self,
@@ -54,9 +79,16 @@ class SentenceTransformerEncoder:
         batch_size: int = 32,
         query_prompt: str | None = None,
         show_progress: bool = True,
+        devices: Sequence[str] | None = None,
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
+        self.devices = list(devices) if devices and len(devices) > 1 else None
+        self._pool = None
+        if self.devices:
+            device = "cpu"  # the pool copies the model onto each device itself
+        elif devices:
+            device = devices[0]
         try:
             self.model = SentenceTransformer(model_name_or_path, revision=revision, device=device)
         except OSError as error:
@@ -81,7 +113,7 @@ class SentenceTransformerEncoder:
         if prompt is None and kind == "query":
             prompt = self.query_prompt
         return np.asarray(
-            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress)
+            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
         )
 
 

@@ -1,0 +1,237 @@
+"""Running one job, and knowing whether it already ran.
+
+A finished job leaves a record, ``<output>/.sweep/jobs/<job id>.json``, written atomically after its
+result files. The record holds the stamps of its inputs: the dataset (mirror revision and file
+sizes/times, or the hub commit) and the model (pinned revision, folder file sizes/times, or the
+cached hub commit). A job is skipped only when its record, every file it lists and both stamps are
+as they would be now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from r2med_plugin.sweep.spec import Job
+
+RECORDS = Path(".sweep") / "jobs"
+# What a job needs from the driver's environment to find the same data, cache and model files.
+PASSED_ENV = (
+    "R2MED_DATA_DIR", "R2MED_CACHE_DIR", "R2MED_ACCEPT_DRIFT", "R2MED_NO_CACHE", "HF_HOME", "HF_HUB_CACHE",
+    "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
+)
+_LOADED: dict[tuple, Any] = {}  # one loaded model per process, reused by consecutive jobs of the same model
+
+
+def driver_env() -> dict[str, str | None]:
+    """The driver's values of PASSED_ENV (None: unset), for jobs that run in other processes or machines."""
+    return {name: os.environ.get(name) for name in PASSED_ENV}
+
+
+@contextmanager
+def applied_env(env: Mapping[str, str | None]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in env}
+
+    def apply(values: Mapping[str, str | None]) -> None:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    apply(env)
+    try:
+        yield
+    finally:
+        apply(saved)
+
+
+def record_path(output: str | os.PathLike, job_id: str) -> Path:
+    return Path(output) / RECORDS / f"{job_id}.json"
+
+
+# --- stamps: what a result depends on, computed cheaply without loading data or models ----------------
+
+
+def files_stamp(root: Path) -> str:
+    """A hash of every file's relative path, size and modification time under ``root`` (hub metadata excluded)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if relative.parts[0] == ".cache" or not path.is_file():
+            continue
+        stat = path.stat()
+        digest.update(f"{relative.as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _cached_hub_commit(repo: str, repo_type: str, revision: str) -> str | None:
+    """The commit ``revision`` points to in the local Hugging Face cache, if it was downloaded."""
+    from huggingface_hub import constants
+
+    ref = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo.replace('/', '--')}" / "refs" / revision
+    try:
+        return ref.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def dataset_stamp(task: str, data_dir: str | None) -> str:
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.data.hub import data_dir_from_env, recorded_mirror_revision
+
+    spec = get_task_spec(task)
+    mirror = data_dir_from_env(data_dir)
+    if mirror is not None:
+        root = mirror / spec.hub_org / spec.hub_repo_name
+        if not root.is_dir():
+            return "missing"
+        return f"mirror:{recorded_mirror_revision(root) or spec.revision or '-'}:{files_stamp(root)}"
+    return f"hub:{spec.revision or _cached_hub_commit(spec.hub_repo, 'dataset', 'main') or 'main'}"
+
+
+def model_stamp(name: str, revision: str | None) -> str:
+    from r2med_plugin import __version__
+
+    if name in ("bm25-lucene", "bm25-robertson"):
+        return f"r2med-plugin-{__version__}"
+    folder = Path(name).expanduser()
+    if folder.exists():
+        return f"path:{revision or '-'}:{files_stamp(folder) if folder.is_dir() else files_stamp(folder.parent)}"
+    return f"hub:{revision or _cached_hub_commit(name, 'model', 'main') or 'unresolved'}"
+
+
+def job_stamps(job: Job) -> dict[str, str]:
+    """Stamps of a job's dataset and of every model or run file it reads."""
+    stamps = {"dataset": dataset_stamp(job.task, job.options.get("data_dir"))}
+    retriever = job.retriever or {}
+    if retriever:
+        stamps["retriever"] = model_stamp(retriever.get("bm25") or retriever["model"], retriever.get("revision"))
+    for key in ("rerank", "first_stage"):
+        if isinstance(job.options.get(key), str):
+            stamps[key] = model_stamp(job.options[key], None)
+    expansion = job.options.get("expansion")
+    if isinstance(expansion, str) and expansion.startswith("local:"):  # released expansions are in the dataset repo
+        folder = Path(expansion.removeprefix("local:")).expanduser()
+        stamps["expansion"] = files_stamp(folder) if folder.is_dir() else expansion
+    return stamps
+
+
+def finished_record(job: Job, stamps: Mapping[str, str]) -> dict[str, Any] | None:
+    """The job's record when its results are complete and were computed from the same inputs, else None."""
+    path = record_path(job.output, job.job_id)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("status") != "done" or record.get("job_id") != job.job_id:
+        return None
+    if record.get("stamps") != dict(stamps) or not record.get("paths"):
+        return None
+    for kind, relative in record["paths"].items():
+        if not _complete(Path(job.output) / relative, kind, job.task):
+            return None
+    return record
+
+
+def _complete(path: Path, kind: str, task: str) -> bool:
+    if not path.is_file():
+        return False
+    if not path.name.endswith(".json"):
+        return path.stat().st_size > 0
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if kind == "mteb":
+        return payload.get("task_name") == task and bool(payload.get("scores"))
+    return isinstance(payload, dict) and bool(payload)
+
+
+# --- running ------------------------------------------------------------------------------------------
+
+
+def _ray_gpu_devices() -> list[str] | None:
+    """cuda:0..n-1 inside a Ray task that was given n GPUs (Ray narrows CUDA_VISIBLE_DEVICES to them)."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    try:
+        ids = ray.get_gpu_ids()
+    except Exception:  # noqa: BLE001 - not inside a Ray task
+        return None
+    return [f"cuda:{index}" for index in range(len(ids))] or None
+
+
+def release_models() -> None:
+    """Free the model this process keeps for the next job (and stop its multi-process pool)."""
+    for encoder in _LOADED.values():
+        getattr(encoder, "close", lambda: None)()
+    _LOADED.clear()
+
+
+def _encoder(retriever: Mapping[str, Any], show_progress: bool):
+    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
+    devices = retriever.get("devices") or _ray_gpu_devices()
+    key = (retriever["model"], retriever.get("revision"), tuple(devices or ()), retriever.get("batch_size", 32))
+    if key not in _LOADED:
+        release_models()
+        _LOADED[key] = SentenceTransformerEncoder(
+            retriever["model"], revision=retriever.get("revision"), device=devices[0] if devices else None,
+            devices=devices, batch_size=retriever.get("batch_size", 32), show_progress=show_progress,
+        )
+    encoder = _LOADED[key]
+    encoder.show_progress = show_progress
+    return encoder
+
+
+def _relative(path: Path, output: Path) -> str:
+    try:
+        return path.resolve().relative_to(output.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool = False) -> dict[str, Any]:
+    """Run one job (a Job as a dict, so that it crosses process and machine boundaries) and record it."""
+    from r2med_plugin.evaluation.official import write_json_atomic
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+
+    job = Job.from_dict(job_payload)
+    started = time.perf_counter()
+    with applied_env(job.env):
+        retriever = job.retriever or {}
+        model = _encoder(retriever, show_progress) if "model" in retriever else retriever.get("bm25")
+        options = dict(job.options)
+        if job.instruction:
+            from r2med_plugin.catalog import get_task_spec
+            from r2med_plugin.retrieval.dense import E5_TEMPLATE
+
+            options["query_prompt"] = E5_TEMPLATE.format(instruction=get_task_spec(job.task).instruction)
+        options.setdefault("show_progress", show_progress)
+        result = evaluate_task(job.task, model, **options)
+        paths = write_outputs(result, job.output, trec=job.trec)
+    output = Path(job.output)
+    record = {
+        "job_id": job.job_id,
+        "status": "done",
+        "job": job.to_dict() | {"env": {}},
+        "stamps": dict(stamps),
+        "paths": {kind: _relative(Path(path), output) for kind, path in paths.items()},
+        "dataset_revision": result.dataset_revision,
+        "model_revision": result.model_revision,
+        "main_score": {result.main_score: result.scores[result.main_score]},
+        "duration_s": round(time.perf_counter() - started, 3),
+        "finished_at": time.time(),
+        "host": os.uname().nodename,
+    }
+    write_json_atomic(record_path(output, job.job_id), record)
+    return record

@@ -1,0 +1,399 @@
+"""A sweep spec (YAML) -> validated settings -> one plain, serialisable job per evaluation.
+
+A job is (task, retriever, expansion or reranker option). Expansions apply to the R2MED tasks,
+candidate subsets to the NanoR2MED tasks (as ``evaluate_task`` requires); each job's keyword arguments
+for ``evaluate_task`` are kept as a plain dict, so options that ``evaluate_task`` gains later pass
+through the ``options`` key unchanged (they are checked against its signature before anything runs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
+
+BM25_NAMES = ("bm25-lucene", "bm25-robertson")
+SUBSETS = ("bm25", "dense", "hybrid")
+TOP_KEYS = {
+    "output": "folder for results/, official/, the summary and the job records (required)",
+    "tasks": "task names, e.g. [NanoR2MEDBiology, R2MEDBiology]",
+    "benchmarks": "benchmark names: NanoR2MED, R2MED-Full",
+    "retrievers": "bm25-lucene, bm25-robertson, or {model: NAME_OR_FOLDER, revision: ...}",
+    "expansions": "[none, hyde/o3-mini, all, local:...] (R2MED tasks)",
+    "candidates": "[bm25, dense, hybrid] (NanoR2MED tasks)",
+    "candidates_only": "true: rank the candidate lists only (NanoR2MED tasks)",
+    "hybrid": "true: also report hybrid_* scores",
+    "top_k": "run depth (default 1000)",
+    "trec": "true: also write TREC run files",
+    "rerankers": "[{model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}]",
+    "retries": "extra attempts for a failed job (default 1)",
+    "devices": "default devices of every model, e.g. [cuda:0, cuda:1] or [cpu, cpu]",
+    "batch_size": "default encoding batch size (default 32)",
+    "data_dir": "local mirror (default: $R2MED_DATA_DIR, else the hub)",
+    "accept_drift": "true: accept counts/revisions that differ from task_metadata",
+    "resources": "Ray resources per job: {model_gpus: 1, model_cpus: 1, bm25_cpus: 1}",
+    "options": "extra keyword arguments of evaluate_task, passed as given",
+    "env": "environment variables set in every job (e.g. HF_HOME on the workers)",
+}
+MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction"}
+RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size"}
+RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
+# evaluate_task keyword arguments the sweep sets itself (a job's identity must not depend on where data lives)
+NOT_IN_IDENTITY = ("data_dir", "accept_drift", "show_progress")
+
+
+class SpecError(ValueError):
+    """A spec that cannot run; the message names the file, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One evaluation: ``evaluate_task(task, <retriever>, **options)`` then ``write_outputs``. JSON-able."""
+
+    task: str
+    retriever: dict[str, Any] | None  # {"bm25": name} or {"model": ..., "revision": ..., ...}; None: reranker's first stage
+    options: dict[str, Any]
+    output: str
+    trec: bool = False
+    instruction: bool = False
+    env: dict[str, str | None] = field(default_factory=dict)  # None: unset the variable in the job
+
+    @property
+    def job_id(self) -> str:
+        return job_identity(self)
+
+    @property
+    def is_model_job(self) -> bool:
+        return bool(self.retriever and "model" in self.retriever) or "rerank" in self.options
+
+    @property
+    def label(self) -> str:
+        name = (self.retriever or {}).get("model") or (self.retriever or {}).get("bm25") or "-"
+        path = Path(str(name))
+        shown = "/".join(path.parts[-2:]) if path.is_absolute() or str(name).startswith(".") else str(name)  # folder: its tail
+        parts = [self.task, shown]
+        if self.options.get("expansion"):
+            parts.append(f"+{self.options['expansion']}")
+        if self.options.get("rerank"):
+            parts.append(f"rerank={Path(str(self.options['rerank'])).name}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> Job:
+        return cls(**dict(payload))
+
+
+def job_identity(job: Job) -> str:
+    """A stable id for what a job computes: task, retriever (name, revision, instruction) and options."""
+    retriever = dict(job.retriever or {})
+    retriever.pop("devices", None)
+    retriever.pop("batch_size", None)
+    options = {key: value for key, value in job.options.items() if key not in NOT_IN_IDENTITY}
+    payload = json.dumps([job.task, retriever, job.instruction, options], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    path: Path
+    output: Path
+    tasks: list[str]
+    retrievers: list[dict[str, Any]]
+    expansions: list[str | None]
+    candidates: list[str]
+    candidates_only: bool
+    hybrid: bool
+    top_k: int
+    trec: bool
+    rerankers: list[dict[str, Any]]
+    retries: int
+    data_dir: str | None
+    accept_drift: bool | None
+    resources: dict[str, float]
+    options: dict[str, Any]
+    env: dict[str, str]
+
+
+def _fail(path: Path, key: str, problem: str, fix: str) -> SpecError:
+    return SpecError(f"{path}: `{key}` {problem}; {fix}")
+
+
+def _as_list(path: Path, key: str, value: Any) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (str, int, float, dict)):
+        return [value]
+    if isinstance(value, list):
+        return value
+    raise _fail(path, key, f"is a {type(value).__name__}", f"give a list, e.g. {key}: [{TOP_KEYS.get(key, '...')}]")
+
+
+def _as_bool(path: Path, key: str, value: Any, default: bool | None = False) -> bool | None:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _fail(path, key, f"is {value!r}", "write true or false")
+    return value
+
+
+def _as_int(path: Path, key: str, value: Any, default: int, minimum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(path, key, f"is {value!r}", f"give an integer >= {minimum}")
+    return value
+
+
+def _tasks(path: Path, raw: Mapping[str, Any]) -> list[str]:
+    known_tasks, benchmarks = task_names(), list_benchmarks()
+    chosen: list[str] = []
+    for name in _as_list(path, "benchmarks", raw.get("benchmarks")):
+        if name not in benchmarks:
+            raise _fail(path, "benchmarks", f"names {name!r}", unknown_name_message("benchmark", str(name), list(benchmarks)))
+        chosen += benchmarks[name]
+    for name in _as_list(path, "tasks", raw.get("tasks")):
+        if name not in known_tasks:
+            raise _fail(path, "tasks", f"names {name!r}", unknown_name_message("task", str(name), known_tasks))
+        chosen.append(name)
+    if not chosen:
+        raise _fail(path, "tasks", "is missing", "name tasks (tasks: [NanoR2MEDBiology]) or benchmarks (benchmarks: [NanoR2MED])")
+    return list(dict.fromkeys(chosen))
+
+
+def _devices(path: Path, key: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    devices = value.split(",") if isinstance(value, str) else value
+    if not isinstance(devices, list) or not devices or not all(isinstance(d, str) and d.strip() for d in devices):
+        raise _fail(path, key, f"is {value!r}", "give device names, e.g. [cuda:0, cuda:1] or [cpu, cpu]")
+    return [device.strip() for device in devices]
+
+
+def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
+    key = f"retrievers[{index}]"
+    if isinstance(entry, str):
+        if entry in BM25_NAMES:
+            return {"bm25": entry}
+        entry = {"model": entry}
+    if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or not entry["model"]:
+        raise _fail(path, key, f"is {entry!r}", "write bm25-lucene, bm25-robertson, a model name, or {model: NAME_OR_FOLDER, revision: ...}")
+    unknown = sorted(set(entry) - MODEL_KEYS)
+    if unknown:
+        raise _fail(path, f"{key}.{unknown[0]}", "is not a model setting", f"use only {sorted(MODEL_KEYS)}")
+    if entry["model"] in BM25_NAMES:
+        raise _fail(path, key, f"uses {entry['model']!r} as a model", f"write it as a plain string: - {entry['model']}")
+    revision = entry.get("revision")
+    if revision is not None and not isinstance(revision, str):
+        raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
+    return {
+        "model": entry["model"],
+        "revision": revision,
+        "batch_size": _as_int(path, f"{key}.batch_size", entry.get("batch_size"), _as_int(path, "batch_size", raw.get("batch_size"), 32, 1), 1),
+        "devices": _devices(path, f"{key}.devices", entry.get("devices")) or _devices(path, "devices", raw.get("devices")),
+        "instruction": bool(_as_bool(path, f"{key}.instruction", entry.get("instruction"))),
+    }
+
+
+def _expansions(path: Path, raw: Mapping[str, Any]) -> list[str | None]:
+    values = _as_list(path, "expansions", raw.get("expansions")) or [None]
+    chosen: list[str | None] = []
+    for value in values:
+        if value is None or value == "none":
+            chosen.append(None)
+        elif isinstance(value, str) and (value == "all" or value.startswith("local:") or "/" in value):
+            chosen.append(value)
+        else:
+            raise _fail(path, "expansions", f"holds {value!r}", "write none, all, method/llm (e.g. hyde/o3-mini) or local:FOLDER")
+    return list(dict.fromkeys(chosen))
+
+
+def _candidates(path: Path, raw: Mapping[str, Any]) -> list[str]:
+    values = _as_list(path, "candidates", raw.get("candidates"))
+    unknown = [value for value in values if value not in SUBSETS]
+    if unknown:
+        raise _fail(path, "candidates", f"holds {unknown[0]!r}", f"choose from {list(SUBSETS)}")
+    return list(dict.fromkeys(values))
+
+
+def evaluate_task_parameters() -> set[str]:
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    return set(inspect.signature(evaluate_task).parameters)
+
+
+def _rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    entries = _as_list(path, "rerankers", raw.get("rerankers"))
+    if not entries:
+        return []
+    missing = sorted({"rerank", "first_stage", "rerank_depth"} - evaluate_task_parameters())
+    if missing:
+        raise _fail(
+            path, "rerankers", f"needs evaluate_task({', '.join(f'{name}=' for name in missing)}), which this r2med-plugin lacks",
+            "remove `rerankers` from the spec, or install a release with the reranker mode",
+        )
+    rerankers = []
+    for index, entry in enumerate(entries):
+        key = f"rerankers[{index}]"
+        entry = {"model": entry} if isinstance(entry, str) else entry
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+            raise _fail(path, key, f"is {entry!r}", "write {model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}")
+        unknown = sorted(set(entry) - RERANKER_KEYS)
+        if unknown:
+            raise _fail(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(RERANKER_KEYS)}")
+        kwargs: dict[str, Any] = {"rerank": entry["model"], "rerank_depth": _as_int(path, f"{key}.depth", entry.get("depth"), 10, 1)}
+        if entry.get("first_stage") is not None:
+            kwargs["first_stage"] = str(entry["first_stage"])
+        if entry.get("batch_size") is not None:
+            kwargs["rerank_batch_size"] = _as_int(path, f"{key}.batch_size", entry["batch_size"], 32, 1)
+        rerankers.append(kwargs)
+    return rerankers
+
+
+def _options(path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
+    options = raw.get("options") or {}
+    if not isinstance(options, dict):
+        raise _fail(path, "options", f"is {options!r}", "give a mapping of evaluate_task keyword arguments, e.g. {top_k: 100}")
+    known = evaluate_task_parameters() - {"task", "retriever"}
+    for name in options:
+        if name not in known:
+            raise _fail(path, f"options.{name}", "is not an argument of evaluate_task", f"use one of {sorted(known)}")
+    return dict(options)
+
+
+def _resources(path: Path, raw: Mapping[str, Any]) -> dict[str, float]:
+    given = raw.get("resources") or {}
+    if not isinstance(given, dict) or set(given) - RESOURCE_KEYS:
+        raise _fail(path, "resources", f"is {given!r}", f"give a mapping with keys among {sorted(RESOURCE_KEYS)}")
+    resources = {"model_gpus": 1.0, "model_cpus": 1.0, "bm25_cpus": 1.0} | given
+    for name, value in resources.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise _fail(path, f"resources.{name}", f"is {value!r}", "give a non-negative number")
+    return {name: float(value) for name, value in resources.items()}
+
+
+def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
+    """Validate a spec mapping (as read from YAML); relative folders are relative to the spec file."""
+    path = Path(path)
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: the spec must be a YAML mapping with at least `output`, `tasks` (or `benchmarks`) and `retrievers`")
+    unknown = sorted(set(raw) - set(TOP_KEYS))
+    if unknown:
+        hint = unknown_name_message("key", unknown[0], list(TOP_KEYS))
+        raise SpecError(f"{path}: unknown key `{unknown[0]}`. {hint}")
+    if not isinstance(raw.get("output"), str) or not raw["output"]:
+        raise _fail(path, "output", "is missing", "give the folder results go to, e.g. output: sweep-results")
+    base = path.parent if path.name != "<spec>" else Path.cwd()
+    retrievers = [_retriever(path, i, entry, raw) for i, entry in enumerate(_as_list(path, "retrievers", raw.get("retrievers")))]
+    seen: dict[tuple, int] = {}
+    for index, entry in enumerate(retrievers):
+        identity = (entry.get("bm25") or entry.get("model"), entry.get("revision"))
+        if identity in seen:
+            raise _fail(
+                path, f"retrievers[{index}]", f"repeats retrievers[{seen[identity]}] ({identity[0]}, revision {identity[1]})",
+                "both would write the same result files: keep one, or run the other into another `output`",
+            )
+        seen[identity] = index
+    rerankers = _rerankers(path, raw)
+    if not retrievers and not any("first_stage" in r for r in rerankers):
+        raise _fail(path, "retrievers", "is missing", "list at least one, e.g. retrievers: [bm25-lucene]")
+    env = raw.get("env") or {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
+        raise _fail(path, "env", f"is {env!r}", "give a mapping of variable names to values")
+    data_dir = raw.get("data_dir")
+    return SweepSpec(
+        path=path,
+        output=(base / raw["output"]).resolve(),
+        tasks=_tasks(path, raw),
+        retrievers=retrievers,
+        expansions=_expansions(path, raw),
+        candidates=_candidates(path, raw),
+        candidates_only=bool(_as_bool(path, "candidates_only", raw.get("candidates_only"))),
+        hybrid=bool(_as_bool(path, "hybrid", raw.get("hybrid"))),
+        top_k=_as_int(path, "top_k", raw.get("top_k"), 1000, 1),
+        trec=bool(_as_bool(path, "trec", raw.get("trec"))),
+        rerankers=rerankers,
+        retries=_as_int(path, "retries", raw.get("retries"), 1, 0),
+        data_dir=str((base / str(data_dir)).resolve()) if data_dir else None,
+        accept_drift=_as_bool(path, "accept_drift", raw.get("accept_drift"), None),
+        resources=_resources(path, raw),
+        options=_options(path, raw),
+        env={key: str(value) for key, value in env.items()},
+    )
+
+
+def load_spec(path: str | os.PathLike) -> SweepSpec:
+    """Read and validate a sweep spec YAML file."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"sweep spec {path} does not exist; write one (see README, 'Sweeps and clusters')")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise SpecError(f"{path}: not valid YAML ({error})") from None
+    return parse_spec(raw, path)
+
+
+def _task_expansions(task: str, expansions: Sequence[str | None]) -> list[str | None]:
+    """The expansion options that apply to a task: released ones to R2MED tasks, local ones to every task."""
+    from r2med_plugin.data.expansions import list_expansions, parse_expansion
+
+    spec = get_task_spec(task)
+    chosen: list[str | None] = []
+    for expansion in expansions:
+        if expansion is None or expansion.startswith("local:"):
+            chosen.append(expansion)
+        elif spec.kind == "r2med":
+            if expansion == "all":
+                chosen += list_expansions(task)
+            else:
+                parse_expansion(spec, expansion)  # a misspelt expansion fails here, before anything runs
+                chosen.append(expansion)
+    return list(dict.fromkeys(chosen))
+
+
+def _base_options(spec: SweepSpec, task: str, expansion: str | None) -> dict[str, Any]:
+    nano = get_task_spec(task).kind == "nano"
+    options: dict[str, Any] = {"hybrid": spec.hybrid, "top_k": spec.top_k}
+    if nano and spec.candidates and expansion is None:
+        options |= {"candidates": list(spec.candidates), "candidates_only": spec.candidates_only}
+    if expansion is not None:
+        options["expansion"] = expansion
+    if spec.data_dir is not None:
+        options["data_dir"] = spec.data_dir
+    if spec.accept_drift is not None:
+        options["accept_drift"] = spec.accept_drift
+    return options | spec.options
+
+
+def expand_jobs(spec: SweepSpec, env: Mapping[str, str | None] | None = None) -> list[Job]:
+    """One job per (task, retriever, expansion) plus one per (task, [retriever,] reranker); model jobs grouped by model."""
+    jobs: list[Job] = []
+    env = dict(env or {}) | spec.env
+    for retriever in spec.retrievers:
+        for task in spec.tasks:
+            for expansion in _task_expansions(task, spec.expansions):
+                jobs.append(Job(task, retriever, _base_options(spec, task, expansion), str(spec.output), spec.trec,
+                                bool(retriever.get("instruction")), env))
+    for reranker in spec.rerankers:
+        first_stages = [None] if "first_stage" in reranker else spec.retrievers
+        for retriever in first_stages:
+            for task in spec.tasks:
+                options = {k: v for k, v in _base_options(spec, task, None).items() if k in ("data_dir", "accept_drift")}
+                jobs.append(Job(task, retriever, options | spec.options | reranker, str(spec.output), spec.trec,
+                                bool((retriever or {}).get("instruction")), env))
+    unique = list({job.job_id: job for job in jobs}.values())
+    if not unique:
+        raise SpecError(f"{spec.path}: the spec expands to no job; check `tasks` and `expansions` (released expansions exist for R2MED tasks only)")
+    return unique
