@@ -178,3 +178,22 @@ def test_outputs_name_the_expansion(mirror_env: Path, tmp_path: Path):
     assert paths["mteb"].parts[-3] == "lamer__gpt4+bm25-lucene"
     assert paths["official"].parts[-2] == "lamer__gpt4+bm25-lucene"
     assert json.loads(paths["official"].read_text())["model_name"] == "bm25"  # the official code files GAR runs under the retriever
+
+
+def test_two_local_folders_with_one_llm_name_never_overwrite_each_other(mirror_env: Path, tmp_path: Path):
+    data = r2med_plugin.load_task("R2MEDBiology")
+    ids, texts = data.queries["id"].to_list(), data.queries["text"].to_list()
+    for root, hy_doc in (("first", "insulin glucose"), ("second", "tumour metastasis")):
+        folder = tmp_path / root / "Biology" / "hyde" / "stub"
+        folder.mkdir(parents=True)
+        rows = [{"id": q, "text": t, "hy_doc": hy_doc} for q, t in zip(ids, texts)]
+        (folder / "query_with_hydoc.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    first = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/first/hyde/stub", show_progress=False)
+    second = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/second/hyde/stub", show_progress=False)
+    assert first.scores["ndcg_at_10"] != second.scores["ndcg_at_10"]
+    paths = [write_outputs(result, tmp_path / "results")["mteb"] for result in (first, second)]
+    assert paths[0] != paths[1] and all(path.is_file() for path in paths)
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
+
+    notes = sorted(row.note for row in build_leaderboard([tmp_path / "results"]))
+    assert len(notes) == 2 and notes[0] != notes[1] and all("generated locally @" in note for note in notes)

@@ -381,12 +381,15 @@ def test_two_commands_to_a_leaderboard_row_beside_the_released_one(server, mirro
 
     rows = build_leaderboard([results / "results"])
     mine = {(row.llm, row.retriever, row.note) for row in rows}
-    assert mine == {("qwen-7b", "bm25-lucene", "hyde, generated locally"), ("qwen-7b", "bm25-lucene", "hyde")}
+    folder_id = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:8]
+    unverified = "pinned commits, unverified mirror files"  # the fixture mirror records no download metadata
+    assert mine == {("qwen-7b", "bm25-lucene", f"hyde, generated locally @{folder_id}, {unverified}"),
+                    ("qwen-7b", "bm25-lucene", f"hyde, {unverified}")}
     local = next(row for row in rows if "locally" in row.note)
-    released = next(row for row in rows if row.note == "hyde")
+    released = next(row for row in rows if row.note == f"hyde, {unverified}")
     assert local.scores["Biology"] < released.scores["Biology"] == 100.0  # separate results, no overwriting
-    assert "| qwen-7b | bm25-lucene (hyde, generated locally) |" in render(rows)
-    assert (results / "results" / "local__hyde__qwen-7b+bm25-lucene").is_dir()
+    assert f"| qwen-7b | bm25-lucene (hyde, generated locally @{folder_id}, {unverified}) |" in render(rows)
+    assert (results / "results" / f"local__hyde__qwen-7b@{folder_id}+bm25-lucene").is_dir()
 
 
 def test_a_missing_local_expansion_names_the_command_that_makes_it(mirror_env, tmp_path):
@@ -504,3 +507,12 @@ def test_generate_from_code_that_runs_an_event_loop(server, mirror_env, tmp_path
         return _generate(server, tmp_path / "exp", "hyde")
 
     assert asyncio.run(notebook_cell()).generated == 5
+
+
+def test_generated_files_are_readable_like_any_file_open_creates(server, mirror_env, tmp_path):
+    _generate(server, tmp_path / "exp", "hyde")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    folder = tmp_path / "exp" / "Biology" / "hyde" / "test-llm"
+    for name in ("query_with_hydoc.jsonl", "manifest.json", "usage.jsonl"):
+        assert (folder / name).stat().st_mode & 0o777 == 0o666 & ~mask, name

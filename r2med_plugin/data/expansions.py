@@ -7,6 +7,7 @@ one place that maps between the two.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -98,8 +99,14 @@ class LocalExpansion:
 
     @property
     def label(self) -> str:
-        """The name results are filed under: distinct from the released "<method>/<llm>"."""
-        return f"local/{self.method}/{self.llm}"
+        """The name results are filed under: distinct from the released "<method>/<llm>", and from the same
+        LLM name generated into another folder ("@" + a hash of the folder holding the task folders)."""
+        return f"local/{self.method}/{self.llm}@{self.folder_id}"
+
+    @property
+    def folder_id(self) -> str:
+        root = self.path.parent.parent.parent.parent.resolve()  # <root>/<HubName>/<method>/<llm>/query_with_hydoc.jsonl
+        return hashlib.sha256(str(root).encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
     @property
     def reasoning(self) -> bool | None:

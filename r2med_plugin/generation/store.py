@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from r2med_plugin.evaluation.official import make_readable
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ def atomic_write_text(target: Path, text: str) -> None:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
+        make_readable(Path(temporary))
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -35,7 +35,9 @@ NANO_EXTRA_COLUMNS = {
 }
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
 _RERANKED_MODEL = re.compile(r"^(?P<reranker>[^|]+)\|(?P<first_stage>[^|]+)\|top_(?P<depth>\d+)$")
-_EXPANSION_MODEL = re.compile(r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+]+)\+(?P<retriever>.+)$")
+_EXPANSION_MODEL = re.compile(
+    r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+@]+)(?:@(?P<folder>[0-9a-f]{8}))?\+(?P<retriever>.+)$"
+)
 LOCAL_LABEL = "generated locally"
 _PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  # r2med evaluate --instruction / a custom prompt
 SYNTHETIC_REVISION = "synthetic-sample"
@@ -172,6 +174,12 @@ def _split_model(model: str) -> tuple[str, str, str]:
     return "", model, ""
 
 
+def _local_note(model: str) -> str:
+    """ "generated locally", with the folder's id when the name carries one (two folders, two rows)."""
+    match = _EXPANSION_MODEL.match(model)
+    return f"{LOCAL_LABEL} @{match['folder']}" if match and match["folder"] else LOCAL_LABEL
+
+
 _Group = tuple[str, bool, str, str]  # model, mteb built-in task, dataset revision set, model revision
 
 
@@ -239,7 +247,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
     rows = []
     for (model, builtin, revisions, model_revision), per_task in full.items():
         llm, retriever, method = _split_model(model)
-        local = LOCAL_LABEL if method and model.startswith("local/") else ""
+        local = _local_note(model) if method and model.startswith("local/") else ""
         several = len(real_sets.get((model, builtin), ())) > 1
         revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION, UNVERIFIED_SET) and several else ""
         revision_note = UNVERIFIED_SET if revisions == UNVERIFIED_SET else revision_note
