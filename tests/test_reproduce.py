@@ -117,3 +117,14 @@ def test_unreachable_data_is_an_error_not_a_pass(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HF_HOME", str(tmp_path / "cold"))  # offline (conftest) with a cold cache
     assert main(["reproduce", "--quiet", "--skip-nano"]) == 2
     assert "R2MED_DATA_DIR" in capsys.readouterr().err
+
+
+def test_a_partial_expected_table_says_which_tasks_were_not_checked(expected_file: Path, capsys: pytest.CaptureFixture[str]):
+    payload = json.loads(expected_file.read_text())
+    payload["bm25_ndcg_at_10"] = {"R2MEDBiology": payload["bm25_ndcg_at_10"]["R2MEDBiology"]}
+    expected_file.write_text(json.dumps(payload))
+    assert main(["reproduce", "--expected", str(expected_file), "--quiet", "--skip-nano"]) == 0
+    out = capsys.readouterr().out
+    assert f"expected values: {expected_file}" in out and "published" not in out
+    assert "not checked (7 of 8 R2MED tasks have no expected value)" in out and "R2MEDIIYiClinical" in out
+    assert "all checks PASS (1 of 8 BM25 tasks checked)" in out

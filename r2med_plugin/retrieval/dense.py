@@ -42,6 +42,19 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray: ...
 
 
+def check_device(device: str | None) -> None:
+    """Refuse a device this torch cannot use, before a model is loaded onto it (torch would assert)."""
+    if not device or device == "cpu":
+        return
+    import torch
+
+    kind = str(device).split(":", 1)[0]
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: this torch has no usable CUDA (torch {torch.__version__}); use --device cpu")
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {device}: MPS is not available here; use --device cpu")
+
+
 class SentenceTransformerEncoder:
     """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
 
@@ -89,6 +102,8 @@ class SentenceTransformerEncoder:
             device = "cpu"  # the pool copies the model onto each device itself
         elif devices:
             device = devices[0]
+        for wanted in self.devices or [device]:
+            check_device(wanted)
         try:
             self.model = SentenceTransformer(model_name_or_path, revision=revision, device=device)
         except OSError as error:
