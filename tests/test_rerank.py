@@ -237,8 +237,8 @@ def test_official_means_skip_queries_missing_from_the_run():
 
 def test_bm25_first_stage_depth_10_matches_the_hand_computation(data, reranker, hand_scorer):
     result = evaluate_task(TASK, "bm25-lucene", rerank=reranker, rerank_depth=10, show_progress=False)
-    bm25 = bm25_run(data, "lucene", top_k=100, show_progress=False)
-    lists = {q: sorted(r, key=lambda d: (r[d], d), reverse=True) for q, r in bm25.items()}  # pytrec_eval order
+    bm25 = bm25_run(data, "lucene", top_k=100, show_progress=False, ties="corpus")
+    lists = {q: list(r) for q, r in bm25.items()}  # eval_BM25's stable sort: ties in corpus order
     expected = hand_rerank(data, lists, 10, hand_scorer)
     assert_same_run(result.run, expected)
     assert all(len(ranked) == 10 for ranked in result.run.values())
@@ -317,7 +317,8 @@ def test_outputs_official_json_mteb_result_and_no_collision(data, reranker, hand
     assert own["mteb"] != paths["mteb"] and own["mteb"].is_file() and paths["mteb"].is_file()
     assert paths["trec"].read_text().split("\n")[0].split()[2] == next(iter(result.run[sorted(result.run)[0]]))
     rows = build_leaderboard([tmp_path / "out"])
-    assert {(row.retriever, row.note) for row in rows} == {("bm25-lucene", ""), (f"{reranker.name} | nv", "rerank top 10")}
+    unverified = "pinned commits, unverified mirror files"  # the fixture mirror records no download metadata
+    assert {(row.retriever, row.note) for row in rows} == {("bm25-lucene", unverified), (f"{reranker.name} | nv", f"rerank top 10, {unverified}")}
 
 
 def test_unknown_ids_and_bad_arguments(data, reranker, tmp_path: Path):
@@ -447,3 +448,34 @@ def test_official_short_names_for_the_papers_rerankers():
     for short in ("bge-reranker", "monobert", "rankllama"):
         assert official_reranker_name(facts[short]) == short  # the checkpoints src/eval_reranker.py loads
     assert official_reranker_name("my-org/my-reranker") == "my-org/my-reranker"
+
+
+def test_bm25_first_stage_keeps_tied_documents_in_corpus_order_as_the_official_topk_docs(data):
+    import dataclasses
+
+    import polars as pl
+
+    from r2med_plugin.evaluation.reranking import resolve_first_stage
+
+    # Each document twice more, as "zz-" (a larger id) and "aa-" (a smaller id) copies after the originals:
+    # equal texts tie; pytrec_eval's order would put "zz-" first, the official stable sort the original.
+    copies = [data.corpus.with_columns(id=pl.lit(prefix) + pl.col("id")) for prefix in ("zz-", "aa-")]
+    tied = dataclasses.replace(data, corpus=pl.concat([data.corpus, *copies]))
+    stage = resolve_first_stage(tied, "bm25-lucene", depth=10, show_progress=False)
+    corpus_position = {doc_id: i for i, doc_id in enumerate(tied.corpus["id"].to_list())}
+    for query_id, ranked in stage.run.items():
+        ids, scores = list(ranked), list(ranked.values())
+        assert scores == sorted(scores, reverse=True)
+        for a, b in zip(ids, ids[1:]):
+            if ranked[a] == ranked[b]:
+                assert corpus_position[a] < corpus_position[b], (query_id, a, b)
+    assert any(not doc_id.startswith(("zz-", "aa-")) for doc_id in list(next(iter(stage.run.values())))[:1])
+    with pytest.raises(ValueError, match="would ignore it"):
+        resolve_first_stage(data, "bm25-lucene", depth=10, query_prompt="Instruct: x\nQuery: ", show_progress=False)
+
+
+def test_reranked_scores_stop_at_the_reranked_depth(data):
+    result = evaluate_task(TASK, "bm25-lucene", rerank=WordOverlap(), rerank_depth=10, show_progress=False)
+    assert "ndcg_at_10" in result.scores and "recall_at_100" not in result.scores and "recall_at_1000" not in result.scores
+    assert "first_stage_recall_at_100" not in result.scores or len(next(iter(result.rerank.first_stage_run.values()))) >= 100
+    assert "first_stage_recall_at_1000" not in result.scores

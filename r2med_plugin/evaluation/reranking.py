@@ -17,6 +17,7 @@ official topk_docs files keep 100), a TREC run or an in-memory run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -197,14 +198,22 @@ def resolve_first_stage(
     show_progress: bool = True,
 ) -> FirstStage:
     """The first stage's ranked run for ``data``: a BM25 name, an encoder, a run file or folder, or a run dict."""
+    from r2med_plugin.evaluation.extras import bm25_run
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, _model_run
-    from r2med_plugin.retrieval.dense import Encoder
+    from r2med_plugin.retrieval.dense import Encoder, effective_prompt
 
     retriever_depth = max(depth, OFFICIAL_TOPK_DOCS_DEPTH)
-    if (isinstance(first_stage, str) and first_stage in BM25_RETRIEVERS) or isinstance(first_stage, Encoder):
+    if isinstance(first_stage, str) and first_stage in BM25_RETRIEVERS:
+        if query_prompt:
+            raise ValueError(f"a query prompt (--instruction) is for encoders; the {first_stage} first stage would ignore it: leave it out")
+        # The official topk_docs come from eval_BM25's stable sort: tied documents stay in corpus order,
+        # and the run keeps that order (not re-sorted by id), so the reranked top k is the official one.
+        run = bm25_run(data, BM25_RETRIEVERS[first_stage], top_k=retriever_depth, show_progress=show_progress, ties="corpus")
+        return FirstStage(name or first_stage, {query_id: dict(ranked) for query_id, ranked in run.items()})
+    if isinstance(first_stage, Encoder):
         run = _model_run(data, first_stage, retriever_depth, query_prompt, show_progress)
-        label = first_stage if isinstance(first_stage, str) else first_stage.name
-        return FirstStage(name or label, _ranked(run, retriever_depth))
+        return FirstStage(name or first_stage.name + _prompt_suffix(data, effective_prompt(first_stage, "query", query_prompt)),
+                          _ranked(run, retriever_depth))
     if isinstance(first_stage, Mapping):
         run = {str(q): rank_by_score({str(d): float(s) for d, s in docs.items()}) for q, docs in first_stage.items()}
         return FirstStage(name or "run", run)
@@ -229,6 +238,17 @@ def run_file_for(data: TaskData, path: Path) -> Path:
     raise FileNotFoundError(
         f"{path}: no such run file or folder; the first stage is bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl"
     )
+
+
+def _prompt_suffix(data: TaskData, prompt: str | None) -> str:
+    """The encoder first stage's prompt in its name ("+instruction", "+prompt-<hash>"), as results name it."""
+    from r2med_plugin.evaluation.runner import official_query_prompt
+
+    if prompt is None:
+        return ""
+    if prompt == official_query_prompt(data):
+        return "+instruction"
+    return "+prompt-" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:8]
 
 
 def _run_file_label(data: TaskData, path: Path, given: Path) -> str:
@@ -272,7 +292,7 @@ def evaluate_reranked(
     started: float | None = None,
 ) -> TaskRunResult:
     """Rerank the top ``depth`` of ``first_stage`` on ``data`` with ``reranker`` (see the module docstring)."""
-    from r2med_plugin.evaluation.runner import TaskRunResult
+    from r2med_plugin.evaluation.runner import TaskRunResult, within_depth
     from r2med_plugin.retrieval.rerank import _check_depth
 
     started = time.perf_counter() if started is None else started
@@ -283,8 +303,10 @@ def evaluate_reranked(
     documents = {doc_id for doc_ids in top_ranked(run, depth).values() for doc_id in doc_ids}
     reranked = rerank_run(run, _texts(data.queries, set(run)), _texts(data.corpus, documents), reranker,
                           depth=depth, batch_size=batch_size, show_progress=show_progress)
-    scores = evaluate_run(data.qrels, reranked)
-    scores |= {FIRST_STAGE_PREFIX + key: value for key, value in evaluate_run(data.qrels, run).items()}
+    # No metric deeper than what was ranked: recall_at_1000 of a top-10 rerank would repeat recall_at_10.
+    first_depth = max((len(ranked) for ranked in run.values()), default=depth)
+    scores = within_depth(evaluate_run(data.qrels, reranked), max(depth, 1))
+    scores |= {FIRST_STAGE_PREFIX + key: value for key, value in within_depth(evaluate_run(data.qrels, run), first_depth).items()}
     name = reranker_name(reranker)
     return TaskRunResult(
         task=data.name,
