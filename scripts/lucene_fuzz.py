@@ -101,7 +101,7 @@ class Generator:
                 yield f"class:{self.class_names[cid]}", "".join(self.pick(cid) for _ in range(rng.randint(1, 4)))
         for a in cids:  # every ordered pair of classes
             for b in cids:
-                for _ in range(self.n(2)):
+                for _ in range(self.n(6)):
                     ctx = rng.choice(["", "x", "1", " ", "'", "."])
                     yield "pairs", f"{ctx}{self.pick(a)}{self.pick(b)}{ctx}{self.pick(a)}{self.pick(b)}"
         for _ in range(self.n(30000)):  # random triples of classes
@@ -139,7 +139,8 @@ class Generator:
         alphabet = rng.choice(["x", "ab", "a.b", "1", "1,2", "x_", "é", "𝐀", "x𝐀", "ก", "カ", "😀\u200d", "a\u0301",
                                "x'", "🇺🇸", "a\u00ad"])
         body = (alphabet * (length // len(alphabet) + 1))[:length]
-        return f"{self.word()} {body}{rng.choice(['', 's', "'s", '.', ' end'])}"
+        ending = rng.choice(["", "s", "'s", ".", " end"])
+        return f"{self.word()} {body}{ending}"
 
 
 def write_vectors(lines, out: Path) -> Counter:

@@ -64,6 +64,8 @@ FULL = SCREEN + [
     "{c}\ufe0f\u20e3", "x'{c}", "1,{c}", "_{c}", "{c}_", "x'{c}x", "1,{c}1", "x:{c}x", "1.{c}1",
     "{c}\U000e0061\U000e007f", "\U0001f1e6{c}", "\u0e01{c}", "{c}\u0e01", "\u6f22{c}", "{c}\u0301x", "x{c}\u0301",
     "\U0001f600{c}\u200d\U0001f600", "\u261d{c}\U0001f3fb", "1{c}\u20e3", "{c}x{c}", "x{c}{c}x", "\u05d0{c}'",
+    "\u200d{c}", "\u200d\u200d{c}x", "\u200d{c}\ufe0f", "\U0001f3fb{c}", "{c}\U0001f3fb\u200d{c}", "x\u200d{c}",
+    "\u200d{c}\U000e0061\U000e007f", "{c}\ufe0f\u200d\U0001f600", "\u0301{c}", "\u200d\U0001f3fb{c}",
 ]
 
 
@@ -133,16 +135,23 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, help="keep Lucene's raw answers in this pickle (reused when present)")
     args = parser.parse_args()
     started = time.time()
-    if args.raw and args.raw.is_file():
-        interesting, full = pickle.loads(args.raw.read_bytes())
+    # Lucene's answers are kept per template, so adding a template later probes only that template
+    raw = pickle.loads(args.raw.read_bytes()) if args.raw and args.raw.is_file() else None
+    if raw is None:
+        interesting, answers = probe_everything(started)
     else:
-        interesting, full = probe_everything(started)
+        interesting, answers = raw
+    missing = [t for t in FULL if t not in answers]
+    if missing:
+        for template, column in zip(missing, zip(*(v for _, v in sorted(probe(interesting, missing).items())))):
+            answers[template] = dict(zip(sorted(interesting), column))
         if args.raw:
-            args.raw.write_bytes(pickle.dumps((interesting, full)))
+            args.raw.write_bytes(pickle.dumps((interesting, answers)))
+    full = {c: tuple(answers[t][c] for t in FULL) for c in interesting}
     decode(args, interesting, full, started)
 
 
-def probe_everything(started: float) -> tuple[list[int], dict[int, tuple]]:
+def probe_everything(started: float) -> tuple[list[int], dict[str, dict[int, tuple]]]:
     everything = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     screened = probe(everything, SCREEN, batch=2000)
     other_shape = screened[0x0378]  # U+0378: unassigned in every Unicode version
@@ -150,8 +159,7 @@ def probe_everything(started: float) -> tuple[list[int], dict[int, tuple]]:
     interesting = sorted(set(interesting))
     print(f"screened {len(everything)} code points in {time.time() - started:.0f} s; {len(interesting)} need the full probe",
           file=sys.stderr)
-    full = probe(interesting, FULL)
-    return interesting, full
+    return interesting, {}
 
 
 def decode(args, interesting: list[int], full: dict[int, tuple], started: float) -> None:
@@ -171,7 +179,7 @@ def decode(args, interesting: list[int], full: dict[int, tuple], started: float)
         if not matches:
             raise SystemExit(f"no class explains U+{codes[0]:04X} ({len(codes)} code points): {full[codes[0]]}")
         # several candidates can be indistinguishable in every context: keep the one with fewest flags
-        best = min(matches, key=lambda k: (sum(k[1:6]), WB_VALUES.index(k.wb)))
+        best = min(matches, key=lambda k: (sum(k[1:6]), k.modifier, k.modifier_base, WB_VALUES.index(k.wb)))
         for c in codes:
             decoded[c] = best
     for ch, klass in CONTEXT.items():
