@@ -33,20 +33,21 @@ ENGLISH_STOP_WORDS = frozenset(
 _POSSESSIVE_APOSTROPHES = "'\u2019\uff07"
 _DATA = "lucene_wordbreak.json.gz"
 
-# Fast-path letters: plain classes whose grammar a regular expression reproduces exactly.
+# Fast-path letters: plain classes whose grammar a regular expression reproduces exactly. " " is a
+# character no token can contain (a safe cut); "#" (keycap bases # and *) is none either, but a
+# keycap sequence may start there, so it is no safe cut.
 _FAST_LETTERS = {
-    CharClass("Other"): " ", CharClass("Other", special="keycap_base"): " ",
+    CharClass("Other"): " ", CharClass("Other", special="keycap_base"): "#",
     CharClass("ALetter"): "a", CharClass("Numeric"): "0", CharClass("Numeric", special="keycap_base"): "0",
     CharClass("MidLetter"): ":", CharClass("MidNum"): ",", CharClass("MidNumLet"): ".",
-    CharClass("Single_Quote"): "'", CharClass("ExtendNumLet"): "_",
-    CharClass("Other", emoji=True): "E", CharClass("Other", emoji=True, modifier_base=True): "E",
+    CharClass("Single_Quote"): "'", CharClass("ExtendNumLet"): "_", CharClass("Other", emoji=True): "E",
 }
 _COMPLEX = "\x80"
-_FAST_TOKEN = re.compile(r"E|_*[a0][a0_]*(?:(?:(?<=a)[:.'](?=a)|(?<=0)[,.'](?=0))[a0_]+)*")
+_COMPLEX_SEGMENT = re.compile(r"[^ ]*[^\x00-\x7f][^ ]*")  # a run between safe cuts holding a DFA-only character
 
 
 class _Tables:
-    """The probed class of every code point, the DFA over those classes, and the fast-path map."""
+    """The probed class of every code point, the DFA over those classes, and the fast path."""
 
     def __init__(self) -> None:
         with resources.files("r2med_plugin.retrieval").joinpath("data", _DATA).open("rb") as raw:
@@ -58,8 +59,32 @@ class _Tables:
         self.class_ids = ids
         self.dfa: DFA = build_dfa(self.classes)
         letters = np.array([ord(_FAST_LETTERS.get(k, _COMPLEX)) for k in self.classes], dtype=np.uint8)
-        self.fast_map = letters[ids[:0x10000]].tobytes().decode("latin-1")  # BMP only: others stay non-ASCII
+        bmp_letters = letters[ids[:0x10000]]
+        self.fast_map = bmp_letters.tobytes().decode("latin-1")  # BMP only: other code points stay non-ASCII
+        self.fast_token = re.compile(_fast_token_pattern(bmp_letters))
+        self.ascii_token = re.compile(_fast_token_pattern(bmp_letters[:128]))  # small sets: faster on ASCII text
         self.lower = {int(k): chr(v) for k, v in payload["lower"].items()}
+
+
+def _char_set(bmp_letters: np.ndarray, letters: str) -> str:
+    """A regex character class of the BMP code points mapped to any of ``letters``."""
+    codes = np.flatnonzero(np.isin(bmp_letters, [ord(letter) for letter in letters]))
+    if not len(codes):
+        return "(?!)"
+    breaks = np.flatnonzero(np.diff(codes) != 1)
+    starts, ends = np.concatenate([[codes[0]], codes[breaks + 1]]), np.concatenate([codes[breaks], [codes[-1]]])
+    return "[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                         for a, b in zip(starts, ends)) + "]"
+
+
+def _fast_token_pattern(bmp_letters: np.ndarray) -> str:
+    """The grammar restricted to the fast letters, on the text itself: a lone pictograph, or letters and
+    digits (with ExtendNumLet) joined by one MidLetter between letters or one MidNum between digits."""
+    emoji, letter, digit = (_char_set(bmp_letters, x) for x in ("E", "a", "0"))
+    word, extend = _char_set(bmp_letters, "a0_"), _char_set(bmp_letters, "_")
+    mid_letter, mid_num = _char_set(bmp_letters, ":.'"), _char_set(bmp_letters, ",.'")
+    return (f"{emoji}|{extend}*(?:{letter}|{digit}){word}*"
+            f"(?:(?:(?<={letter}){mid_letter}(?={letter})|(?<={digit}){mid_num}(?={digit})){word}+)*")
 
 
 @lru_cache(maxsize=1)
@@ -75,14 +100,30 @@ def _dfa_spans(text: str) -> list[tuple[int, int]]:
     return scan(t.dfa, class_ids, units)
 
 
+def _dfa_tokens(text: str) -> list[str]:
+    return [text[a:b] for a, b in _dfa_spans(text)]
+
+
 def tokenize(text: str) -> list[str]:
     """Lucene StandardTokenizer tokens (original case); tokens over 255 UTF-16 units are cut as Lucene cuts them."""
-    classes = text.translate(tables().fast_map)
-    if classes.isascii():
-        spans = [match.span() for match in _FAST_TOKEN.finditer(classes)]
-        if not spans or max(b - a for a, b in spans) <= MAX_TOKEN_LENGTH:
-            return [text[a:b] for a, b in spans]
-    return [text[a:b] for a, b in _dfa_spans(text)]
+    t = tables()
+    if text.isascii():
+        tokens = t.ascii_token.findall(text)
+    else:
+        classes = text.translate(t.fast_map)
+        if classes.isascii():
+            tokens = t.fast_token.findall(text)
+        else:  # DFA only on the runs holding a DFA-only character; they never share a token with the rest
+            tokens, find, pos = [], t.fast_token.findall, 0
+            for segment in _COMPLEX_SEGMENT.finditer(classes):
+                start, end = segment.span()
+                tokens += find(text, pos, start)
+                tokens += _dfa_tokens(text[start:end])
+                pos = end
+            tokens += find(text, pos)
+    if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
+        return _dfa_tokens(text)
+    return tokens
 
 
 def strip_possessive(token: str) -> str:
@@ -126,7 +167,9 @@ class _TermCache(dict):
 
 
 def _analyze_with(cache: _TermCache, text: str) -> list[str]:
-    return [term for term in map(cache.__getitem__, tokenize(text)) if term]
+    # ASCII: lower-casing first changes no boundary and equals Java's, and it lets the cache share entries
+    tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
+    return [term for term in map(cache.__getitem__, tokens) if term]
 
 
 def analyze(text: str) -> list[str]:
