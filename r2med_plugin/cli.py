@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,10 @@ def _task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[
 def _evaluate(args: argparse.Namespace) -> int:
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
 
+    if args.workers is not None:
+        from r2med_plugin.retrieval.analyzed import WORKERS_ENV, resolve_workers
+
+        os.environ[WORKERS_ENV] = str(resolve_workers(args.workers))  # read by every bm25-lucene analysis
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:
@@ -160,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data-dir", default=None)
     evaluate.add_argument("--accept-drift", action="store_true", default=None)
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.add_argument("--workers", type=int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
     evaluate.set_defaults(func=_evaluate)
     board = commands.add_parser("leaderboard", help="the R2MED leaderboard table from MTEB result folders")
     board.add_argument("results", nargs="+", help="MTEB result folders (ResultCache layout)")

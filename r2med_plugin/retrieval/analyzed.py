@@ -26,6 +26,7 @@ from r2med_plugin.cache import _atomic_write, cache_dir, cache_enabled, fingerpr
 from r2med_plugin.retrieval.analyzer import _analyze_with, _TermCache
 
 _CACHE_KIND = "lucene-analyzed"
+WORKERS_ENV = "R2MED_BM25_WORKERS"  # default number of analysis processes (else all cores); `r2med evaluate --workers`
 _PARALLEL_MIN_CHARS = 2_000_000  # below this, starting processes costs more than it saves
 _CHUNKS_PER_WORKER = 8
 
@@ -84,8 +85,16 @@ def _merge(parts: list[tuple[list[str], np.ndarray, np.ndarray]]) -> AnalyzedTex
 
 
 def resolve_workers(workers: int | None) -> int:
+    """``workers``, else $R2MED_BM25_WORKERS, else all cores."""
     if workers is None:
-        return os.cpu_count() or 1
+        configured = os.environ.get(WORKERS_ENV)
+        if configured:
+            try:
+                workers = int(configured)
+            except ValueError:
+                raise ValueError(f"${WORKERS_ENV} must be a positive integer, got {configured!r}") from None
+        else:
+            return os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer (or None for all cores), got {workers!r}")
     return workers
