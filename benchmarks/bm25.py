@@ -51,7 +51,7 @@ def timed(label: str, function, *args, **kwargs):
 def _compact(token_lists):
     vocabulary: dict[str, int] = {}
     ids = [vocabulary.setdefault(t, len(vocabulary)) for terms in token_lists for t in terms]
-    return _merge([(list(vocabulary), np.asarray(ids, dtype=np.int32), np.array([len(t) for t in token_lists], dtype=np.int64))])
+    return _merge([(0, 0, list(vocabulary), np.asarray(ids, dtype=np.int32), np.array([len(t) for t in token_lists], dtype=np.int64))])
 
 
 def with_unicode_classes(corpus, queries, seed: int = 13):

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from r2med_plugin.cache import _atomic_write, cache_dir, cache_enabled, fingerprint, key_of
-from r2med_plugin.retrieval.analyzer import _analyze_with, _TermCache
+from r2med_plugin.retrieval.analyzer import analyze_compact, tables
 
 _CACHE_KIND = "lucene-analyzed"
 WORKERS_ENV = "R2MED_BM25_WORKERS"  # default number of analysis processes (else all cores); `r2med evaluate --workers`
@@ -57,25 +57,18 @@ def analyzer_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _analyze_chunk(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    cache, vocabulary = _TermCache(), {}
-    ids: list[int] = []
-    lengths = np.empty(len(texts), dtype=np.int64)
-    setdefault = vocabulary.setdefault
-    for i, text in enumerate(texts):
-        terms = _analyze_with(cache, text)
-        lengths[i] = len(terms)
-        ids.extend([setdefault(term, len(vocabulary)) for term in terms])
-    return list(vocabulary), np.asarray(ids, dtype=np.int32), lengths
-
-
-def _merge(parts: list[tuple[list[str], np.ndarray, np.ndarray]]) -> AnalyzedTexts:
+def _merge(parts) -> AnalyzedTexts:
+    """One vocabulary from the workers' parts (each sends the terms its session added since its last part)."""
     vocabulary: dict[str, int] = {}
+    to_global: dict[int, np.ndarray] = {}  # process id -> its session's term ids -> global ids
     ids, lengths = [], []
-    for local_vocabulary, local_ids, local_lengths in parts:
-        mapping = np.fromiter((vocabulary.setdefault(term, len(vocabulary)) for term in local_vocabulary),
-                              dtype=np.int32, count=len(local_vocabulary))
-        ids.append(mapping[local_ids] if len(local_ids) else local_ids)
+    for pid, first_new, new_terms, local_ids, local_lengths in parts:
+        mapping = to_global.get(pid, np.zeros(0, dtype=np.int32))
+        if len(mapping) != first_new:
+            raise RuntimeError(f"analysis parts of process {pid} arrived out of order")
+        added = np.fromiter((vocabulary.setdefault(t, len(vocabulary)) for t in new_terms), dtype=np.int32, count=len(new_terms))
+        mapping = to_global[pid] = np.concatenate([mapping, added])
+        ids.append(mapping[local_ids] if len(local_ids) else np.zeros(0, dtype=np.int32))
         lengths.append(local_lengths)
     return AnalyzedTexts(
         list(vocabulary),
@@ -110,14 +103,18 @@ def analyze_texts(texts, *, workers: int | None = None, show_progress: bool = Fa
     chunks = [texts[start : start + size] for start in range(0, len(texts), size)]
     progress = tqdm(total=len(texts), desc=desc, disable=not show_progress, unit="doc")
     parts = []
+    session = object() if workers == 1 else os.urandom(8).hex()
     if workers == 1:
         for chunk in chunks:
-            parts.append(_analyze_chunk(chunk))
+            parts.append(analyze_compact(chunk, session))
             progress.update(len(chunk))
     else:
-        # spawn, not fork: the parent may hold threads (polars, tqdm) that a forked child would inherit locked
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            for chunk, part in zip(chunks, pool.map(_analyze_chunk, chunks)):
+        # fork where there is one: workers start at once and share the loaded class table; they run
+        # only the analyzer (pure Python + numpy), never polars, so the parent's threads are no hazard
+        tables()
+        method = "fork" if "fork" in get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context(method)) as pool:
+            for chunk, part in zip(chunks, pool.map(analyze_compact, chunks, [session] * len(chunks))):
                 parts.append(part)
                 progress.update(len(chunk))
     progress.close()

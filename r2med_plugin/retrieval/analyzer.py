@@ -5,10 +5,10 @@ Character.toLowerCase) -> StopFilter (Lucene's 33 English stop words) -> PorterS
 PorterStemmer, Martin Porter's reference implementation; lengths counted in UTF-16 units).
 
 The tokenizer is exact for every input: ``wordbreak.py`` runs Lucene 9.9.1's JFlex grammar as a DFA
-over per-code-point classes probed from real Lucene. Most texts never need it: each text is first
-mapped (one ``str.translate``) onto a few class letters, and when every character is a plain letter,
-digit, joiner, space-like character or lone pictograph, one compiled regular expression gives
-exactly the grammar's tokens. Stems are cached per distinct token, so a corpus costs one filter
+over per-code-point classes probed from real Lucene. Most texts never need it: when every character
+is a plain letter, digit, joiner, space-like character or lone pictograph (one regex search tells),
+one compiled regular expression built from the same class table gives exactly the grammar's
+tokens; otherwise the DFA runs only on the stretches between spaces that hold another character. Stems are cached per distinct token, so a corpus costs one filter
 chain per vocabulary entry, not per occurrence.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -43,7 +44,6 @@ _FAST_LETTERS = {
     CharClass("Single_Quote"): "'", CharClass("ExtendNumLet"): "_", CharClass("Other", emoji=True): "E",
 }
 _COMPLEX = "\x80"
-_COMPLEX_SEGMENT = re.compile(r"[^ ]*[^\x00-\x7f][^ ]*")  # a run between safe cuts holding a DFA-only character
 
 
 class _Tables:
@@ -60,7 +60,11 @@ class _Tables:
         self.dfa: DFA = build_dfa(self.classes)
         letters = np.array([ord(_FAST_LETTERS.get(k, _COMPLEX)) for k in self.classes], dtype=np.uint8)
         bmp_letters = letters[ids[:0x10000]]
-        self.fast_map = bmp_letters.tobytes().decode("latin-1")  # BMP only: other code points stay non-ASCII
+        fast_or_safe = _char_set(bmp_letters, "".join(set(_FAST_LETTERS.values())))
+        self.dfa_only = re.compile(f"[^{fast_or_safe[1:-1]}]")  # any character only the DFA handles
+        not_safe = f"[^{_char_set(bmp_letters, ' ')[1:-1]}]"
+        # a run between safe cuts (characters no token contains) holding a DFA-only character
+        self.complex_segment = re.compile(f"{not_safe}*?{self.dfa_only.pattern}{not_safe}*")
         self.fast_token = re.compile(_fast_token_pattern(bmp_letters))
         self.ascii_token = re.compile(_fast_token_pattern(bmp_letters[:128]))  # small sets: faster on ASCII text
         self.lower = {int(k): chr(v) for k, v in payload["lower"].items()}
@@ -109,18 +113,16 @@ def tokenize(text: str) -> list[str]:
     t = tables()
     if text.isascii():
         tokens = t.ascii_token.findall(text)
-    else:
-        classes = text.translate(t.fast_map)
-        if classes.isascii():
-            tokens = t.fast_token.findall(text)
-        else:  # DFA only on the runs holding a DFA-only character; they never share a token with the rest
-            tokens, find, pos = [], t.fast_token.findall, 0
-            for segment in _COMPLEX_SEGMENT.finditer(classes):
-                start, end = segment.span()
-                tokens += find(text, pos, start)
-                tokens += _dfa_tokens(text[start:end])
-                pos = end
-            tokens += find(text, pos)
+    elif t.dfa_only.search(text) is None:
+        tokens = t.fast_token.findall(text)
+    else:  # DFA only on the runs holding a DFA-only character; they never share a token with the rest
+        tokens, find, pos = [], t.fast_token.findall, 0
+        for segment in t.complex_segment.finditer(text):
+            start, end = segment.span()
+            tokens += find(text, pos, start)
+            tokens += _dfa_tokens(text[start:end])
+            pos = end
+        tokens += find(text, pos)
     if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
         return _dfa_tokens(text)
     return tokens
@@ -177,6 +179,54 @@ def analyze(text: str) -> list[str]:
     return _analyze_with(_TermCache(), text)
 
 
+class _TokenIds(dict):
+    """token -> id of its analysed term in ``terms`` (-1 for a stop word), for one analysis session."""
+
+    def __init__(self, session: object) -> None:
+        super().__init__()
+        self.session, self.terms, self.term_ids = session, [], {}
+
+    def __missing__(self, token: str) -> int:
+        term = filter_token(token)
+        if not term:
+            value = -1
+        else:
+            value = self.term_ids.setdefault(term, len(self.terms))
+            if value == len(self.terms):
+                self.terms.append(term)
+        self[token] = value
+        return value
+
+
+_SESSION: list[_TokenIds] = []  # the current session of this process (worker processes keep theirs across chunks)
+
+
+def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int, list[str], np.ndarray, np.ndarray]:
+    """Analyse ``texts`` in compact form: (process id, index of the first new term, the terms this call
+    added to the session's vocabulary, int32 term ids of all texts concatenated, int64 term count of
+    each text). Calls with the same ``session`` share one vocabulary and one token cache, so a
+    worker process returns each distinct term once, not millions of Python strings.
+    """
+    if not _SESSION or _SESSION[0].session != session or session is None:
+        _SESSION[:] = [_TokenIds(session)]
+    token_ids = _SESSION[0]
+    first_new = len(token_ids.terms)
+    ids: list[int] = []
+    counts = np.empty(len(texts), dtype=np.int64)
+    lookup = token_ids.__getitem__
+    for i, text in enumerate(texts):
+        # ASCII: lower-casing first changes no boundary and equals Java's, and shares cache entries
+        tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
+        counts[i] = len(tokens)
+        ids.extend(map(lookup, tokens))
+    all_ids = np.asarray(ids, dtype=np.int32)
+    kept = all_ids >= 0
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    kept_before = np.concatenate([[0], np.cumsum(kept)])
+    lengths = kept_before[bounds[1:]] - kept_before[bounds[:-1]]
+    return os.getpid(), first_new, token_ids.terms[first_new:], all_ids[kept], lengths.astype(np.int64)
+
+
 def analyze_many(texts: Iterable[str]) -> list[list[str]]:
     """``analyze`` over many texts, sharing one cache of analysed tokens."""
     cache = _TermCache()
@@ -193,7 +243,7 @@ class _Stemmer:
 
     def __init__(self, word: str) -> None:
         # Lucene stems UTF-16 units: a supplementary character is two consonant units (NUL stands for the second)
-        self.b = list(word) if word.isascii() or max(word) <= "\uffff" else [u for ch in word for u in ((ch, "\0") if ch > "\uffff" else (ch,))]
+        self.b = word if word.isascii() or max(word) <= "\uffff" else "".join(ch + "\0" if ch > "\uffff" else ch for ch in word)
         self.k = len(self.b) - 1
         self.j = 0
 
@@ -226,14 +276,13 @@ class _Stemmer:
         return self.b[i] not in "wxy"
 
     def ends(self, suffix: str) -> bool:
-        length = len(suffix)
-        if length > self.k + 1 or "".join(self.b[self.k - length + 1 : self.k + 1]) != suffix:
+        if not self.b.endswith(suffix, 0, self.k + 1):
             return False
-        self.j = self.k - length
+        self.j = self.k - len(suffix)
         return True
 
     def set_to(self, suffix: str) -> None:
-        self.b[self.j + 1 :] = list(suffix)
+        self.b = self.b[: self.j + 1] + suffix
         self.k = self.j + len(suffix)
 
     def replace_if_measure(self, suffix: str) -> None:
@@ -267,7 +316,7 @@ class _Stemmer:
 
     def step2(self) -> None:
         if self.ends("y") and self.vowel_in_stem():
-            self.b[self.k] = "i"
+            self.b = self.b[: self.k] + "i" + self.b[self.k + 1 :]
 
     _STEP3 = {
         "a": (("ational", "ate"), ("tional", "tion")),
@@ -331,7 +380,7 @@ class _Stemmer:
         if self.k > 1:
             for step in (self.step1, self.step2, self.step3, self.step4, self.step5, self.step6):
                 step()
-        return "".join(self.b[: self.k + 1]).replace("\0", "")
+        return self.b[: self.k + 1].replace("\0", "")
 
 
 @lru_cache(maxsize=1 << 20)
