@@ -134,9 +134,6 @@ def strip_possessive(token: str) -> str:
     return token
 
 
-_strip_possessive = strip_possessive
-
-
 @lru_cache(maxsize=None)
 def _java_lower_char(char: str) -> str:
     exception = tables().lower.get(ord(char))
