@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from r2med_plugin.retrieval.analyzed import analyze_texts
 from r2med_plugin.retrieval.analyzer import analyze, analyze_many, porter_stem, tokenize
 from tests.support.lucene_oracle import lucene_tokens, oracle_unavailable
 
@@ -33,6 +34,9 @@ def test_reproduces_every_committed_fuzz_vector():
     results = analyze_many(row["text"] for row in rows)
     wrong = [(row["class"], row["text"], row["tokens"], got) for row, got in zip(rows, results) if got != row["tokens"]]
     assert wrong[:5] == [] and len(wrong) == 0
+    # the batched form bm25-lucene indexes with (texts joined per regex call) gives the same terms
+    compact = analyze_texts([row["text"] for row in rows], workers=1).terms()
+    assert [i for i, (row, got) in enumerate(zip(rows, compact)) if got != row["tokens"]] == []
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,9 @@ class _Tables:
         self.complex_segment = re.compile(f"{not_safe}*?{self.dfa_only.pattern}{not_safe}*")
         self.fast_token = re.compile(_fast_token_pattern(bmp_letters))
         self.ascii_token = re.compile(_fast_token_pattern(bmp_letters[:128]))  # small sets: faster on ASCII text
+        # the same with NUL as a token of its own: many texts joined by NUL in one call
+        self.fast_joined = re.compile("\0|" + self.fast_token.pattern)
+        self.ascii_joined = re.compile("\0|" + self.ascii_token.pattern)
         self.lower = {int(k): chr(v) for k, v in payload["lower"].items()}
 
 
@@ -203,22 +206,58 @@ def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int,
     added to the session's vocabulary, int32 term ids of all texts concatenated, int64 term count of
     each text). Calls with the same ``session`` share one vocabulary and one token cache, so a
     worker process returns each distinct term once, not millions of Python strings.
+
+    Texts the fast path covers are joined (NUL between them) and tokenized by one regex call per
+    group; NUL is no token character, so a text holding one goes the per-text way.
     """
     if not _SESSION or _SESSION[0].session != session or session is None:
         _SESSION[:] = [_TokenIds(session)]
+        _SESSION[0]["\0"] = -2
     token_ids = _SESSION[0]
     first_new = len(token_ids.terms)
-    ids: list[int] = []
-    counts = np.empty(len(texts), dtype=np.int64)
-    lookup = token_ids.__getitem__
+    t = tables()
+    plain, fast, single = [], [], []
     for i, text in enumerate(texts):
-        # ASCII: lower-casing first changes no boundary and equals Java's, and shares cache entries
-        tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
-        counts[i] = len(tokens)
-        ids.extend(map(lookup, tokens))
-    all_ids = np.asarray(ids, dtype=np.int32)
+        if "\0" in text:
+            single.append(i)
+        elif text.isascii():
+            plain.append(i)
+        elif t.dfa_only.search(text) is None:
+            fast.append(i)
+        else:
+            single.append(i)
+    pieces = []  # (text indices, their term ids with -1 for stop words, term count of each)
+    for indices, pattern, lower in ((plain, t.ascii_joined, True), (fast, t.fast_joined, False)):
+        if not indices:
+            continue
+        tokens = pattern.findall("\0".join(texts[i].lower() if lower else texts[i] for i in indices))
+        if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
+            single += indices
+            continue
+        ids = np.fromiter(map(token_ids.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+        separators = np.flatnonzero(ids == -2)
+        counts = np.diff(np.concatenate([[-1], separators, [len(ids)]])) - 1
+        pieces.append((np.asarray(indices, dtype=np.int64), ids[ids != -2], counts))
+    if single:
+        ids_single: list[int] = []
+        counts = np.empty(len(single), dtype=np.int64)
+        for n, i in enumerate(single):
+            text = texts[i]
+            tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
+            counts[n] = len(tokens)
+            ids_single.extend(map(token_ids.__getitem__, tokens))
+        pieces.append((np.asarray(single, dtype=np.int64), np.asarray(ids_single, dtype=np.int32), counts))
+    order_of_text = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    all_ids = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int32)
+    all_counts = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    if len(pieces) > 1 or (len(order_of_text) and np.any(np.diff(order_of_text) < 0)):
+        owner = np.repeat(order_of_text, all_counts)
+        all_ids = all_ids[np.argsort(owner, kind="stable")]
+        counts_by_text = np.zeros(len(texts), dtype=np.int64)
+        counts_by_text[order_of_text] = all_counts
+        all_counts = counts_by_text
     kept = all_ids >= 0
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+    bounds = np.concatenate([[0], np.cumsum(all_counts)])
     kept_before = np.concatenate([[0], np.cumsum(kept)])
     lengths = kept_before[bounds[1:]] - kept_before[bounds[:-1]]
     return os.getpid(), first_new, token_ids.terms[first_new:], all_ids[kept], lengths.astype(np.int64)
