@@ -83,6 +83,35 @@ def peak_rss_mib() -> tuple[float, float]:
     return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
 
 
+def lucene_speed(texts, megabytes: float = 10.0) -> dict:
+    """Lucene's own single-thread speed (the oracle's --bench: ~1 MB chunks, MB/s wall and per CPU second)
+    on the first ``megabytes`` of the corpus."""
+    import json
+    import subprocess
+
+    from tests.support.lucene_oracle import oracle_script
+
+    lines, size = [], 0
+    for text in texts:
+        lines.append(json.dumps({"text": text}))
+        size += len(text.encode("utf-8", "surrogatepass"))
+        if size > megabytes * 1e6:
+            break
+    done = subprocess.run([sys.executable, str(oracle_script()), "--bench"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def our_speed(texts) -> tuple[float, float]:
+    """Our analyzer in this process (the form bm25-lucene indexes with): MB/s wall and per CPU second."""
+    from r2med_plugin.retrieval.analyzer import analyze_compact
+
+    size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / 1e6
+    started, started_cpu = time.perf_counter(), time.process_time()
+    analyze_compact(list(texts), object())
+    return size / (time.perf_counter() - started), size / (time.process_time() - started_cpu)
+
+
 def official_pipeline(doc_ids, doc_texts, query_ids, query_texts, top_k=1000):
     """Real Lucene per text (the oracle's per-text path) + gensim scoring: the official pipeline's work."""
     from tests.support.lucene_oracle import lucene_tokens
@@ -177,6 +206,14 @@ def main() -> None:
     _, parallel_time = timed(f"our analyzer alone on the corpus, {workers} processes", analyze_texts, texts, workers=workers)
     _, single_time = timed("our analyzer alone on the corpus, 1 process", analyze_texts, texts, workers=1)
     print(f"  our analyzer: {megabytes / parallel_time:.1f} MB/s with {workers} processes, {megabytes / single_time:.1f} MB/s in one")
+    if not reason:
+        subset = texts[: max(1, len(texts) * 10 // max(1, int(megabytes)))]  # ~10 MB
+        ours_wall, ours_cpu = our_speed(subset)
+        lucene = lucene_speed(subset)
+        print(f"  same ~10 MB, one thread: ours {ours_wall:.1f} MB/s ({ours_cpu:.1f} MB per CPU second); Lucene alone "
+              f"{lucene['lucene_1mb_chunks_mb_per_s']:.1f} MB/s ({lucene['lucene_1mb_chunks_mb_per_cpu_s']:.1f} MB per CPU "
+              f"second); the oracle per text {lucene['oracle_per_text_mb_per_s']:.1f} MB/s")
+        print(f"  our aggregate per CPU second x {workers} cores: {ours_cpu * workers:.1f} MB/s")
     print(f"  peak RSS of our first run: {rss_self:.0f} MiB (main process), {rss_children:.0f} MiB (largest worker)")
     if official_total is not None:
         print(f"  ratio official / ours end to end: first run {official_total / ours_first:6.1f}x, "

@@ -111,6 +111,19 @@ def _dfa_tokens(text: str) -> list[str]:
     return [text[a:b] for a, b in _dfa_spans(text)]
 
 
+def _segmented_tokens(text: str, find) -> list[str]:
+    """The DFA only on the runs holding a DFA-only character (they never share a token with the
+    rest: safe cuts surround them), ``find`` (the fast regex's findall) everywhere else."""
+    tokens, pos = [], 0
+    for segment in tables().complex_segment.finditer(text):
+        start, end = segment.span()
+        tokens += find(text, pos, start)
+        tokens += _dfa_tokens(text[start:end])
+        pos = end
+    tokens += find(text, pos)
+    return tokens
+
+
 def tokenize(text: str) -> list[str]:
     """Lucene StandardTokenizer tokens (original case); tokens over 255 UTF-16 units are cut as Lucene cuts them."""
     t = tables()
@@ -118,14 +131,8 @@ def tokenize(text: str) -> list[str]:
         tokens = t.ascii_token.findall(text)
     elif t.dfa_only.search(text) is None:
         tokens = t.fast_token.findall(text)
-    else:  # DFA only on the runs holding a DFA-only character; they never share a token with the rest
-        tokens, find, pos = [], t.fast_token.findall, 0
-        for segment in t.complex_segment.finditer(text):
-            start, end = segment.span()
-            tokens += find(text, pos, start)
-            tokens += _dfa_tokens(text[start:end])
-            pos = end
-        tokens += find(text, pos)
+    else:
+        tokens = _segmented_tokens(text, t.fast_token.findall)
     if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
         return _dfa_tokens(text)
     return tokens
@@ -207,8 +214,9 @@ def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int,
     each text). Calls with the same ``session`` share one vocabulary and one token cache, so a
     worker process returns each distinct term once, not millions of Python strings.
 
-    Texts the fast path covers are joined (NUL between them) and tokenized by one regex call per
-    group; NUL is no token character, so a text holding one goes the per-text way.
+    Texts are joined (NUL between them) and tokenized in one pass per group (ASCII texts, lower-cased
+    first; the others with the DFA on their runs of DFA-only characters); NUL is no token character
+    and a safe cut, so it separates the texts' tokens, and a text holding one goes the per-text way.
     """
     if not _SESSION or _SESSION[0].session != session or session is None:
         _SESSION[:] = [_TokenIds(session)]
@@ -216,21 +224,22 @@ def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int,
     token_ids = _SESSION[0]
     first_new = len(token_ids.terms)
     t = tables()
-    plain, fast, single = [], [], []
+    plain, other, single = [], [], []
     for i, text in enumerate(texts):
         if "\0" in text:
             single.append(i)
         elif text.isascii():
             plain.append(i)
-        elif t.dfa_only.search(text) is None:
-            fast.append(i)
         else:
-            single.append(i)
+            other.append(i)
     pieces = []  # (text indices, their term ids with -1 for stop words, term count of each)
-    for indices, pattern, lower in ((plain, t.ascii_joined, True), (fast, t.fast_joined, False)):
+    for indices, lower in ((plain, True), (other, False)):
         if not indices:
             continue
-        tokens = pattern.findall("\0".join(texts[i].lower() if lower else texts[i] for i in indices))
+        if lower:
+            tokens = t.ascii_joined.findall("\0".join(texts[i].lower() for i in indices))
+        else:
+            tokens = _segmented_tokens("\0".join(texts[i] for i in indices), t.fast_joined.findall)
         if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
             single += indices
             continue
