@@ -64,7 +64,8 @@ class _Tables:
         self.dfa_only = re.compile(f"[^{fast_or_safe[1:-1]}]")  # any character only the DFA handles
         not_safe = f"[^{_char_set(bmp_letters, ' ')[1:-1]}]"
         # a run between safe cuts (characters no token contains) holding a DFA-only character
-        self.complex_segment = re.compile(f"{not_safe}*?{self.dfa_only.pattern}{not_safe}*")
+        # (the lookbehind starts a match only where a run starts: each run is scanned once)
+        self.complex_segment = re.compile(f"(?<!{not_safe}){not_safe}*?{self.dfa_only.pattern}{not_safe}*")
         self.fast_token = re.compile(_fast_token_pattern(bmp_letters))
         self.ascii_token = re.compile(_fast_token_pattern(bmp_letters[:128]))  # small sets: faster on ASCII text
         # the same with NUL as a token of its own: many texts joined by NUL in one call
