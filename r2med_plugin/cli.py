@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,6 +153,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValueError("--trec writes run files into the --output folder: add --output DIR")
     if args.instruction and args.retriever in BM25_RETRIEVERS:
         raise ValueError("--instruction is a prompt for dense models; BM25 would ignore it (drop --instruction)")
+    if args.workers is not None:
+        from r2med_plugin.retrieval.analyzed import WORKERS_ENV, resolve_workers
+
+        os.environ[WORKERS_ENV] = str(resolve_workers(args.workers))  # read by every bm25-lucene analysis
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:
@@ -343,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
     evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
+    evaluate.add_argument("--workers", type=int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
     evaluate.set_defaults(func=_evaluate)
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")

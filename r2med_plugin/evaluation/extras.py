@@ -17,6 +17,7 @@ import polars as pl
 
 from r2med_plugin.cache import cached_run, fingerprint, key_of
 from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.retrieval.analyzed import analyzer_version
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.fusion import rrf
@@ -40,16 +41,18 @@ def bm25_run(
     queries: pl.DataFrame | None = None,
     show_progress: bool = True,
     ties: str = "doc_id",
+    workers: int | None = None,
 ) -> Run:
     """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,
-    variant, depth, tie order and text fingerprints."""
+    variant, depth, tie order, text fingerprints and (bm25-lucene) the analyzer version."""
     variant = variant or bm25_variant_for(data)
     queries = data.queries if queries is None else queries
     tie_part = () if ties == "doc_id" else (f"ties={ties}",)
-    key = key_of(data.name, data.cache_revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries))
+    analyzer = analyzer_version() if variant == "lucene" else ""
+    key = key_of(data.name, data.cache_revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries), analyzer)
     return cached_run(
         f"bm25-{variant}", key,
-        lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties),
+        lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties, workers=workers),
     )
 
 

@@ -1,117 +1,145 @@
 """Lucene's English analyzer (as pyserini uses it for the official R2MED BM25), in pure Python.
 
-StandardTokenizer (UAX#29 word boundaries, as Lucene's grammar applies them) -> EnglishPossessiveFilter
--> LowerCaseFilter -> StopFilter (Lucene's 33 English stop words) -> PorterStemFilter (Lucene's
-PorterStemmer, Martin Porter's reference implementation: nltk's MARTIN_EXTENSIONS mode).
+StandardTokenizer -> EnglishPossessiveFilter -> LowerCaseFilter (Java's per-code-point
+Character.toLowerCase) -> StopFilter (Lucene's 33 English stop words) -> PorterStemFilter (Lucene's
+PorterStemmer, Martin Porter's reference implementation; lengths counted in UTF-16 units).
 
-Tokenising is one compiled regular expression; stems are cached per distinct word, so a corpus
-costs one stemmer call per vocabulary entry, not per occurrence.
+The tokenizer is exact for every input: ``wordbreak.py`` runs Lucene 9.9.1's JFlex grammar as a DFA
+over per-code-point classes probed from real Lucene. Most texts never need it: when every character
+is a plain letter, digit, joiner, space-like character or lone pictograph (one regex search tells),
+one compiled regular expression built from the same class table gives exactly the grammar's
+tokens; otherwise the DFA runs only on the stretches between spaces that hold another character. Stems are cached per distinct token, so a corpus costs one filter
+chain per vocabulary entry, not per occurrence.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
 import re
-import sys
-import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
+from importlib import resources
 
-MAX_TOKEN_LENGTH = 255
+import numpy as np
+
+from r2med_plugin.retrieval.wordbreak import MAX_TOKEN_UNITS, CharClass, DFA, build_dfa, scan
+
+MAX_TOKEN_LENGTH = MAX_TOKEN_UNITS
 ENGLISH_STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there "
     "these they this to was will with".split()
 )
-
-# UAX#29 word-break classes, as Lucene's StandardTokenizer grammar uses them.
-_HAN = "\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3038-\u303b\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
-_HIRAGANA = "\u3041-\u309f"
-_KATAKANA = "\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u32d0-\u32fe\u3300-\u3357\uff66-\uff9f"
-_SOUTHEAST_ASIAN = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\uaa60-\uaa7f"
-_EXTEND_NUM_LET = "_\u202f\u203f\u2040\u2054\ufe33\ufe34\ufe4d-\ufe4f\uff3f"
-_MID_NUM_LET = ".\u2018\u2019\u2024\ufe52\uff07\uff0e'"
-_MID_LETTER = ":\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a" + _MID_NUM_LET
-_MID_NUM = ",;\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b" + _MID_NUM_LET
 _POSSESSIVE_APOSTROPHES = "'\u2019\uff07"
-# Emoji: characters shown as emoji by default (Emoji_Presentation), or any pictographic character
-# followed by VARIATION SELECTOR-16; modifiers and ZWJ sequences stay in one token.
-_EMOJI_PRESENTATION = (
-    "\u231a\u231b\u23e9-\u23ec\u23f0\u23f3\u25fd\u25fe\u2614\u2615\u2648-\u2653\u267f\u2693\u26a1"
-    "\u26aa\u26ab\u26bd\u26be\u26c4\u26c5\u26ce\u26d4\u26ea\u26f2\u26f3\u26f5\u26fa\u26fd\u2705"
-    "\u270a\u270b\u2728\u274c\u274e\u2753-\u2755\u2757\u2795-\u2797\u27b0\u27bf\u2b1b\u2b1c\u2b50"
-    "\u2b55\U0001f004\U0001f0cf\U0001f18e\U0001f191-\U0001f19a\U0001f1e6-\U0001f1ff\U0001f201"
-    "\U0001f21a\U0001f22f\U0001f232-\U0001f236\U0001f238-\U0001f23a\U0001f250\U0001f251"
-    "\U0001f300-\U0001f320\U0001f32d-\U0001f335\U0001f337-\U0001f37c\U0001f37e-\U0001f393"
-    "\U0001f3a0-\U0001f3ca\U0001f3cf-\U0001f3d3\U0001f3e0-\U0001f3f0\U0001f3f4\U0001f3f8-\U0001f43e"
-    "\U0001f440\U0001f442-\U0001f4fc\U0001f4ff-\U0001f53d\U0001f54b-\U0001f54e\U0001f550-\U0001f567"
-    "\U0001f57a\U0001f595\U0001f596\U0001f5a4\U0001f5fb-\U0001f64f\U0001f680-\U0001f6c5\U0001f6cc"
-    "\U0001f6d0-\U0001f6d2\U0001f6d5-\U0001f6d7\U0001f6eb\U0001f6ec\U0001f6f4-\U0001f6fc"
-    "\U0001f7e0-\U0001f7eb\U0001f90c-\U0001f93a\U0001f93c-\U0001f945\U0001f947-\U0001f9ff"
-    "\U0001fa70-\U0001faff"
-)
-_PICTOGRAPHIC = "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u2199\u21a9\u21aa\u2300-\u23ff\u24c2\u25aa-\u27bf\u2934\u2935\u2b05-\u2b55\u3030\u303d\u3297\u3299\U0001f000-\U0001faff"
+_DATA = "lucene_wordbreak.json.gz"
+
+# Fast-path letters: plain classes whose grammar a regular expression reproduces exactly. " " is a
+# character no token can contain (a safe cut); "#" (keycap bases # and *) is none either, but a
+# keycap sequence may start there, so it is no safe cut.
+_FAST_LETTERS = {
+    CharClass("Other"): " ", CharClass("Other", special="keycap_base"): "#",
+    CharClass("ALetter"): "a", CharClass("Numeric"): "0", CharClass("Numeric", special="keycap_base"): "0",
+    CharClass("MidLetter"): ":", CharClass("MidNum"): ",", CharClass("MidNumLet"): ".",
+    CharClass("Single_Quote"): "'", CharClass("ExtendNumLet"): "_", CharClass("Other", emoji=True): "E",
+}
+_COMPLEX = "\x80"
 
 
-def _extend_class() -> str:
-    """Extend and Format characters (combining marks, soft hyphen, ...), ZWJ excepted: they join the character before."""
-    ranges: list[list[int]] = []
-    for code in range(sys.maxunicode + 1):
-        if code in (0x200B, 0x200D) or 0xD800 <= code <= 0xDFFF:
-            continue
-        if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me", "Cf"):
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1][1] = code
-            else:
-                ranges.append([code, code])
-    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+class _Tables:
+    """The probed class of every code point, the DFA over those classes, and the fast path."""
+
+    def __init__(self) -> None:
+        with resources.files("r2med_plugin.retrieval").joinpath("data", _DATA).open("rb") as raw:
+            payload = json.loads(gzip.decompress(raw.read()))
+        self.classes = [CharClass(wb, *map(bool, flags), special=special) for wb, *flags, special in payload["classes"]]
+        ids = np.zeros(0x110000, dtype=np.uint8)
+        for first, last, cid in payload["runs"]:
+            ids[first : last + 1] = cid
+        self.class_ids = ids
+        self.dfa: DFA = build_dfa(self.classes)
+        letters = np.array([ord(_FAST_LETTERS.get(k, _COMPLEX)) for k in self.classes], dtype=np.uint8)
+        bmp_letters = letters[ids[:0x10000]]
+        fast_or_safe = _char_set(bmp_letters, "".join(set(_FAST_LETTERS.values())))
+        self.dfa_only = re.compile(f"[^{fast_or_safe[1:-1]}]")  # any character only the DFA handles
+        not_safe = f"[^{_char_set(bmp_letters, ' ')[1:-1]}]"
+        # a run between safe cuts (characters no token contains) holding a DFA-only character
+        # (the lookbehind starts a match only where a run starts: each run is scanned once)
+        self.complex_segment = re.compile(f"(?<!{not_safe}){not_safe}*?{self.dfa_only.pattern}{not_safe}*")
+        self.fast_token = re.compile(_fast_token_pattern(bmp_letters))
+        self.ascii_token = re.compile(_fast_token_pattern(bmp_letters[:128]))  # small sets: faster on ASCII text
+        # the same with NUL as a token of its own: many texts joined by NUL in one call
+        self.fast_joined = re.compile("\0|" + self.fast_token.pattern)
+        self.ascii_joined = re.compile("\0|" + self.ascii_token.pattern)
+        self.lower = {int(k): chr(v) for k, v in payload["lower"].items()}
 
 
-@lru_cache(maxsize=2)
-def _token_pattern(with_extend: bool) -> re.Pattern[str]:
-    """The tokenizer as one regular expression.
+def _char_set(bmp_letters: np.ndarray, letters: str) -> str:
+    """A regex character class of the BMP code points mapped to any of ``letters``."""
+    codes = np.flatnonzero(np.isin(bmp_letters, [ord(letter) for letter in letters]))
+    if not len(codes):
+        return "(?!)"
+    breaks = np.flatnonzero(np.diff(codes) != 1)
+    starts, ends = np.concatenate([[codes[0]], codes[breaks + 1]]), np.concatenate([codes[breaks], [codes[-1]]])
+    return "[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                         for a, b in zip(starts, ends)) + "]"
 
-    ``with_extend=False`` is the fast form for texts without Extend/Format characters (combining
-    marks, soft hyphens, ZWJ, variation selectors) or exotic connectors: it avoids testing for them
-    after every character, which makes it about five times faster on ordinary text.
-    """
-    extend_class = _extend_class()
-    extend = f"[{extend_class}\\u200d]*" if with_extend else ""
-    letter = f"[^\\W\\d_{_HAN}{_HIRAGANA}{_KATAKANA}{_SOUTHEAST_ASIAN}]"
-    if with_extend:
-        unit = f"(?:(?:[^\\W{_HAN}{_HIRAGANA}{_KATAKANA}{_SOUTHEAST_ASIAN}]|[{_EXTEND_NUM_LET}]){extend})+"
-    else:
-        unit = f"[^\\W{_HAN}{_HIRAGANA}{_KATAKANA}{_SOUTHEAST_ASIAN}]+"
-    joiner = f"(?:(?<={letter})[{re.escape(_MID_LETTER)}](?={letter})|(?<=\\d)[{re.escape(_MID_NUM)}](?=\\d))"
-    word = f"{unit}(?:{joiner}{unit})*"
-    katakana = f"(?:[{_KATAKANA}{_EXTEND_NUM_LET}]{extend})+"
-    single = f"[{_HAN}{_HIRAGANA}]{extend}"
-    southeast_asian = f"(?:[{_SOUTHEAST_ASIAN}]{extend})+"
-    emoji_char = f"(?:[{_EMOJI_PRESENTATION}]|[{_PICTOGRAPHIC}](?=\\ufe0f))[\\U0001f3fb-\\U0001f3ff]?[{extend_class}]*"
-    emoji = f"{emoji_char}(?:\\u200d{emoji_char})*"
-    return re.compile(f"{emoji}|{word}|{katakana}|{single}|{southeast_asian}")
+
+def _fast_token_pattern(bmp_letters: np.ndarray) -> str:
+    """The grammar restricted to the fast letters, on the text itself: a lone pictograph, or letters and
+    digits (with ExtendNumLet) joined by one MidLetter between letters or one MidNum between digits."""
+    emoji, letter, digit = (_char_set(bmp_letters, x) for x in ("E", "a", "0"))
+    word, extend = _char_set(bmp_letters, "a0_"), _char_set(bmp_letters, "_")
+    mid_letter, mid_num = _char_set(bmp_letters, ":.'"), _char_set(bmp_letters, ",.'")
+    return (f"{emoji}|{extend}*(?:{letter}|{digit}){word}*"
+            f"(?:(?:(?<={letter}){mid_letter}(?={letter})|(?<={digit}){mid_num}(?={digit})){word}+)*")
 
 
 @lru_cache(maxsize=1)
-def _needs_full_pattern() -> re.Pattern[str]:
-    return re.compile(f"[{_extend_class()}\\u200d{_EXTEND_NUM_LET.replace('_', '')}]")
+def tables() -> _Tables:
+    return _Tables()
 
 
-_ONLY_JOINERS = re.compile(f"^[{_EXTEND_NUM_LET}]+$")
+def _dfa_spans(text: str) -> list[tuple[int, int]]:
+    t = tables()
+    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    class_ids = t.class_ids[code_points].tolist()
+    units = (1 + (code_points > 0xFFFF)).tolist()
+    return scan(t.dfa, class_ids, units)
 
 
-def tokenize(text: str) -> list[str]:
-    """Lucene StandardTokenizer tokens (original case), long tokens cut into 255-character pieces."""
-    with_extend = not text.isascii() and _needs_full_pattern().search(text) is not None
-    tokens = _token_pattern(with_extend).findall(text)
-    if "_" in text or with_extend:  # a run of connectors alone (e.g. "___") is no token
-        tokens = [token for token in tokens if not _ONLY_JOINERS.match(token)]
-    if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
-        tokens = [
-            token[start : start + MAX_TOKEN_LENGTH] for token in tokens for start in range(0, len(token), MAX_TOKEN_LENGTH)
-        ]
+def _dfa_tokens(text: str) -> list[str]:
+    return [text[a:b] for a, b in _dfa_spans(text)]
+
+
+def _segmented_tokens(text: str, find) -> list[str]:
+    """The DFA only on the runs holding a DFA-only character (they never share a token with the
+    rest: safe cuts surround them), ``find`` (the fast regex's findall) everywhere else."""
+    tokens, pos = [], 0
+    for segment in tables().complex_segment.finditer(text):
+        start, end = segment.span()
+        tokens += find(text, pos, start)
+        tokens += _dfa_tokens(text[start:end])
+        pos = end
+    tokens += find(text, pos)
     return tokens
 
 
-def _strip_possessive(token: str) -> str:
+def tokenize(text: str) -> list[str]:
+    """Lucene StandardTokenizer tokens (original case); tokens over 255 UTF-16 units are cut as Lucene cuts them."""
+    t = tables()
+    if text.isascii():
+        tokens = t.ascii_token.findall(text)
+    elif t.dfa_only.search(text) is None:
+        tokens = t.fast_token.findall(text)
+    else:
+        tokens = _segmented_tokens(text, t.fast_token.findall)
+    if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
+        return _dfa_tokens(text)
+    return tokens
+
+
+def strip_possessive(token: str) -> str:
     if len(token) >= 2 and token[-1] in "sS" and token[-2] in _POSSESSIVE_APOSTROPHES:
         return token[:-2]
     return token
@@ -119,31 +147,37 @@ def _strip_possessive(token: str) -> str:
 
 @lru_cache(maxsize=None)
 def _java_lower_char(char: str) -> str:
+    exception = tables().lower.get(ord(char))
+    if exception is not None:
+        return exception
     lowered = char.lower()  # one character alone: no final-sigma context, as in Java
-    if len(lowered) == 1:
-        return lowered
-    return "i" if char == "\u0130" else char
+    return lowered if len(lowered) == 1 else char
 
 
 def java_lower(token: str) -> str:
-    """Java's per-character Character.toLowerCase (no multi-character expansions)."""
+    """Java's per-code-point Character.toLowerCase (no multi-character expansions)."""
     if token.isascii():
         return token.lower()
     return "".join(map(_java_lower_char, token))
+
+
+def filter_token(token: str) -> str:
+    """One token through the possessive, lower-case, stop and Porter filters ("" for a stop word)."""
+    term = java_lower(strip_possessive(token))
+    return "" if term in ENGLISH_STOP_WORDS else porter_stem(term)
 
 
 class _TermCache(dict):
     """token -> analysed term ("" for a stop word), filled on first sight of each distinct token."""
 
     def __missing__(self, token: str) -> str:
-        term = java_lower(_strip_possessive(token))
-        term = "" if term in ENGLISH_STOP_WORDS else porter_stem(term)
+        term = filter_token(token)
         self[token] = term
         return term
 
 
 def _analyze_with(cache: _TermCache, text: str) -> list[str]:
-    # Lower-casing first changes no token boundary; for ASCII it equals Java's per-character rule.
+    # ASCII: lower-casing first changes no boundary and equals Java's, and it lets the cache share entries
     tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
     return [term for term in map(cache.__getitem__, tokens) if term]
 
@@ -151,6 +185,92 @@ def _analyze_with(cache: _TermCache, text: str) -> list[str]:
 def analyze(text: str) -> list[str]:
     """The terms Lucene's EnglishAnalyzer produces for ``text``."""
     return _analyze_with(_TermCache(), text)
+
+
+class _TokenIds(dict):
+    """token -> id of its analysed term in ``terms`` (-1 for a stop word), for one analysis session."""
+
+    def __init__(self, session: object) -> None:
+        super().__init__()
+        self.session, self.terms, self.term_ids = session, [], {}
+
+    def __missing__(self, token: str) -> int:
+        term = filter_token(token)
+        if not term:
+            value = -1
+        else:
+            value = self.term_ids.setdefault(term, len(self.terms))
+            if value == len(self.terms):
+                self.terms.append(term)
+        self[token] = value
+        return value
+
+
+_SESSION: list[_TokenIds] = []  # the current session of this process (worker processes keep theirs across chunks)
+
+
+def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int, list[str], np.ndarray, np.ndarray]:
+    """Analyse ``texts`` in compact form: (process id, index of the first new term, the terms this call
+    added to the session's vocabulary, int32 term ids of all texts concatenated, int64 term count of
+    each text). Calls with the same ``session`` share one vocabulary and one token cache, so a
+    worker process returns each distinct term once, not millions of Python strings.
+
+    Texts are joined (NUL between them) and tokenized in one pass per group (ASCII texts, lower-cased
+    first; the others with the DFA on their runs of DFA-only characters); NUL is no token character
+    and a safe cut, so it separates the texts' tokens, and a text holding one goes the per-text way.
+    """
+    if not _SESSION or _SESSION[0].session != session or session is None:
+        _SESSION[:] = [_TokenIds(session)]
+        _SESSION[0]["\0"] = -2
+    token_ids = _SESSION[0]
+    first_new = len(token_ids.terms)
+    t = tables()
+    plain, other, single = [], [], []
+    for i, text in enumerate(texts):
+        if "\0" in text:
+            single.append(i)
+        elif text.isascii():
+            plain.append(i)
+        else:
+            other.append(i)
+    pieces = []  # (text indices, their term ids with -1 for stop words, term count of each)
+    for indices, lower in ((plain, True), (other, False)):
+        if not indices:
+            continue
+        if lower:
+            tokens = t.ascii_joined.findall("\0".join(texts[i].lower() for i in indices))
+        else:
+            tokens = _segmented_tokens("\0".join(texts[i] for i in indices), t.fast_joined.findall)
+        if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
+            single += indices
+            continue
+        ids = np.fromiter(map(token_ids.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+        separators = np.flatnonzero(ids == -2)
+        counts = np.diff(np.concatenate([[-1], separators, [len(ids)]])) - 1
+        pieces.append((np.asarray(indices, dtype=np.int64), ids[ids != -2], counts))
+    if single:
+        ids_single: list[int] = []
+        counts = np.empty(len(single), dtype=np.int64)
+        for n, i in enumerate(single):
+            text = texts[i]
+            tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
+            counts[n] = len(tokens)
+            ids_single.extend(map(token_ids.__getitem__, tokens))
+        pieces.append((np.asarray(single, dtype=np.int64), np.asarray(ids_single, dtype=np.int32), counts))
+    order_of_text = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    all_ids = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int32)
+    all_counts = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    if len(pieces) > 1 or (len(order_of_text) and np.any(np.diff(order_of_text) < 0)):
+        owner = np.repeat(order_of_text, all_counts)
+        all_ids = all_ids[np.argsort(owner, kind="stable")]
+        counts_by_text = np.zeros(len(texts), dtype=np.int64)
+        counts_by_text[order_of_text] = all_counts
+        all_counts = counts_by_text
+    kept = all_ids >= 0
+    bounds = np.concatenate([[0], np.cumsum(all_counts)])
+    kept_before = np.concatenate([[0], np.cumsum(kept)])
+    lengths = kept_before[bounds[1:]] - kept_before[bounds[:-1]]
+    return os.getpid(), first_new, token_ids.terms[first_new:], all_ids[kept], lengths.astype(np.int64)
 
 
 def analyze_many(texts: Iterable[str]) -> list[list[str]]:
@@ -168,8 +288,9 @@ class _Stemmer:
     __slots__ = ("b", "k", "j")
 
     def __init__(self, word: str) -> None:
-        self.b = list(word)
-        self.k = len(word) - 1
+        # Lucene stems UTF-16 units: a supplementary character is two consonant units (NUL stands for the second)
+        self.b = word if word.isascii() or max(word) <= "\uffff" else "".join(ch + "\0" if ch > "\uffff" else ch for ch in word)
+        self.k = len(self.b) - 1
         self.j = 0
 
     def cons(self, i: int) -> bool:
@@ -201,14 +322,13 @@ class _Stemmer:
         return self.b[i] not in "wxy"
 
     def ends(self, suffix: str) -> bool:
-        length = len(suffix)
-        if length > self.k + 1 or "".join(self.b[self.k - length + 1 : self.k + 1]) != suffix:
+        if not self.b.endswith(suffix, 0, self.k + 1):
             return False
-        self.j = self.k - length
+        self.j = self.k - len(suffix)
         return True
 
     def set_to(self, suffix: str) -> None:
-        self.b[self.j + 1 :] = list(suffix)
+        self.b = self.b[: self.j + 1] + suffix
         self.k = self.j + len(suffix)
 
     def replace_if_measure(self, suffix: str) -> None:
@@ -242,7 +362,7 @@ class _Stemmer:
 
     def step2(self) -> None:
         if self.ends("y") and self.vowel_in_stem():
-            self.b[self.k] = "i"
+            self.b = self.b[: self.k] + "i" + self.b[self.k + 1 :]
 
     _STEP3 = {
         "a": (("ational", "ate"), ("tional", "tion")),
@@ -306,10 +426,10 @@ class _Stemmer:
         if self.k > 1:
             for step in (self.step1, self.step2, self.step3, self.step4, self.step5, self.step6):
                 step()
-        return "".join(self.b[: self.k + 1])
+        return self.b[: self.k + 1].replace("\0", "")
 
 
 @lru_cache(maxsize=1 << 20)
 def porter_stem(word: str) -> str:
-    """Lucene's PorterStemmer on one lower-cased word (words of 1 or 2 characters are left alone)."""
+    """Lucene's PorterStemmer on one lower-cased word (words of 1 or 2 UTF-16 units are left alone)."""
     return _Stemmer(word).stem()

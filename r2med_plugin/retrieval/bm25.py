@@ -19,7 +19,7 @@ import polars as pl
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from r2med_plugin.retrieval.analyzer import analyze_many
+from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
 
@@ -42,16 +42,16 @@ class LuceneBM25Index:
     b: float = LUCENE_B
 
 
-def _term_frequencies(analyzed: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> sp.csr_matrix:
+def _term_frequencies(analyzed: AnalyzedTexts, vocabulary: dict[str, int]) -> sp.csr_matrix:
     """rows x terms counts; terms missing from ``vocabulary`` are dropped."""
-    lengths = np.fromiter((len(terms) for terms in analyzed), dtype=np.int64, count=len(analyzed))
-    flat = [term for terms in analyzed for term in terms]
-    term_ids = np.fromiter((vocabulary.get(term, -1) for term in flat), dtype=np.int64, count=len(flat))
-    rows = np.repeat(np.arange(len(analyzed)), lengths)
+    local_to_global = np.fromiter((vocabulary.get(term, -1) for term in analyzed.vocabulary), dtype=np.int64,
+                                  count=len(analyzed.vocabulary))
+    term_ids = local_to_global[analyzed.term_ids] if len(analyzed.term_ids) else np.zeros(0, dtype=np.int64)
+    rows = np.repeat(np.arange(len(analyzed.lengths)), analyzed.lengths)
     known = term_ids >= 0
     counts = sp.coo_matrix(
         (np.ones(int(known.sum()), dtype=np.float64), (rows[known], term_ids[known])),
-        shape=(len(analyzed), len(vocabulary)),
+        shape=(len(analyzed.lengths), len(vocabulary)),
     ).tocsr()
     counts.sum_duplicates()
     return counts
@@ -66,21 +66,19 @@ def _bm25_weights(counts: sp.csr_matrix, idf: np.ndarray, avgdl: float, k1: floa
     return sp.csr_matrix((data.astype(np.float32), counts.indices, counts.indptr), shape=counts.shape)
 
 
-def build_lucene_index(
-    doc_ids: Sequence[str], documents: Sequence[str], *, k1: float = LUCENE_K1, b: float = LUCENE_B, show_progress: bool = True
+def index_from_analyzed(
+    doc_ids: Sequence[str], analyzed: AnalyzedTexts, *, k1: float = LUCENE_K1, b: float = LUCENE_B
 ) -> LuceneBM25Index:
-    """Analyse and index a corpus for the official R2MED BM25."""
-    if len(doc_ids) != len(documents):
-        raise ValueError(f"doc_ids ({len(doc_ids)}) and documents ({len(documents)}) must have the same length")
-    if not documents:
+    """The BM25 index of an already analysed corpus (terms as ``analyze`` gives them)."""
+    if len(doc_ids) != len(analyzed.lengths):
+        raise ValueError(f"doc_ids ({len(doc_ids)}) and analysed documents ({len(analyzed.lengths)}) must have the same length")
+    if not len(doc_ids):
         raise ValueError("the corpus is empty: there is nothing to index")
-    analyzed = analyze_many(tqdm(documents, desc="bm25-lucene: analysing documents", disable=not show_progress, unit="doc"))
-    vocabulary = pl.Series("term", [term for terms in analyzed for term in terms], dtype=pl.Utf8).unique(maintain_order=True)
-    vocabulary_map = dict(zip(vocabulary.to_list(), range(vocabulary.len())))
+    vocabulary_map = {term: i for i, term in enumerate(analyzed.vocabulary)}
     counts = _term_frequencies(analyzed, vocabulary_map)
     document_frequency = np.bincount(counts.indices, minlength=len(vocabulary_map))
-    idf = np.log(len(documents) + 1.0) - np.log(document_frequency + 0.5)
-    avgdl = float(counts.sum()) / len(documents)
+    idf = np.log(len(doc_ids) + 1.0) - np.log(document_frequency + 0.5)
+    avgdl = float(counts.sum()) / len(doc_ids)
     return LuceneBM25Index(
         doc_ids=tuple(doc_ids),
         vocabulary=vocabulary_map,
@@ -92,9 +90,27 @@ def build_lucene_index(
     )
 
 
+def build_lucene_index(
+    doc_ids: Sequence[str],
+    documents: Sequence[str],
+    *,
+    k1: float = LUCENE_K1,
+    b: float = LUCENE_B,
+    show_progress: bool = True,
+    workers: int | None = None,
+) -> LuceneBM25Index:
+    """Analyse and index a corpus for the official R2MED BM25 (analysis in ``workers`` processes, default all cores)."""
+    if len(doc_ids) != len(documents):
+        raise ValueError(f"doc_ids ({len(doc_ids)}) and documents ({len(documents)}) must have the same length")
+    if not documents:
+        raise ValueError("the corpus is empty: there is nothing to index")
+    analyzed = analyze_texts(documents, workers=workers, show_progress=show_progress, desc="bm25-lucene: analysing documents")
+    return index_from_analyzed(doc_ids, analyzed, k1=k1, b=b)
+
+
 def lucene_query_weights(index: LuceneBM25Index, queries: Sequence[str]) -> sp.csr_matrix:
     """Queries x terms BM25 weights: the same formula as the documents, on the query bag of words."""
-    counts = _term_frequencies(analyze_many(queries), index.vocabulary)
+    counts = _term_frequencies(analyze_texts(queries, workers=1, show_progress=False), index.vocabulary)
     return _bm25_weights(counts, index.idf, index.avgdl, index.k1, index.b)
 
 
@@ -112,12 +128,16 @@ def bm25_search(
     top_k: int = 1000,
     show_progress: bool = True,
     ties: str = "doc_id",
+    workers: int | None = None,
 ) -> Run:
     """BM25 run over ``corpus`` (columns id, text) for ``queries`` (columns id, text): top_k per query.
 
     Ties are broken as pytrec_eval breaks them (document id descending), so the cut at top_k keeps
     the documents an evaluator would rank first; ``ties="corpus"`` keeps corpus order instead (the
     official R2MED BM25's stable sort).
+    ``bm25-lucene`` analyses the corpus in ``workers``
+    processes (default: all cores) and caches the analysed corpus on disk by its fingerprint, so a
+    second run with other queries skips corpus analysis.
     """
     _check_frames(corpus, queries)
     if variant not in VARIANTS:
@@ -128,7 +148,8 @@ def bm25_search(
     query_ids = queries["id"].to_list()
     query_texts = queries["text"].to_list()
     if variant == "lucene":
-        index = build_lucene_index(doc_ids, corpus["text"].to_list(), show_progress=show_progress)
+        analyzed = analyze_corpus(corpus, workers=workers, show_progress=show_progress)
+        index = index_from_analyzed(doc_ids, analyzed)
         score = lambda chunk: lucene_scores(index, chunk)  # noqa: E731
     else:
         retriever = build_robertson_index(corpus["text"].to_list(), show_progress=show_progress)
