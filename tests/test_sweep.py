@@ -177,6 +177,38 @@ def test_finished_jobs_are_skipped_until_an_input_changes(mirror_copy: Path, tmp
     assert _scores(spec.output) == before
 
 
+def test_a_result_another_job_overwrote_makes_its_job_run_again(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
+    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    bm25_list = load_spec(_spec(tmp_path, tasks=["NanoR2MEDBiology"], retrievers=["bm25-robertson"], candidates=["bm25"]))
+    dense_list = load_spec(_spec(tmp_path, tasks=["NanoR2MEDBiology"], retrievers=["bm25-robertson"], candidates=["dense"]))
+    assert run_sweep(bm25_list, show_progress=False).count("done") == 1
+    assert run_sweep(dense_list, show_progress=False).count("done") == 1  # same result file, other columns
+    back = run_sweep(bm25_list, show_progress=False)
+    assert back.count("done") == 1 and back.count("skipped") == 0  # its file now holds the other job's scores
+    (scores,) = _scores(bm25_list.output).values()
+    assert any(key.startswith("candidates_bm25_") for key in scores["test"][0])
+
+
+def test_a_regenerated_local_expansion_makes_its_jobs_run_again(mirror_env: Path, tmp_path: Path):
+    import r2med_plugin
+
+    data = r2med_plugin.load_task("R2MEDBiology")
+    expansion_file = tmp_path / "exp" / "Biology" / "hyde" / "stub" / "query_with_hydoc.jsonl"
+    expansion_file.parent.mkdir(parents=True)
+
+    def generate(text: str) -> None:
+        rows = [{"id": q, "text": t, "hy_doc": text} for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list())]
+        expansion_file.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+    generate("insulin glucose")
+    spec = load_spec(_spec(tmp_path, tasks=["R2MEDBiology"], retrievers=["bm25-lucene"], expansions=[f"local:{tmp_path}/exp/hyde/stub"]))
+    assert run_sweep(spec, show_progress=False).count("done") == 1
+    assert run_sweep(spec, show_progress=False).count("skipped") == 1
+    generate("tumour metastasis chemotherapy")  # r2med generate --overwrite with another LLM, same folder
+    assert run_sweep(spec, show_progress=False).count("done") == 1
+
+
 def test_model_stamps_follow_the_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from r2med_plugin.sweep.jobs import model_stamp
 

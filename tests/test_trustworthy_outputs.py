@@ -282,3 +282,12 @@ def test_mteb_reranking_results_fill_the_candidate_hybrid_column_only(tmp_path: 
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
     assert row.scores == {} and not row.ranked  # a reranking score is never a full-corpus task score
     assert row.extras == {"Cand. hybrid": pytest.approx(100 * sum(0.4 + i / 100 for i in range(8)) / 8)}
+
+
+def test_a_candidates_only_bm25_run_keeps_only_the_candidates(mirror_env: Path, tmp_path: Path):
+    result = evaluate_task("NanoR2MEDBiology", "bm25-robertson", candidates=["bm25"], candidates_only=True, show_progress=False)
+    lists = result.data.candidates["bm25"]
+    assert result.run and all(set(ranked) <= set(lists[query_id]) for query_id, ranked in result.run.items())
+    trec = write_outputs(result, tmp_path, trec=True)["trec"]
+    written = {(line.split()[0], line.split()[2]) for line in trec.read_text().splitlines()}
+    assert written == {(query_id, doc_id) for query_id, ranked in result.run.items() for doc_id in ranked}

@@ -286,7 +286,7 @@ def evaluate_task(
         dataset_revision=data.revision,
         scores=scores,
         main_score=main,
-        run=run if candidates_only or expansion else truncate_run(run, top_k),
+        run=_saved_run(data, run, subsets, top_k, candidates_only=candidates_only, expansion=expansion),
         evaluation_time=time.perf_counter() - started,
         data=data,
         official=official,
@@ -296,6 +296,15 @@ def evaluate_task(
         candidates_only=candidates_only,
         hybrid_with=partner,
     )
+
+
+def _saved_run(data: TaskData, run: Run, subsets: Sequence[str], top_k: int, *, candidates_only: bool, expansion: str | None) -> Run:
+    """The run a result keeps (and --trec writes): a candidates-only run holds the candidates only, also
+    for BM25, whose ranking covers the whole corpus."""
+    if candidates_only:
+        union = {q: list(dict.fromkeys(d for key in subsets for d in data.candidates[key].get(q, []))) for q in data.qrels}
+        return restrict_run(run, union)
+    return run if expansion else truncate_run(run, top_k)
 
 
 def _evaluate_reranked(task: str, retriever, rerank, first_stage, *, hybrid, candidates, expansion, data_dir, accept_drift, **options) -> TaskRunResult:
@@ -365,6 +374,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "model_name": result_model_name(result),
         "model_revision": result.model_revision,
         "query_prompt": result.query_prompt,
+        "top_k": len(max(result.run.values(), key=len, default={})) if not result.candidates_only else None,
         "dataset_revision": result.dataset_revision,
         "dataset_revision_verified": result.dataset_revision_verified,
         "dataset_revision_recorded": result.data.result_revision,

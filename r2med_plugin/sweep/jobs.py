@@ -119,9 +119,24 @@ def job_stamps(job: Job) -> dict[str, str]:
             stamps[key] = model_stamp(job.options[key], None)
     expansion = job.options.get("expansion")
     if isinstance(expansion, str) and expansion.startswith("local:"):  # released expansions are in the dataset repo
-        folder = Path(expansion.removeprefix("local:")).expanduser()
-        stamps["expansion"] = files_stamp(folder) if folder.is_dir() else expansion
+        stamps["expansion"] = _local_expansion_stamp(job.task, expansion)
     return stamps
+
+
+def _local_expansion_stamp(task: str, expansion: str) -> str:
+    """The task's own file of a local expansion (<folder>/<HubName>/<method>/<llm>/) and its manifest."""
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.data.expansions import resolve_local_expansion
+
+    try:
+        local = resolve_local_expansion(get_task_spec(task), expansion)
+    except (FileNotFoundError, ValueError):
+        return f"missing:{expansion}"
+    return files_stamp(local.path.parent)
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def finished_record(job: Job, stamps: Mapping[str, str]) -> dict[str, Any] | None:
@@ -135,8 +150,13 @@ def finished_record(job: Job, stamps: Mapping[str, str]) -> dict[str, Any] | Non
         return None
     if record.get("stamps") != dict(stamps) or not record.get("paths"):
         return None
+    digests = record.get("digests") or {}
     for kind, relative in record["paths"].items():
-        if not _complete(Path(job.output) / relative, kind, job.task):
+        path = Path(job.output) / relative
+        if not _complete(path, kind, job.task):
+            return None
+        # Another job (other candidates, top_k, options) may have written the same file since: then it is not ours.
+        if kind in digests and file_digest(path) != digests[kind]:
             return None
     return record
 
@@ -226,6 +246,7 @@ def execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_
         "job": job.to_dict() | {"env": {}},
         "stamps": dict(stamps),
         "paths": {kind: _relative(Path(path), output) for kind, path in paths.items()},
+        "digests": {kind: file_digest(Path(path)) for kind, path in paths.items()},
         "dataset_revision": result.dataset_revision,
         "model_revision": result.model_revision,
         "main_score": {result.main_score: result.scores[result.main_score]},
