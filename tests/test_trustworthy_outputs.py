@@ -291,3 +291,19 @@ def test_a_candidates_only_bm25_run_keeps_only_the_candidates(mirror_env: Path, 
     trec = write_outputs(result, tmp_path, trec=True)["trec"]
     written = {(line.split()[0], line.split()[2]) for line in trec.read_text().splitlines()}
     assert written == {(query_id, doc_id) for query_id, ranked in result.run.items() for doc_id in ranked}
+
+
+def test_a_newer_revision_with_only_candidate_results_never_hides_an_older_full_row(tmp_path: Path):
+    for task in NANO:
+        _result(tmp_path, "org/m", task, 0.4, "abc123", date=1.0, model_rev="weights-a")
+    for task in NANO:  # a newer revision, candidate-only results only
+        folder = tmp_path / "candidates-only" / "org__m" / "weights-b"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "model_meta.json").write_text(json.dumps({"name": "org/m", "revision": "weights-b"}))
+        scores = {"candidates_hybrid_ndcg_at_10_with_safeguard": 0.7, "main_score": 0.7, "hf_subset": "default", "languages": ["eng-Latn"]}
+        (folder / f"{task}.json").write_text(json.dumps({"dataset_revision": "abc123", "task_name": task, "date": 2.0,
+                                                         "evaluation_time": 1.0, "r2med_evaluation": "candidates-only",
+                                                         "scores": {"test": [scores]}}))
+    rows = build_leaderboard([tmp_path], benchmark="nano")
+    full = [row for row in rows if row.scores]
+    assert len(full) == 1 and full[0].scores == pytest.approx({spec.hub_name: 40.0 for spec in list_tasks("nano")})

@@ -278,8 +278,10 @@ def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[
     for group in full:
         families.setdefault(group[:3], []).append(group)
 
-    def tasks(group: _Group) -> set[str]:
-        return set(full[group]) | set(partial.get(group, {}))
+    def covers(newer: _Group, older: _Group) -> bool:
+        # full-corpus and candidate-only results are compared apart: candidate-only results never
+        # stand in for an older revision's task scores
+        return set(full[older]) <= set(full[newer]) and set(partial.get(older, {})) <= set(partial.get(newer, {}))
 
     def newest(group: _Group) -> float:
         return max(record.date for record in [*full[group].values(), *partial.get(group, {}).values()])
@@ -287,7 +289,7 @@ def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[
     for groups in families.values():
         ordered = sorted(groups, key=newest, reverse=True)
         for position, group in enumerate(ordered):
-            if any(tasks(group) <= tasks(newer) for newer in ordered[:position] if newer in full):
+            if any(covers(newer, group) for newer in ordered[:position] if newer in full):
                 del full[group]
                 partial.pop(group, None)
 
