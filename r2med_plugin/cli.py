@@ -108,7 +108,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     if not source:
         raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl (file or folder)")
     first_stage = _first_stage(source, args)
-    reranker = SentenceTransformerCrossEncoder(args.rerank, device=args.device, batch_size=args.batch_size)
+    reranker = SentenceTransformerCrossEncoder(args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
     for task in args.task:
         prompt = None
         if args.instruction:
@@ -347,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--first-stage", default=None,
                           help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
+    evaluate.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
     evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
     evaluate.add_argument("--workers", type=int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
     evaluate.set_defaults(func=_evaluate)

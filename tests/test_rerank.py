@@ -479,3 +479,22 @@ def test_reranked_scores_stop_at_the_reranked_depth(data):
     assert "ndcg_at_10" in result.scores and "recall_at_100" not in result.scores and "recall_at_1000" not in result.scores
     assert "first_stage_recall_at_100" not in result.scores or len(next(iter(result.rerank.first_stage_run.values()))) >= 100
     assert "first_stage_recall_at_1000" not in result.scores
+
+
+def test_a_cross_encoder_folder_is_filed_under_a_fingerprint_of_its_weights(cross_encoder_dir: Path, tmp_path: Path):
+    import shutil
+
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+
+    copy = tmp_path / "ce"
+    shutil.copytree(cross_encoder_dir, copy)
+    before = SentenceTransformerCrossEncoder(str(copy)).revision
+    model = CrossEncoder(str(copy), device="cpu")
+    with torch.no_grad():
+        next(model.model.parameters()).add_(0.01)  # an early layer, not the head: another fine-tune
+    model.save(str(copy))
+    after = SentenceTransformerCrossEncoder(str(copy)).revision
+    assert before.startswith("local-") and after.startswith("local-") and before != after

@@ -60,8 +60,10 @@ class SentenceTransformerCrossEncoder:
             ) from error
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        self.name = model_name_or_path
-        self.revision = revision or _weights_revision(self.model)
+        # As for encoders: a hub model is filed under the commit loaded, a folder under a fingerprint of its files.
+        from r2med_plugin.retrieval.model_identity import model_revision
+
+        self.name, self.revision, _ = model_revision(model_name_or_path, revision)
         self.batch_size = batch_size
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -86,8 +88,8 @@ def _weights_revision(model: object) -> str:
     digest = hashlib.sha256(repr(getattr(inner, "config", "")).encode("utf-8"))
     parameters = getattr(inner, "parameters", None)
     if callable(parameters):
-        for tensor in list(parameters())[-4:]:  # the head comes last: a re-initialised head changes the revision
-            digest.update(tensor.detach().cpu().numpy().tobytes())
+        for tensor in parameters():  # every weight: two fine-tunes that share a head still differ
+            digest.update(tensor.detach().cpu().float().numpy().tobytes())
     return "local-" + digest.hexdigest()[:12]
 
 
