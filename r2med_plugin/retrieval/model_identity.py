@@ -72,7 +72,8 @@ def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, s
     """
     if os.path.isdir(name_or_path):
         fingerprint = folder_revision(name_or_path)
-        return name_or_path, (revision or fingerprint), fingerprint
+        # A user's label names the results too, but never alone: retrained weights under one label file apart.
+        return name_or_path, (f"{revision}+{fingerprint}" if revision else fingerprint), fingerprint
     name, commit = name_or_path, hub_commit(name_or_path, revision)
     if commit is None and "/" not in name_or_path:
         commit = hub_commit(f"sentence-transformers/{name_or_path}", revision)
