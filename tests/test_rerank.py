@@ -498,3 +498,10 @@ def test_a_cross_encoder_folder_is_filed_under_a_fingerprint_of_its_weights(cros
     model.save(str(copy))
     after = SentenceTransformerCrossEncoder(str(copy)).revision
     assert before.startswith("local-") and after.startswith("local-") and before != after
+
+
+def test_reranked_results_record_how_they_were_made(data, tmp_path: Path):
+    result = evaluate_task(TASK, "bm25-lucene", rerank=WordOverlap(), rerank_depth=10, show_progress=False)
+    recorded = json.loads(write_outputs(result, tmp_path)["mteb"].read_text())["r2med_provenance"]
+    assert recorded["first_stage"] == "bm25-lucene" and recorded["rerank_depth"] == 10 and recorded["reranker"] == "WordOverlap"
+    assert recorded["dataset_revision"] == data.revision and recorded["dataset_revision_verified"] is data.revision_verified

@@ -352,6 +352,11 @@ def write_reranked_outputs(result: TaskRunResult, output_dir: str | os.PathLike,
             output, spec=result.data.spec, task_name=result.task, model_name=result.retriever,
             model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
             main_score=result.main_score, evaluation_time=result.evaluation_time,
+            provenance={
+                "reranker": info.reranker, "reranker_revision": result.model_revision, "first_stage": info.first_stage,
+                "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
+                "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
+            },
         )
     }
     official_name = official_reranker_name(info.reranker)
