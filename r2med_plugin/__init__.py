@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
     "list_tasks": "r2med_plugin.catalog",

@@ -160,7 +160,7 @@ def test_sweep_writes_one_result_per_expansion(mirror_env: Path, tmp_path: Path,
     assert main(["evaluate", "--task", "R2MEDBiology", "--retriever", "bm25-lucene", "--expansion", "all", "--output", str(tmp_path), "--quiet"]) == 0
     folders = sorted(path.name for path in (tmp_path / "results").iterdir())
     assert len(folders) == 20 and "hyde__o3-mini+bm25-lucene" in folders
-    result = json.loads((tmp_path / "results" / "search-r1__qwen-7b-ins+bm25-lucene" / "r2med-plugin-0.1.0" / "R2MEDBiology.json").read_text())
+    result = json.loads((tmp_path / "results" / "search-r1__qwen-7b-ins+bm25-lucene" / "r2med-plugin-0.2.0" / "R2MEDBiology.json").read_text())
     assert result["task_name"] == "R2MEDBiology"
     assert "bm25-lucene + lamer/gpt4" in capsys.readouterr().out
 

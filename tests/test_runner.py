@@ -103,7 +103,7 @@ def test_outputs(mirror_env: Path, tmp_path: Path):
     result = evaluate_task("NanoR2MEDPMCClinical", "bm25-robertson", hybrid=True, show_progress=False)
     paths = write_outputs(result, tmp_path, trec=True)
     mteb_file = json.loads(paths["mteb"].read_text())
-    assert paths["mteb"] == tmp_path / "results" / "bm25-robertson" / "r2med-plugin-0.1.0" / "NanoR2MEDPMCClinical.json"
+    assert paths["mteb"] == tmp_path / "results" / "bm25-robertson" / "r2med-plugin-0.2.0" / "NanoR2MEDPMCClinical.json"
     assert mteb_file["task_name"] == "NanoR2MEDPMCClinical"
     assert mteb_file["scores"]["test"][0]["main_score"] == result.scores["ndcg_at_10"]
     official = json.loads(paths["official"].read_text())

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
+from r2med_plugin import __version__
 from r2med_plugin.cli import main
 from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.sweep import Job, SpecError, expand_jobs, load_spec, parse_spec, plan, run_sweep
@@ -221,12 +222,12 @@ def test_model_stamps_follow_the_weights(tmp_path: Path, monkeypatch: pytest.Mon
     before = model_stamp(str(folder), None)
     (folder / "model.safetensors").write_bytes(b"weights v2, longer")
     assert model_stamp(str(folder), None) != before  # retrained weights in the same folder: the model jobs run again
-    assert model_stamp("org/model", "abc123") == "hub:abc123"  # a pinned revision is the stamp
-    assert model_stamp("org/model", None) == "hub:unresolved"
+    assert model_stamp("org/model", "abc123") == f"r2med-plugin-{__version__}:hub:abc123"  # a pinned revision is the stamp
+    assert model_stamp("org/model", None) == f"r2med-plugin-{__version__}:hub:unresolved"
     refs = tmp_path / "hub" / "models--org--model" / "refs"
     refs.mkdir(parents=True)
     (refs / "main").write_text("0123abcd")
-    assert model_stamp("org/model", None) == "hub:0123abcd"  # the commit the cached `main` points to
+    assert model_stamp("org/model", None) == f"r2med-plugin-{__version__}:hub:0123abcd"  # the commit the cached `main` points to
 
 
 def test_killed_sweep_reruns_only_the_missing_jobs(fixture_mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

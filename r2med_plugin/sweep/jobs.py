@@ -103,9 +103,13 @@ def model_stamp(name: str, revision: str | None) -> str:
     if name in ("bm25-lucene", "bm25-robertson"):
         return f"r2med-plugin-{__version__}"
     folder = Path(name).expanduser()
+    code = f"r2med-plugin-{__version__}"  # how the numbers are computed changes with the plugin too
     if folder.exists():
-        return f"path:{revision or '-'}:{files_stamp(folder) if folder.is_dir() else files_stamp(folder.parent)}"
-    return f"hub:{revision or _cached_hub_commit(name, 'model', 'main') or 'unresolved'}"
+        return f"{code}:path:{revision or '-'}:{files_stamp(folder) if folder.is_dir() else files_stamp(folder.parent)}"
+    commit = revision or _cached_hub_commit(name, "model", "main")
+    if commit is None and "/" not in name:  # sentence-transformers completes bare names ("all-MiniLM-L6-v2")
+        commit = _cached_hub_commit(f"sentence-transformers/{name}", "model", "main")
+    return f"{code}:hub:{commit or 'unresolved'}"
 
 
 def job_stamps(job: Job) -> dict[str, str]:
