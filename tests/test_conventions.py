@@ -389,3 +389,12 @@ def test_a_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys, monkeypa
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a CPU-only torch
     assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", str(get_model_path()), "--device", "cuda", "--quiet"]) == 2
     assert "no usable CUDA" in capsys.readouterr().err
+
+
+def test_a_reranker_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["evaluate", "--task", "R2MEDBiology", "--rerank", "cross-encoder/none", "--first-stage", "bm25-lucene",
+                 "--device", "cuda", "--quiet"]) == 2
+    assert "no usable CUDA" in capsys.readouterr().err

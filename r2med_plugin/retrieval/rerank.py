@@ -51,6 +51,9 @@ class SentenceTransformerCrossEncoder:
     ) -> None:
         from sentence_transformers import CrossEncoder
 
+        from r2med_plugin.retrieval.dense import check_device
+
+        check_device(device)
         try:
             self.model = CrossEncoder(model_name_or_path, revision=revision, device=device, max_length=max_length)
         except OSError as error:
