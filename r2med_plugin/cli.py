@@ -91,7 +91,8 @@ def _first_stage(value: str, args: argparse.Namespace):
 
 
 def _evaluate_reranked(args: argparse.Namespace) -> int:
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.evaluation.runner import evaluate_task, official_query_prompt, write_outputs
     from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
 
     if args.first_stage and args.retriever:
@@ -110,12 +111,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     first_stage = _first_stage(source, args)
     reranker = SentenceTransformerCrossEncoder(args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
     for task in args.task:
-        prompt = None
-        if args.instruction:
-            from r2med_plugin.catalog import get_task_spec
-            from r2med_plugin.retrieval.dense import E5_TEMPLATE
-
-            prompt = E5_TEMPLATE.format(instruction=get_task_spec(task).instruction)
+        prompt = official_query_prompt(get_task_spec(task)) if args.instruction else None
         result = evaluate_task(
             task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
             rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift, query_prompt=prompt,

@@ -237,9 +237,9 @@ def execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_
         options = dict(job.options)
         if job.instruction:
             from r2med_plugin.catalog import get_task_spec
-            from r2med_plugin.retrieval.dense import E5_TEMPLATE
+            from r2med_plugin.evaluation.runner import official_query_prompt
 
-            options["query_prompt"] = E5_TEMPLATE.format(instruction=get_task_spec(job.task).instruction)
+            options["query_prompt"] = official_query_prompt(get_task_spec(job.task))
         options.setdefault("show_progress", show_progress)
         result = evaluate_task(job.task, model, **options)
         paths = write_outputs(result, job.output, trec=job.trec)
