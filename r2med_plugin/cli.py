@@ -126,6 +126,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from r2med_plugin.evaluation.metrics import MIN_TOP_K
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name, evaluate_task, write_outputs
 
     if args.quiet:
@@ -145,6 +146,13 @@ def _evaluate(args: argparse.Namespace) -> int:
                         hybrid=args.hybrid)
     if args.depth < 1:
         raise ValueError(f"--depth must be a positive number of documents per query, got {args.depth}")
+    if args.depth != 1000 and not args.trec:  # a flag that would reach no code
+        raise ValueError("--depth is the depth of TREC run files: add --trec (and --output DIR), or drop --depth")
+    if args.top_k < MIN_TOP_K:
+        raise ValueError(f"--top-k must be at least {MIN_TOP_K}: the main score is nDCG@10; got {args.top_k}")
+    repeated = sorted({task for task in args.task if args.task.count(task) > 1})
+    if repeated:
+        raise ValueError(f"--task names {', '.join(repeated)} more than once: each task runs once, give it once")
     if args.trec and not args.output:  # a flag that would reach no code
         raise ValueError("--trec writes run files into the --output folder: add --output DIR")
     if args.instruction and args.retriever in BM25_RETRIEVERS:

@@ -398,3 +398,32 @@ def test_a_reranker_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys,
     assert main(["evaluate", "--task", "R2MEDBiology", "--rerank", "cross-encoder/none", "--first-stage", "bm25-lucene",
                  "--device", "cuda", "--quiet"]) == 2
     assert "no usable CUDA" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--top-k", "5"], "--top-k must be at least 10"),
+        (["--depth", "5", "--output", "x"], "--depth is the depth of TREC run files"),
+        (["--task", "R2MEDBiology"], "R2MEDBiology more than once"),
+    ],
+)
+def test_arguments_that_would_fail_late_or_reach_no_code_are_refused_up_front(mirror_env, tmp_path, capsys, extra, message):
+    args = ["evaluate", "--task", "R2MEDBiology", "--retriever", "bm25-lucene", *extra, "--quiet"]
+    if "--task" in extra:  # the task given twice
+        args = ["evaluate", "--task", "R2MEDBiology", "R2MEDBiology", "--retriever", "bm25-lucene", "--quiet"]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_sweep_spec_with_a_near_miss_bm25_name_is_refused(tmp_path):
+    from r2med_plugin.sweep import SpecError, load_spec
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucen]\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="Did you mean 'bm25-lucene'"):
+        load_spec(spec)
+    spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucene]\ntop_k: 5\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="top_k"):
+        load_spec(spec)

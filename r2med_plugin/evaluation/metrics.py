@@ -12,6 +12,8 @@ import numpy as np
 
 from r2med_plugin.types import Qrels, Run
 
+MIN_TOP_K = 10  # the main score is ndcg_at_10: a shallower run cannot report it
+
 # mteb's retrieval cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official R2MED BM25 ones (25, 50).
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 20, 25, 50, 100, 1000)
 _FAMILIES = {"ndcg_cut": "ndcg_at", "map_cut": "map_at", "recall": "recall_at", "P": "precision_at", "success": "hit_at"}

@@ -20,7 +20,7 @@ from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.expansions import expansion_label, is_local, llm_name, load_expansions, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import bm25_run, bm25_variant_for, candidate_scores, hybrid_scores
-from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.evaluation.metrics import MIN_TOP_K, evaluate_run
 from r2med_plugin.evaluation.official import (
     BM25_DEPTH,
     DENSE_K_VALUES,
@@ -239,6 +239,8 @@ def evaluate_task(
         raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
     if hybrid and candidates_only:
         raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
+    if top_k < MIN_TOP_K:
+        raise ValueError(f"top_k (--top-k) must be at least {MIN_TOP_K}: the main score is ndcg_at_10; got {top_k}")
     if not isinstance(retriever, str) and not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
     if isinstance(retriever, str) and query_prompt:

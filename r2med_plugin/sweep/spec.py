@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.evaluation.metrics import MIN_TOP_K
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
 BM25_NAMES = ("bm25-lucene", "bm25-robertson")
@@ -192,6 +193,12 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         raise _fail(path, f"{key}.{unknown[0]}", "is not a model setting", f"use only {sorted(MODEL_KEYS)}")
     if entry["model"] in BM25_NAMES:
         raise _fail(path, key, f"uses {entry['model']!r} as a model", f"write it as a plain string: - {entry['model']}")
+    from r2med_plugin.evaluation.runner import check_retriever_name
+
+    try:
+        check_retriever_name(entry["model"])  # "bm25-lucen" is a typo, not a hub model to download
+    except ValueError as error:
+        raise _fail(path, key, f"is {entry['model']!r}", str(error)) from None
     revision = entry.get("revision")
     if revision is not None and not isinstance(revision, str):
         raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
@@ -319,7 +326,7 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
         candidates=_candidates(path, raw),
         candidates_only=bool(_as_bool(path, "candidates_only", raw.get("candidates_only"))),
         hybrid=bool(_as_bool(path, "hybrid", raw.get("hybrid"))),
-        top_k=_as_int(path, "top_k", raw.get("top_k"), 1000, 1),
+        top_k=_as_int(path, "top_k", raw.get("top_k"), 1000, MIN_TOP_K),
         trec=bool(_as_bool(path, "trec", raw.get("trec"))),
         rerankers=rerankers,
         retries=_as_int(path, "retries", raw.get("retries"), 1, 0),
