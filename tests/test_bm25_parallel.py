@@ -77,3 +77,20 @@ def test_bm25_search_same_run_for_any_worker_count(tmp_path, monkeypatch):
     one = bm25_search(corpus, queries, variant="lucene", top_k=20, show_progress=False, workers=1)
     two = bm25_search(corpus, queries, variant="lucene", top_k=20, show_progress=False, workers=2)
     assert one == two
+
+
+def test_long_tokens_are_cut_in_every_chunk_of_a_session():
+    """A token over 255 units found by the joined fast path sends its group the per-text way, in
+    every chunk: it is never cached, so a later chunk holding it again is cut too."""
+    session = object()
+    chunks = [
+        ["short text", "a " + "x" * 600],
+        ["x" * 600 + " tail", "café " + "é" * 300],
+        ["x" * 600, "é" * 300 + " café"],
+    ]
+    merged = analyzed_module._merge([analyzed_module.analyze_compact(chunk, session) for chunk in chunks])
+    assert merged.terms() == [
+        ["short", "text"], ["x" * 255, "x" * 255, "x" * 90],
+        ["x" * 255, "x" * 255, "x" * 90, "tail"], ["café", "é" * 255, "é" * 45],
+        ["x" * 255, "x" * 255, "x" * 90], ["é" * 255, "é" * 45, "café"],
+    ]

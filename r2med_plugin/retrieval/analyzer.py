@@ -18,7 +18,7 @@ import gzip
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from importlib import resources
 
@@ -62,10 +62,9 @@ class _Tables:
         bmp_letters = letters[ids[:0x10000]]
         fast_or_safe = _char_set(bmp_letters, "".join(set(_FAST_LETTERS.values())))
         self.dfa_only = re.compile(f"[^{fast_or_safe[1:-1]}]")  # any character only the DFA handles
-        not_safe = f"[^{_char_set(bmp_letters, ' ')[1:-1]}]"
-        # a run between safe cuts (characters no token contains) holding a DFA-only character
-        # (the lookbehind starts a match only where a run starts: each run is scanned once)
-        self.complex_segment = re.compile(f"(?<!{not_safe}){not_safe}*?{self.dfa_only.pattern}{not_safe}*")
+        # the run of characters no safe cut separates (characters no token contains), read forwards
+        # from a DFA-only character and backwards over the reversed text
+        self.unsafe_run = re.compile(f"[^{_char_set(bmp_letters, ' ')[1:-1]}]*")
         self.fast_token = re.compile(_fast_token_pattern(bmp_letters))
         self.ascii_token = re.compile(_fast_token_pattern(bmp_letters[:128]))  # small sets: faster on ASCII text
         # the same with NUL as a token of its own: many texts joined by NUL in one call
@@ -86,13 +85,22 @@ def _char_set(bmp_letters: np.ndarray, letters: str) -> str:
 
 
 def _fast_token_pattern(bmp_letters: np.ndarray) -> str:
-    """The grammar restricted to the fast letters, on the text itself: a lone pictograph, or letters and
-    digits (with ExtendNumLet) joined by one MidLetter between letters or one MidNum between digits."""
+    """The grammar restricted to the fast letters, on the text itself: letters and digits (with
+    ExtendNumLet) joined by one MidLetter between letters or one MidNum between digits, or a lone
+    pictograph.
+
+    Written for Python's regex engine: every branch starts with a character set (so the engine skips
+    non-token characters in its fast search loop), a join is tried only at a mid character, its
+    neighbours checked by one two-character lookbehind and a lookahead, and the repetitions are
+    possessive (a mid character is no word character, so giving one back never helps a match)."""
     emoji, letter, digit = (_char_set(bmp_letters, x) for x in ("E", "a", "0"))
-    word, extend = _char_set(bmp_letters, "a0_"), _char_set(bmp_letters, "_")
-    mid_letter, mid_num = _char_set(bmp_letters, ":.'"), _char_set(bmp_letters, ",.'")
-    return (f"{emoji}|{extend}*(?:{letter}|{digit}){word}*"
-            f"(?:(?:(?<={letter}){mid_letter}(?={letter})|(?<={digit}){mid_num}(?={digit})){word}+)*")
+    word, extend, start = _char_set(bmp_letters, "a0_"), _char_set(bmp_letters, "_"), _char_set(bmp_letters, "a0")
+    mid_letter, mid_num, mid = _char_set(bmp_letters, ":.'"), _char_set(bmp_letters, ",.'"), _char_set(bmp_letters, ":,.'")
+    joins = f"(?:{mid}(?:(?<={letter}{mid_letter})(?={letter})|(?<={digit}{mid_num})(?={digit})){word}+)*+"
+    branches = [f"{start}{word}*+{joins}", f"{extend}+{start}{word}*+{joins}"]
+    if emoji != "(?!)":
+        branches.append(emoji)
+    return "|".join(branches)
 
 
 @lru_cache(maxsize=1)
@@ -112,12 +120,22 @@ def _dfa_tokens(text: str) -> list[str]:
     return [text[a:b] for a, b in _dfa_spans(text)]
 
 
+def _complex_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every run between safe cuts that holds a DFA-only character."""
+    t = tables()
+    reversed_text, size, pos = text[::-1], len(text), 0
+    while (hit := t.dfa_only.search(text, pos)) is not None:
+        first = hit.start()
+        start = size - t.unsafe_run.match(reversed_text, size - first).end()
+        pos = t.unsafe_run.match(text, first).end()
+        yield start, pos
+
+
 def _segmented_tokens(text: str, find) -> list[str]:
     """The DFA only on the runs holding a DFA-only character (they never share a token with the
     rest: safe cuts surround them), ``find`` (the fast regex's findall) everywhere else."""
     tokens, pos = [], 0
-    for segment in tables().complex_segment.finditer(text):
-        start, end = segment.span()
+    for start, end in _complex_runs(text):
         tokens += find(text, pos, start)
         tokens += _dfa_tokens(text[start:end])
         pos = end
@@ -187,6 +205,10 @@ def analyze(text: str) -> list[str]:
     return _analyze_with(_TermCache(), text)
 
 
+class _LongToken(Exception):
+    """A fast-path token over 255 UTF-16 units: Lucene cuts it, so its texts go the per-text way."""
+
+
 class _TokenIds(dict):
     """token -> id of its analysed term in ``terms`` (-1 for a stop word), for one analysis session."""
 
@@ -195,6 +217,8 @@ class _TokenIds(dict):
         self.session, self.terms, self.term_ids = session, [], {}
 
     def __missing__(self, token: str) -> int:
+        if len(token) > MAX_TOKEN_LENGTH:  # never cached: every text holding one is re-tokenized alone
+            raise _LongToken
         term = filter_token(token)
         if not term:
             value = -1
@@ -241,10 +265,11 @@ def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int,
             tokens = t.ascii_joined.findall("\0".join(texts[i].lower() for i in indices))
         else:
             tokens = _segmented_tokens("\0".join(texts[i] for i in indices), t.fast_joined.findall)
-        if tokens and max(map(len, tokens)) > MAX_TOKEN_LENGTH:
+        try:
+            ids = np.fromiter(map(token_ids.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+        except _LongToken:
             single += indices
             continue
-        ids = np.fromiter(map(token_ids.__getitem__, tokens), dtype=np.int32, count=len(tokens))
         separators = np.flatnonzero(ids == -2)
         counts = np.diff(np.concatenate([[-1], separators, [len(ids)]])) - 1
         pieces.append((np.asarray(indices, dtype=np.int64), ids[ids != -2], counts))
