@@ -126,7 +126,8 @@ def test_instruction_changes_the_score_and_files_apart(mirror_env: Path, model_c
     assert json.loads(second["official_metadata"].read_text())["query_prompt"] == prompt
     # The official file keeps the official code's keys and model name; its folder tells the runs apart.
     assert json.loads(second["official"].read_text())["model_name"] == json.loads(first["official"].read_text())["model_name"]
-    assert second["official"].parent.name.endswith("+instruction")
+    assert second["official"].parent.parent.name.endswith("+instruction")
+    assert second["official"].parent.name == instructed.model_revision
     assert json.loads(first["mteb"].read_text())["r2med_provenance"]["query_prompt"] is None
     # The leaderboard keeps the two runs apart and labels the instructed one.
     rows = {(row.retriever, row.note): row for row in build_leaderboard([out])}

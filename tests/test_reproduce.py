@@ -62,7 +62,7 @@ def test_reproduce_passes_on_the_fixture(expected_file: Path, tmp_path: Path, ca
         line = next(line for line in out.splitlines() if line.startswith(task + " "))
         assert line.split() == [task, f"{expected[task]:.2f}", f"{expected[task]:.2f}", "+0.00", "PASS"]
     assert f"{2 * 3 * 5}/{2 * 3 * 5} values match" in out and "all checks PASS" in out  # 2 tasks x 3 lists x 5 metrics
-    assert (tmp_path / "out" / "official" / "bm25-lucene" / "R2MEDBiology.json").is_file()
+    assert (tmp_path / "out" / "official" / "bm25-lucene" / f"r2med-plugin-{r2med_plugin.__version__}" / "R2MEDBiology.json").is_file()
 
 
 def test_reproduce_fails_on_a_mismatch(expected_file: Path, capsys: pytest.CaptureFixture[str]):

@@ -21,6 +21,8 @@ from r2med_plugin.data.runs import detect_run_format, read_run_file, write_topk_
 from r2med_plugin.evaluation.extras import bm25_run
 from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.evaluation.reranking import (
+    reranked_revision,
+    resolve_first_stage,
     official_reranker_results,
     official_reranker_scores,
     published_to_ours,
@@ -29,7 +31,7 @@ from r2med_plugin.evaluation.reranking import (
 from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
 from r2med_plugin.reporting.export import model_folder_name
 from r2med_plugin.reporting.leaderboard import build_leaderboard, published_reranker_rows, render
-from r2med_plugin.retrieval.rerank import rerank_run
+from r2med_plugin.retrieval.rerank import rerank_run, reranker_revision
 
 TASK = "R2MEDBiology"
 K_VALUES = [1, 10, 25, 50, 100]
@@ -300,8 +302,10 @@ def test_outputs_official_json_mteb_result_and_no_collision(data, reranker, hand
     payload = json.loads(text)
     assert text == json.dumps(payload, indent=2, sort_keys=True)  # as the official json.dump writes it
     assert paths["official"].stat().st_mode & 0o044  # readable by others, like a file open() creates
-    folder = ("official", "reranker", model_folder_name(reranker.name), "nv", "top_10", f"{TASK}.json")
+    assert result.model_revision == reranker_revision(reranker) + "+first-stage-" + resolve_first_stage(data, topk, depth=10).revision
+    folder = ("official", "reranker", model_folder_name(reranker.name), "nv", "top_10", result.model_revision, f"{TASK}.json")
     assert paths["official"].relative_to(tmp_path / "out").parts == folder
+    assert paths["trec"].relative_to(tmp_path / "out").parts[2:] == (result.model_revision, f"{TASK}.trec")
     assert sorted(payload) == ["dataset_name", "evaluation_time", "model_name", "test", "topk"]
     assert payload["dataset_name"] == "Biology" and payload["topk"] == 10 and payload["model_name"] == reranker.name
     assert re.fullmatch(r"\d+\.\d{1,2} minutes", payload["evaluation_time"])
@@ -455,8 +459,6 @@ def test_bm25_first_stage_keeps_tied_documents_in_corpus_order_as_the_official_t
 
     import polars as pl
 
-    from r2med_plugin.evaluation.reranking import resolve_first_stage
-
     # Each document twice more, as "zz-" (a larger id) and "aa-" (a smaller id) copies after the originals:
     # equal texts tie; pytrec_eval's order would put "zz-" first, the official stable sort the original.
     copies = [data.corpus.with_columns(id=pl.lit(prefix) + pl.col("id")) for prefix in ("zz-", "aa-")]
@@ -505,3 +507,30 @@ def test_reranked_results_record_how_they_were_made(data, tmp_path: Path):
     recorded = json.loads(write_outputs(result, tmp_path)["mteb"].read_text())["r2med_provenance"]
     assert recorded["first_stage"] == "bm25-lucene" and recorded["rerank_depth"] == 10 and recorded["reranker"] == "WordOverlap"
     assert recorded["dataset_revision"] == data.revision and recorded["dataset_revision_verified"] is data.revision_verified
+
+
+def test_first_stages_of_one_name_never_overwrite_each_other(data, reranker, tmp_path: Path):
+    """Two run files in folders of one name ("nv") are two first stages: their reranked results, official
+    files and runs are filed apart (the first stage's digest is part of the model revision), and the
+    same file again is the same revision."""
+    lists = _topk_lists(data)
+    first = _write_topk(tmp_path / "a" / "nv" / "Biology.jsonl", lists)
+    swapped = {q: list(reversed(ids)) for q, ids in lists.items()}
+    second = _write_topk(tmp_path / "b" / "nv" / "Biology.jsonl", swapped)
+    results = [evaluate_task(TASK, rerank=reranker, first_stage=f.parent, rerank_depth=10, show_progress=False) for f in (first, second)]
+    assert results[0].retriever == results[1].retriever == f"{reranker.name}|nv|top_10"
+    assert results[0].model_revision != results[1].model_revision
+    assert results[0].scores["first_stage_ndcg_at_10"] != results[1].scores["first_stage_ndcg_at_10"]
+    written = [write_outputs(result, tmp_path / "out", trec=True) for result in results]
+    for kind in ("mteb", "official", "trec", "trec_first_stage"):
+        assert written[0][kind] != written[1][kind] and written[0][kind].is_file() and written[1][kind].is_file()
+    again = evaluate_task(TASK, rerank=reranker, first_stage=first.parent, rerank_depth=10, show_progress=False)
+    assert again.model_revision == results[0].model_revision
+    provenance = json.loads(written[1]["mteb"].read_text())["r2med_provenance"]
+    assert provenance["reranker_revision"] == reranker_revision(reranker)
+    assert provenance["first_stage_revision"] == resolve_first_stage(data, second.parent, depth=10).revision
+    # BM25 and encoder first stages are named by what ran them
+    assert resolve_first_stage(data, "bm25-lucene", depth=10, show_progress=False).revision.startswith("r2med-plugin-")
+    assert reranked_revision("abc", "r2med-plugin-0.2.0") == "abc+first-stage-r2med-plugin-0.2.0"
+    long_revision = reranked_revision("abc", "0123456789abcdef0123456789abcdef01234567")
+    assert re.fullmatch(r"abc\+first-stage-[0-9a-f]{12}", long_revision)

@@ -171,9 +171,15 @@ def test_trec_depth_and_tag_are_the_same_for_evaluate_and_export(mirror_env: Pat
     (predictions / "other").mkdir()
     (predictions / "other" / "R2MEDBiology_predictions.json").write_text(json.dumps(
         {"mteb_model_meta": {"name": "org/other"}, "default": {"test": {"q1": {"d1": 1.0}}}}))
-    two = export_trec_runs([predictions], tmp_path / "two")  # two models, one task: two files, none overwritten
-    assert sorted(p.relative_to(tmp_path / "two").as_posix() for p in two) == ["org__m/R2MEDBiology.trec", "org__other/R2MEDBiology.trec"]
-    with pytest.raises(ValueError, match="a second R2MEDBiology run of 'org/m'"):
+    (predictions / "newer").mkdir()
+    (predictions / "newer" / "R2MEDBiology_predictions.json").write_text(json.dumps(
+        {"mteb_model_meta": {"name": "org/m", "revision": "c0ffee"}, "default": {"test": {"q1": {"d2": 1.0}}}}))
+    # two models, and two revisions of one model, one task: three files, none overwritten
+    two = export_trec_runs([predictions], tmp_path / "two")
+    assert sorted(p.relative_to(tmp_path / "two").as_posix() for p in two) == [
+        "org__m/c0ffee/R2MEDBiology.trec", "org__m/no_revision_available/R2MEDBiology.trec",
+        "org__other/no_revision_available/R2MEDBiology.trec"]
+    with pytest.raises(ValueError, match="a second R2MEDBiology run of 'org/m' at revision 'no_revision_available'"):
         export_trec_runs([predictions, predictions], tmp_path / "twice")
     nameless = tmp_path / "nameless" / "my-model"
     nameless.mkdir(parents=True)
@@ -205,8 +211,8 @@ def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: P
     written_only = write_outputs(only, tmp_path / "DIR", trec=True)
     documented = {
         "mteb": "DIR/results/<model>/<revision>/<Task>.json",
-        "official": "DIR/official/<model>/<Task>.json",
-        "trec": "DIR/runs/<model>/<Task>.trec",
+        "official": "DIR/official/<model>/<revision>/<Task>.json",
+        "trec": "DIR/runs/<model>/<revision>/<Task>.trec",
     }
     for kind, pattern in documented.items():
         assert f"`{pattern}`" in readme
@@ -215,7 +221,7 @@ def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: P
             "<Task>", "NanoR2MEDBiology")
     assert "`DIR/candidates-only/<model>/<revision>/<Task>.json`" in readme
     assert written_only["mteb"].relative_to(tmp_path).as_posix() == f"DIR/candidates-only/bm25-robertson/{only.model_revision}/NanoR2MEDBiology.json"
-    assert "`runs/<model>/<Task>.candidates-only.trec`" in readme
+    assert "`runs/<model>/<revision>/<Task>.candidates-only.trec`" in readme
     assert written_only["trec"].name == "NanoR2MEDBiology.candidates-only.trec"
     assert "`results/<model>/<revision>/<Task>.json`, readable" not in readme  # the old, wrong claim
 

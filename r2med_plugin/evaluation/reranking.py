@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
+from r2med_plugin import __version__
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, check_run_ids, rank_by_score, read_run_file
 from r2med_plugin.evaluation.metrics import evaluate_run
 from r2med_plugin.retrieval.rerank import (
@@ -59,6 +61,7 @@ class FirstStage:
     name: str
     run: Run  # each query's documents in ranking order (dict order)
     source: Path | None = None  # the run file, when read from one
+    revision: str = ""  # what produced the run: the encoder's revision, the plugin version for BM25, a run's digest
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class RerankInfo:
     depth: int
     official_scores: dict[str, float]  # unrounded official means (see official_reranker_scores)
     first_stage_run: Run
+    reranker_revision: str = ""
+    first_stage_revision: str = ""
 
 
 def reranked_model_name(reranker: str, first_stage: str, depth: int) -> str:
@@ -209,20 +214,39 @@ def resolve_first_stage(
         # The official topk_docs come from eval_BM25's stable sort: tied documents stay in corpus order,
         # and the run keeps that order (not re-sorted by id), so the reranked top k is the official one.
         run = bm25_run(data, BM25_RETRIEVERS[first_stage], top_k=retriever_depth, show_progress=show_progress, ties="corpus")
-        return FirstStage(name or first_stage, {query_id: dict(ranked) for query_id, ranked in run.items()})
+        return FirstStage(name or first_stage, {query_id: dict(ranked) for query_id, ranked in run.items()},
+                          revision=f"r2med-plugin-{__version__}")
     if isinstance(first_stage, Encoder):
         run = _model_run(data, first_stage, retriever_depth, query_prompt, show_progress)
         return FirstStage(name or first_stage.name + _prompt_suffix(data, effective_prompt(first_stage, "query", query_prompt)),
-                          _ranked(run, retriever_depth))
+                          _ranked(run, retriever_depth), revision=first_stage.revision)
     if isinstance(first_stage, Mapping):
         run = {str(q): rank_by_score({str(d): float(s) for d, s in docs.items()}) for q, docs in first_stage.items()}
-        return FirstStage(name or "run", run)
+        return FirstStage(name or "run", run, revision=_run_digest(run))
     if isinstance(first_stage, (str, os.PathLike)):
         path = run_file_for(data, Path(first_stage))
-        return FirstStage(name or _run_file_label(data, path, Path(first_stage)), read_run_file(path), path)
+        run = read_run_file(path)
+        return FirstStage(name or _run_file_label(data, path, Path(first_stage)), run, path, revision=_run_digest(run))
     raise TypeError(
         f"first_stage must be {sorted(BM25_RETRIEVERS)}, an encoder, a run file or folder, or a run dict; got {type(first_stage).__name__}"
     )
+
+
+def _run_digest(run: Run) -> str:
+    """A run's identity: its queries, documents, order and scores (two run files of one name differ here)."""
+    canonical = json.dumps([[query_id, list(ranked.items())] for query_id, ranked in sorted(run.items())])
+    return "run-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:
+    """The model revision a reranked result is filed under: the reranker's, then the first stage's (short).
+
+    Two first stages of one name (two revisions of an encoder, two run files in folders of one name)
+    never overwrite each other's reranked results."""
+    short = first_stage_revision
+    if not re.fullmatch(r"[\w.+-]{1,24}", short):
+        short = hashlib.sha256(first_stage_revision.encode("utf-8")).hexdigest()[:12]
+    return f"{reranker_revision}+first-stage-{short}"
 
 
 def run_file_for(data: TaskData, path: Path) -> Path:
@@ -307,12 +331,12 @@ def evaluate_reranked(
     first_depth = max((len(ranked) for ranked in run.values()), default=depth)
     scores = within_depth(evaluate_run(data.qrels, reranked), max(depth, 1))
     scores |= {FIRST_STAGE_PREFIX + key: value for key, value in within_depth(evaluate_run(data.qrels, run), first_depth).items()}
-    name = reranker_name(reranker)
+    name, revision = reranker_name(reranker), reranker_revision(reranker)
     return TaskRunResult(
         task=data.name,
         retriever=reranked_model_name(name, stage.name, depth),
         expansion=None,
-        model_revision=reranker_revision(reranker),
+        model_revision=reranked_revision(revision, stage.revision),
         dataset_revision=data.revision,
         scores=scores,
         main_score="ndcg_at_10",
@@ -323,6 +347,7 @@ def evaluate_reranked(
         rerank=RerankInfo(
             reranker=name, first_stage=stage.name, depth=depth,
             official_scores=official_reranker_scores(data.qrels, reranked), first_stage_run=run,
+            reranker_revision=revision, first_stage_revision=stage.revision,
         ),
     )
 
@@ -353,14 +378,15 @@ def write_reranked_outputs(result: TaskRunResult, output_dir: str | os.PathLike,
             model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
             main_score=result.main_score, evaluation_time=result.evaluation_time,
             provenance={
-                "reranker": info.reranker, "reranker_revision": result.model_revision, "first_stage": info.first_stage,
-                "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
+                "reranker": info.reranker, "reranker_revision": info.reranker_revision, "first_stage": info.first_stage,
+                "first_stage_revision": info.first_stage_revision, "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
                 "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
             },
         )
     }
     official_name = official_reranker_name(info.reranker)
-    folder = output / "official" / "reranker" / model_folder_name(official_name) / model_folder_name(info.first_stage) / f"top_{info.depth}"
+    folder = (output / "official" / "reranker" / model_folder_name(official_name) / model_folder_name(info.first_stage)
+              / f"top_{info.depth}" / result.model_revision)
     payload = official_reranker_results(
         info.official_scores, dataset_name=result.data.spec.hub_name, reranker=official_name, top_k=info.depth,
         evaluation_time=result.evaluation_time,
@@ -368,8 +394,9 @@ def write_reranked_outputs(result: TaskRunResult, output_dir: str | os.PathLike,
     paths["official"] = write_official_reranker_results(folder / f"{result.task}.json", payload)
     if trec:
         tag = model_folder_name(result.retriever)
-        paths["trec"] = write_trec_run(output / "runs" / tag / f"{result.task}.trec", result.run, tag)
+        runs = output / "runs" / tag / result.model_revision
+        paths["trec"] = write_trec_run(runs / f"{result.task}.trec", result.run, tag)
         paths["trec_first_stage"] = write_trec_run(
-            output / "runs" / tag / f"{result.task}.first_stage.trec", info.first_stage_run, model_folder_name(info.first_stage)
+            runs / f"{result.task}.first_stage.trec", info.first_stage_run, model_folder_name(info.first_stage)
         )
     return paths

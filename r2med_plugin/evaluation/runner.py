@@ -400,6 +400,8 @@ def write_outputs(
         return write_reranked_outputs(result, output_dir, trec=trec)
     output = Path(output_dir)
     model_name = result_model_name(result)
+    # official/ and runs/ mirror MTEB's results/<model>/<revision>/: another revision never overwrites them
+    filed_as = Path(model_folder_name(model_name)) / result.model_revision
     extra = {"r2med_hybrid_with": result.hybrid_with} if result.hybrid_with else {}
     paths = {
         "mteb": write_mteb_result(
@@ -411,18 +413,18 @@ def write_outputs(
     }
     if result.official is not None:
         paths["official"] = write_official_results(
-            output / "official" / model_folder_name(model_name) / f"{result.task}.json",
+            output / "official" / filed_as / f"{result.task}.json",
             dataset_name=result.data.spec.hub_name, model_name=official_model_name(result.retriever), scores=result.official,
             evaluation_time=result.evaluation_time,
         )
         # The official file keeps the official code's keys; how it was produced goes beside it.
         paths["official_metadata"] = write_json_atomic(
-            output / "official" / model_folder_name(model_name) / f"{result.task}.metadata.json", provenance(result)
+            output / "official" / filed_as / f"{result.task}.metadata.json", provenance(result)
         )
     if trec:
         name = f"{result.task}.candidates-only.trec" if result.candidates_only else f"{result.task}.trec"
         paths["trec"] = write_trec_run(
-            output / "runs" / model_folder_name(model_name) / name, result.run, trec_tag(model_name), depth=trec_depth
+            output / "runs" / filed_as / name, result.run, trec_tag(model_name), depth=trec_depth
         )
     return paths
 

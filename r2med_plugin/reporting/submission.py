@@ -106,14 +106,15 @@ def _one_revision_set(records: list, model: str) -> dict:
 def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, depth: int = TREC_DEPTH) -> list[Path]:
     """One TREC run file per MTEB predictions file (<Task>_predictions.json) found under the folders.
 
-    Same convention as ``r2med evaluate --trec``: ``<out>/<model>/<Task>.trec``, each query's top
-    ``depth`` (default 1000), tagged with the model name as filed.
+    Same convention as ``r2med evaluate --trec``: ``<out>/<model>/<revision>/<Task>.trec``, each query's
+    top ``depth`` (default 1000), tagged with the model name as filed.
     """
     written = []
     for folder in folders:
         for path in sorted(Path(folder).rglob("*_predictions.json")):
             payload = json.loads(path.read_text(encoding="utf-8"))
-            model = (payload.get("mteb_model_meta") or {}).get("name")
+            meta = payload.get("mteb_model_meta") or {}
+            model, revision = meta.get("name"), meta.get("revision") or "no_revision_available"  # mteb's word for none
             if not model:
                 raise ValueError(f"{path}: names no model (mteb_model_meta.name is missing), so its run cannot be tagged; "
                                  "re-run mteb with --prediction-folder, which records the model")
@@ -123,9 +124,10 @@ def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, dept
                     continue
                 for split, run in splits.items():
                     suffix = "" if (subset, split) == ("default", "test") else f".{subset}.{split}"
-                    target = Path(out_dir) / trec_tag(model) / f"{task}{suffix}.trec"
-                    if target in written:  # two prediction files of one model and task: never let one overwrite the other
-                        raise ValueError(f"{path}: a second {task} run of {model!r} among the folders; export them one folder at a time")
+                    target = Path(out_dir) / trec_tag(model) / revision / f"{task}{suffix}.trec"
+                    if target in written:  # two prediction files of one model, revision and task: never let one overwrite the other
+                        raise ValueError(f"{path}: a second {task} run of {model!r} at revision {revision!r} among the folders; "
+                                         "export them one folder at a time")
                     written.append(write_trec_run(target, run, trec_tag(model), depth=depth))
     if not written:
         raise ValueError("no MTEB predictions files (<Task>_predictions.json) found; run mteb with --prediction-folder")
