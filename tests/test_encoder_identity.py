@@ -223,6 +223,15 @@ def test_explicit_revision_of_a_local_folder_still_keys_by_its_files(mirror_env:
     assert first.cache_identity != second.cache_identity
 
 
+def test_a_folder_is_named_by_its_normalised_path(model_copy: Path, monkeypatch: pytest.MonkeyPatch):
+    from r2med_plugin.retrieval.model_identity import model_revision
+
+    monkeypatch.chdir(model_copy.parent)
+    spellings = [model_copy.name, model_copy.name + "/", f"./{model_copy.name}", f"./{model_copy.name}//"]
+    assert {model_revision(spelling, None)[:2] for spelling in spellings} == {(model_copy.name, model_revision(model_copy.name, None)[1])}
+    assert model_revision(str(model_copy) + "/", None)[0] == str(model_copy)
+
+
 def test_hub_model_revision_is_the_commit_mteb_records(tmp_path: Path):
     # A throwaway HF cache holding the packaged MiniLM at the commit mteb pins (as in test_mteb_integration).
     script = """

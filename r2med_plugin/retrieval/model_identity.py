@@ -69,11 +69,12 @@ def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, s
     A local folder is fingerprinted even with an explicit revision (sentence-transformers ignores the
     revision of a local folder, so only its files say what was loaded). A bare hub name that
     sentence-transformers completed ("all-MiniLM-L6-v2") is named by its full repo id, as mteb names it.
+    A folder is named by its normalised path: ``models/m``, ``models/m/`` and ``./models/m`` are one model.
     """
     if os.path.isdir(name_or_path):
         fingerprint = folder_revision(name_or_path)
         # A user's label names the results too, but never alone: retrained weights under one label file apart.
-        return name_or_path, (f"{revision}+{fingerprint}" if revision else fingerprint), fingerprint
+        return os.path.normpath(name_or_path), (f"{revision}+{fingerprint}" if revision else fingerprint), fingerprint
     name, commit = name_or_path, hub_commit(name_or_path, revision)
     if commit is None and "/" not in name_or_path:
         commit = hub_commit(f"sentence-transformers/{name_or_path}", revision)
