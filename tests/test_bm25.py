@@ -76,6 +76,11 @@ def test_lucene_hand_computed():
     scores = lucene_scores(index, ["fever"])
     assert scores[0, 0] == pytest.approx(expected_a, rel=1e-6)
     assert scores[0, 1] == 0.0
+    # "cough fever": each query term weighted with the query's own length 2
+    query_cough, query_fever2 = weight(idf_cough, 1, 2), weight(idf_fever, 1, 2)
+    both = lucene_scores(index, ["cough fever"])
+    assert both[0, 0] == pytest.approx(query_fever2 * weight(idf_fever, 2, 3) + query_cough * weight(idf_cough, 1, 3), rel=1e-6)
+    assert both[0, 1] == pytest.approx(query_cough * weight(idf_cough, 1, 1), rel=1e-6)
 
 
 def test_run_top_k_and_pytrec_tie_order():

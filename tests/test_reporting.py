@@ -119,6 +119,17 @@ def test_nano_table_from_real_runs(mirror_env: Path, tmp_path: Path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
+def test_partial_nano_row_keeps_its_extra_columns_and_says_why_there_is_no_average(mirror_env: Path, tmp_path: Path):
+    spec = list_tasks("nano")[0]
+    write_outputs(evaluate_task(spec.name, "bm25-robertson", hybrid=True, candidates=["bm25"], show_progress=False), tmp_path)
+    (row,) = build_leaderboard([tmp_path], benchmark="nano")
+    assert row.extras == {} and set(row.task_extras[spec.hub_name]) == {"Hybrid", "Cand. BM25"}
+    text = render([row], "md")
+    header, _, cells = text.splitlines()[:3]
+    assert header.endswith("| Hybrid | Cand. BM25 |") and cells.endswith("| - | - |")
+    assert "no average for Hybrid on 1 of 8 tasks; Cand. BM25 on 1 of 8 tasks (averages need every task)" in text
+
+
 def test_plots(results: Path, tmp_path: Path):
     rows = build_leaderboard([results], compare_published=True)
     png = plot_tasks(rows[:4], tmp_path / "chart.png")

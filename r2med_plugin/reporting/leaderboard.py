@@ -396,8 +396,15 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
 # --- rendering -------------------------------------------------------------------------------------
 
 
+def _partial_extras(row: LeaderboardRow) -> dict[str, int]:
+    """NanoR2MED extra column -> number of tasks holding it, for columns held by some tasks but not all
+    (no average is shown for those: it would mix task sets)."""
+    counts = {column: sum(column in values for values in row.task_extras.values()) for column in NANO_EXTRA_COLUMNS}
+    return {column: count for column, count in counts.items() if count and column not in row.extras}
+
+
 def _header(rows: Sequence[LeaderboardRow]) -> list[str]:
-    extras = [c for c in NANO_EXTRA_COLUMNS if any(c in r.extras for r in rows)]
+    extras = [c for c in NANO_EXTRA_COLUMNS if any(c in r.extras or c in _partial_extras(r) for r in rows)]
     return ["Rank", "LLM", "Retriever", "Avg.", *task_columns(), *extras]
 
 
@@ -421,10 +428,16 @@ def row_label(row: LeaderboardRow) -> str:
 
 
 def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
-    return [
+    lines = [
         f"{row_label(row)}: not ranked, " + (row.excluded if row.excluded else f"missing {', '.join(row.missing)}")
         for row in rows if not row.ranked
     ]
+    for row in rows:
+        partial = _partial_extras(row)
+        if partial:
+            held = "; ".join(f"{column} on {count} of {len(task_columns())} tasks" for column, count in partial.items())
+            lines.append(f"{row_label(row)}: no average for {held} (averages need every task)")
+    return lines
 
 
 def render_many(tables: dict[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
