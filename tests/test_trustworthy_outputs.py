@@ -313,3 +313,20 @@ def test_a_newer_revision_with_only_candidate_results_never_hides_an_older_full_
     rows = build_leaderboard([tmp_path], benchmark="nano")
     full = [row for row in rows if row.scores]
     assert len(full) == 1 and full[0].scores == pytest.approx({spec.hub_name: 40.0 for spec in list_tasks("nano")})
+
+
+def test_submission_refuses_results_of_drifted_data(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """The fixture mirror's counts differ from the dataset card (R2MED_ACCEPT_DRIFT lets it be evaluated): its
+    results record how, and a submission refuses them, naming the task, the counts and the file."""
+    from r2med_plugin.cli import main
+    from r2med_plugin.reporting.submission import export_submission
+
+    paths = write_outputs(evaluate_task("R2MEDBiology", "bm25-robertson", show_progress=False), tmp_path / "out")
+    drift = json.loads(paths["mteb"].read_text())["r2med_provenance"]["dataset_count_drift"]
+    assert drift["queries"]["expected"] == 103 and drift["queries"]["found"] < 103
+    assert json.loads(paths["official_metadata"].read_text())["dataset_count_drift"] == drift
+    with pytest.raises(ValueError, match=r"R2MEDBiology \[documents 24 of 57359, qrels 9 of 374, queries 6 of 103\] in .*R2MEDBiology\.json\. .*download it again"):
+        export_submission([tmp_path / "out"], "bm25-robertson", tmp_path / "submission")
+    assert not (tmp_path / "submission").exists()
+    assert main(["export", "--submission", str(tmp_path / "out"), "--model", "bm25-robertson", "--out", str(tmp_path / "s")]) == 2
+    assert "counts differ from the dataset card" in capsys.readouterr().err

@@ -368,6 +368,7 @@ def _texts(frame: pl.DataFrame, ids: set[str]) -> dict[str, str]:
 
 def write_reranked_outputs(result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False) -> dict[str, Path]:
     """MTEB-format result (reranked and first_stage_* scores), the official reranker JSON, optionally TREC runs."""
+    from r2med_plugin.evaluation.runner import dataset_count_drift
     from r2med_plugin.reporting.export import model_folder_name, write_mteb_result, write_trec_run
 
     info: RerankInfo = result.rerank
@@ -381,6 +382,7 @@ def write_reranked_outputs(result: TaskRunResult, output_dir: str | os.PathLike,
                 "reranker": info.reranker, "reranker_revision": info.reranker_revision, "first_stage": info.first_stage,
                 "first_stage_revision": info.first_stage_revision, "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
                 "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
+                "dataset_count_drift": dataset_count_drift(result.data),
             },
         )
     }

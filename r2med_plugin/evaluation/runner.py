@@ -370,6 +370,11 @@ def result_model_name(result: TaskRunResult) -> str:
     return name + prompt_suffix(result)
 
 
+def dataset_count_drift(data: TaskData) -> dict[str, dict[str, int]]:
+    """How the data's counts differ from the dataset card's (evaluated with --accept-drift); {} when they match."""
+    return {} if data.report.get("synthetic_sample") else dict(data.report.get("count_drift") or {})
+
+
 def provenance(result: TaskRunResult) -> dict[str, object]:
     """What a result file records about how it was produced, beyond the scores."""
     return {
@@ -382,6 +387,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "dataset_revision_recorded": result.data.result_revision,
         "dataset_source": result.data.source,
         "dataset_files_fingerprint": result.data.files_fingerprint,
+        "dataset_count_drift": dataset_count_drift(result.data),
         "r2med_plugin_version": __version__,
     }
 

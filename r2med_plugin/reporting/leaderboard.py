@@ -56,6 +56,7 @@ class ResultRecord:
     path: Path
     dataset_revision: str = ""
     candidates_only: bool = False
+    count_drift: dict = field(default_factory=dict)  # counts that differed from the dataset card (--accept-drift)
 
 
 @dataclass
@@ -117,12 +118,19 @@ def read_result_folders(folders: Iterable[str | Path]) -> list[ResultRecord]:
                     model=_model_name(path), revision=path.parent.name, task=task,
                     scores=scores, date=float(payload.get("date") or path.stat().st_mtime), path=path,
                     dataset_revision=str(payload.get("dataset_revision") or ""), candidates_only=candidates_only,
+                    count_drift=_recorded_drift(payload),
                 )
             )
     return records
 
 
 RERANKING_SUFFIX = "Reranking"
+
+
+def _recorded_drift(payload: dict) -> dict:
+    provenance = payload.get("r2med_provenance")
+    drift = provenance.get("dataset_count_drift") if isinstance(provenance, dict) else None
+    return drift if isinstance(drift, dict) else {}
 
 
 def _nano_names() -> set[str]:

@@ -55,6 +55,11 @@ def export_submission(
                     "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
         known = sorted({r.model for r in read_result_folders(folders)})
         raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
+    drifted = {name: record for name, record in ours.items() if record.count_drift}
+    if drifted:
+        described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
+        raise ValueError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
+                         f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
     out = Path(out_dir)
     written = []
     retriever = _split_model(model)[1]
@@ -86,6 +91,12 @@ def export_submission(
     note = f"\n**Incomplete:** no results for {', '.join(missing)}; the average is not computed.\n" if missing else ""
     (out / "README.md").write_text(SUBMISSION_README.format(model=model, version=__version__, missing=note), encoding="utf-8")
     return written + [out / "summary.md", out / "summary.csv", out / "README.md"]
+
+
+def _drift_text(drift: dict) -> str:
+    """"documents 24 of 57359, queries 6 of 103": found of expected."""
+    return ", ".join(f"{key} {value.get('found')} of {value.get('expected')}" if isinstance(value, dict) else key
+                     for key, value in sorted(drift.items()))
 
 
 def _one_revision_set(records: list, model: str) -> dict:
