@@ -230,6 +230,10 @@ def test_a_folder_is_named_by_its_normalised_path(model_copy: Path, monkeypatch:
     spellings = [model_copy.name, model_copy.name + "/", f"./{model_copy.name}", f"./{model_copy.name}//"]
     assert {model_revision(spelling, None)[:2] for spelling in spellings} == {(model_copy.name, model_revision(model_copy.name, None)[1])}
     assert model_revision(str(model_copy) + "/", None)[0] == str(model_copy)
+    assert model_revision("./", None)[0] == str(model_copy.parent)  # never "." or "..": a result folder of that name escapes
+    monkeypatch.chdir(model_copy / "1_Pooling")
+    assert model_revision("../", None)[0] == str(model_copy)
+    assert model_revision(f"../../{model_copy.name}", None)[0] == str(model_copy)
 
 
 def test_hub_model_revision_is_the_commit_mteb_records(tmp_path: Path):

@@ -302,7 +302,7 @@ def test_outputs_official_json_mteb_result_and_no_collision(data, reranker, hand
     payload = json.loads(text)
     assert text == json.dumps(payload, indent=2, sort_keys=True)  # as the official json.dump writes it
     assert paths["official"].stat().st_mode & 0o044  # readable by others, like a file open() creates
-    assert result.model_revision == reranker_revision(reranker) + "+first-stage-" + resolve_first_stage(data, topk, depth=10).revision
+    assert result.model_revision == reranker_revision(reranker) + "+first-stage-" + resolve_first_stage(data, topk.parent, depth=10).revision
     folder = ("official", "reranker", model_folder_name(reranker.name), "nv", "top_10", result.model_revision, f"{TASK}.json")
     assert paths["official"].relative_to(tmp_path / "out").parts == folder
     assert paths["trec"].relative_to(tmp_path / "out").parts[2:] == (result.model_revision, f"{TASK}.trec")
@@ -526,6 +526,13 @@ def test_first_stages_of_one_name_never_overwrite_each_other(data, reranker, tmp
         assert written[0][kind] != written[1][kind] and written[0][kind].is_file() and written[1][kind].is_file()
     again = evaluate_task(TASK, rerank=reranker, first_stage=first.parent, rerank_depth=10, show_progress=False)
     assert again.model_revision == results[0].model_revision
+    # every task reranked from one folder shares one revision (one leaderboard row); another file there changes it
+    (first.parent / "Bioinformatics.jsonl").write_text('{"id": "q", "topk_pid": [["d", 1.0]]}\n')
+    other_task = load_task("R2MEDBioinformatics")
+    stages = [resolve_first_stage(task_data, first.parent, depth=10) for task_data in (data, other_task)]
+    assert stages[0].run != stages[1].run and stages[0].revision == stages[1].revision
+    assert stages[0].revision != again.model_revision.rsplit("+first-stage-", 1)[1]  # the folder changed
+    assert resolve_first_stage(data, first, depth=10).revision != stages[0].revision  # one file alone: its own digest
     provenance = json.loads(written[1]["mteb"].read_text())["r2med_provenance"]
     assert provenance["reranker_revision"] == reranker_revision(reranker)
     assert provenance["first_stage_revision"] == resolve_first_stage(data, second.parent, depth=10).revision

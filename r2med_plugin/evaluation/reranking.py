@@ -225,17 +225,27 @@ def resolve_first_stage(
         return FirstStage(name or "run", run, revision=_run_digest(run))
     if isinstance(first_stage, (str, os.PathLike)):
         path = run_file_for(data, Path(first_stage))
-        run = read_run_file(path)
-        return FirstStage(name or _run_file_label(data, path, Path(first_stage)), run, path, revision=_run_digest(run))
+        return FirstStage(name or _run_file_label(data, path, Path(first_stage)), read_run_file(path), path,
+                          revision=_run_files_digest(Path(first_stage)))
     raise TypeError(
         f"first_stage must be {sorted(BM25_RETRIEVERS)}, an encoder, a run file or folder, or a run dict; got {type(first_stage).__name__}"
     )
 
 
 def _run_digest(run: Run) -> str:
-    """A run's identity: its queries, documents, order and scores (two run files of one name differ here)."""
+    """An in-memory run's identity: its queries, documents, order and scores."""
     canonical = json.dumps([[query_id, list(ranked.items())] for query_id, ranked in sorted(run.items())])
     return "run-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+def _run_files_digest(given: Path) -> str:
+    """A run file's identity (its bytes), or a run folder's: the names and bytes of all its run files, so
+    every task reranked from one folder (official ``topk_docs/<retriever>/``) shares one revision."""
+    files = sorted(p for p in given.iterdir() if p.is_file() and p.suffix in RUN_FILE_SUFFIXES) if given.is_dir() else [given]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return "run-" + digest.hexdigest()[:12]
 
 
 def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:

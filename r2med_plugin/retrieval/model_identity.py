@@ -63,6 +63,13 @@ def hub_commit(repo_id: str, revision: str | None) -> str | None:
     return None
 
 
+def _folder_name(path: str) -> str:
+    """The normalised path; the absolute one where that would climb out of the working folder ("." or
+    "../m" would name a result folder "." or "..")."""
+    name = os.path.normpath(path)
+    return os.path.abspath(name) if name.split(os.sep)[0] in (".", "..") else name
+
+
 def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, str]:
     """(name, revision to report, identity for cache keys) of a model loaded from ``name_or_path``.
 
@@ -74,7 +81,7 @@ def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, s
     if os.path.isdir(name_or_path):
         fingerprint = folder_revision(name_or_path)
         # A user's label names the results too, but never alone: retrained weights under one label file apart.
-        return os.path.normpath(name_or_path), (f"{revision}+{fingerprint}" if revision else fingerprint), fingerprint
+        return _folder_name(name_or_path), (f"{revision}+{fingerprint}" if revision else fingerprint), fingerprint
     name, commit = name_or_path, hub_commit(name_or_path, revision)
     if commit is None and "/" not in name_or_path:
         commit = hub_commit(f"sentence-transformers/{name_or_path}", revision)
