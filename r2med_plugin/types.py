@@ -14,6 +14,8 @@ Run = dict[str, dict[str, float]]
 Candidates = dict[str, list[str]]
 TaskKind = Literal["r2med", "nano"]
 
+COUNT_DRIFT = "+count-drift"  # dataset revision marker of data whose counts differ from the dataset card
+
 
 def freeze(value: Any) -> Any:
     """Read-only view of nested JSON-like data (dicts become mapping proxies, lists tuples)."""
@@ -86,13 +88,15 @@ class TaskData:
     def result_revision(self) -> str:
         """The dataset revision result files record: ``revision``, marked ``+unverified-files-<fingerprint>``
         (of the whole mirrored repo, so every task of one repo records the same revision) when a local
-        mirror does not prove the commit it names."""
-        marker = self.repo_fingerprint or self.files_fingerprint
-        if self.revision_verified or marker is None or marker in self.revision:
-            return self.revision
+        mirror does not prove the commit it names, and ``+count-drift`` when its counts differ from the
+        dataset card (evaluated with accept_drift): every result file says so, an ``mteb run`` one too."""
         if self.report.get("synthetic_sample"):
             return self.revision
-        return f"{self.revision}+unverified-files-{marker}"
+        drift = COUNT_DRIFT if self.report.get("count_drift") else ""
+        marker = self.repo_fingerprint or self.files_fingerprint
+        if self.revision_verified or marker is None or marker in self.revision:
+            return self.revision + drift
+        return f"{self.revision}+unverified-files-{marker}{drift}"
 
     @property
     def cache_revision(self) -> str:

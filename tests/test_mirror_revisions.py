@@ -102,7 +102,8 @@ def test_r2med_mirror_without_metadata_is_unverified(mirror_copy: Path, tmp_path
     assert result.dataset_revision_verified is False
     paths = write_outputs(result, tmp_path / "out")
     mteb_file = json.loads(paths["mteb"].read_text())
-    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.repo_fingerprint}"
+    # the fixture's counts differ from the dataset card (evaluated with accept_drift): marked too
+    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.repo_fingerprint}+count-drift"
     assert mteb_file["r2med_provenance"]["dataset_revision_verified"] is False
     sidecar = json.loads(paths["official_metadata"].read_text())
     assert sidecar["dataset_revision_verified"] is False and sidecar["dataset_revision"] == spec.revision
@@ -112,7 +113,7 @@ def test_r2med_mirror_without_metadata_is_unverified(mirror_copy: Path, tmp_path
     assert verified.dataset_revision_verified is True
     assert verified.data.cache_revision.startswith(spec.revision)
     assert verified.scores == result.scores
-    assert json.loads(write_outputs(verified, tmp_path / "verified")["mteb"].read_text())["dataset_revision"] == spec.revision
+    assert json.loads(write_outputs(verified, tmp_path / "verified")["mteb"].read_text())["dataset_revision"] == spec.revision + "+count-drift"
 
 
 def test_cli_prints_unverified_revision(mirror_copy: Path, capsys: pytest.CaptureFixture[str]):
@@ -139,7 +140,13 @@ def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, 
     model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     result = mteb.evaluate(model, mteb.get_task("R2MEDBiology"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
     data = r2med_plugin.load_task("R2MEDBiology")
-    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.repo_fingerprint}"
+    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.repo_fingerprint}+count-drift"
+    # mteb's result file has no r2med provenance: the marker alone makes a submission refuse it
+    from r2med_plugin.reporting.submission import export_submission
+
+    model_name = result.model_name
+    with pytest.raises(ValueError, match=r"R2MEDBiology \[dataset revision marked \+count-drift\] in .*download it again"):
+        export_submission([tmp_path], model_name, tmp_path / "submission")
 
 
 def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
@@ -159,7 +166,7 @@ def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
     os.utime(corpus, (later, later))
     edited = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     assert edited.revision == spec.revision and edited.revision_verified is False
-    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.repo_fingerprint}"
+    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.repo_fingerprint}+count-drift"
 
 
 def test_mteb_descriptive_statistics_follow_an_edited_mirror(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch):

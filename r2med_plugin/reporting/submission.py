@@ -8,6 +8,7 @@ from pathlib import Path
 
 from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.types import COUNT_DRIFT
 from r2med_plugin.evaluation.official import official_model_name, write_json_atomic, write_official_results
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
 from r2med_plugin.reporting.leaderboard import (
@@ -55,7 +56,7 @@ def export_submission(
                     "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
         known = sorted({r.model for r in read_result_folders(folders)})
         raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
-    drifted = {name: record for name, record in ours.items() if record.count_drift}
+    drifted = {name: record for name, record in ours.items() if record.count_drift or record.dataset_revision.endswith(COUNT_DRIFT)}
     if drifted:
         described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
         raise ValueError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
@@ -94,7 +95,9 @@ def export_submission(
 
 
 def _drift_text(drift: dict) -> str:
-    """"documents 24 of 57359, queries 6 of 103": found of expected."""
+    """"documents 24 of 57359, queries 6 of 103": found of expected (an mteb result records only the marker)."""
+    if not drift:
+        return f"dataset revision marked {COUNT_DRIFT}"
     return ", ".join(f"{key} {value.get('found')} of {value.get('expected')}" if isinstance(value, dict) else key
                      for key, value in sorted(drift.items()))
 
