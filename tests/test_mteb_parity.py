@@ -63,7 +63,8 @@ def test_builtin_and_plugin_tasks_agree(fixture_mirror: Path, tmp_path: Path, do
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     theirs, ours = out[builtin], out[spec.name]
-    assert theirs["revision"] == ours["revision"] == spec.revision
+    # the same commit; the fixture's counts differ from the dataset card, which ours marks and mteb's task does not
+    assert theirs["revision"] == spec.revision and ours["revision"] == spec.revision + "+count-drift"
     assert any(path.endswith("/corpus.jsonl") for _, path in hub.requests)  # both really downloaded from the hub
     # Identical predictions: the same queries (mteb drops the fixture's unjudged query, so do we), documents and scores.
     assert ours["predictions"] == theirs["predictions"]
