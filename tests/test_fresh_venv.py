@@ -82,6 +82,16 @@ def test_mteb_run_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: Pat
     assert scores["hit_at_10"] == ours["hit_at_10"]
     assert result["dataset_revision"] == data.result_revision  # the fixture mirror records no commit: marked unverified
     assert result["task_name"] == task
+    # the predictions file mteb itself wrote exports as a TREC run, filed and tagged by the model mteb recorded
+    from r2med_plugin.reporting.submission import export_trec_runs
+
+    (trec,) = export_trec_runs([tmp_path / "predictions"], tmp_path / "trec")
+    assert trec == tmp_path / "trec" / MODEL_NAME.replace("/", "__") / MODEL_REVISION / f"{task}.trec"
+    first_query = sorted(run)[0]
+    lines = [line.split() for line in trec.read_text().splitlines() if line.startswith(first_query + " ")]
+    best = max(run[first_query].items(), key=lambda item: (item[1], item[0]))
+    assert lines[0][:4] == [first_query, "Q0", best[0], "1"] and lines[0][5] == MODEL_NAME.replace("/", "__")
+    assert len(lines) == min(1000, len(run[first_query]))
 
 
 def test_mteb_lists_our_tasks(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
@@ -146,4 +156,4 @@ def test_demo_from_the_installed_wheel(fresh_python: Path, cli_env: dict[str, st
     out = _run(fresh_python, ["-m", "r2med_plugin.cli", "demo", "--out", str(tmp_path / "demo"), "--quiet"], env, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "site-packages" in out.stdout.split("== sample: ")[1].splitlines()[0]  # the sample inside the wheel
-    assert "| sentence-transformers/all-MiniLM-L6-v2 |" in out.stdout and "| bm25-lucene |" in out.stdout
+    assert "| sentence-transformers/all-MiniLM-L6-v2 (synthetic sample) |" in out.stdout and "| bm25-lucene (synthetic sample) |" in out.stdout

@@ -382,7 +382,8 @@ def test_two_commands_to_a_leaderboard_row_beside_the_released_one(server, mirro
     rows = build_leaderboard([results / "results"])
     mine = {(row.llm, row.retriever, row.note) for row in rows}
     folder_id = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:8]
-    unverified = "pinned commits, unverified mirror files"  # the fixture mirror records no download metadata
+    # the fixture mirror records no download metadata, and its counts are not the dataset card's
+    unverified = "pinned commits, unverified mirror files, counts differ from the dataset card"
     assert mine == {("qwen-7b", "bm25-lucene", f"hyde, generated locally @{folder_id}, {unverified}"),
                     ("qwen-7b", "bm25-lucene", f"hyde, {unverified}")}
     local = next(row for row in rows if "locally" in row.note)

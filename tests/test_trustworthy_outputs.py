@@ -93,9 +93,10 @@ def test_synthetic_results_are_never_ranked_next_to_real_ones(tmp_path: Path):
     assert [row.retriever for row in rows if row.ranked] == ["org/real-model"]
     text = render(rows, "md")
     assert "synthetic" in text and "| 1 | - | org/real-model | 30.00 |" in text
-    # Synthetic results alone (the demo) are ranked among themselves.
+    # Synthetic results alone (the demo) are ranked among themselves, still labelled.
     (alone,) = build_leaderboard([demo], benchmark="nano")
-    assert alone.ranked and alone.average == pytest.approx(90.0) and alone.note == ""
+    assert alone.ranked and alone.average == pytest.approx(90.0) and alone.note == "synthetic sample"
+    assert "| 1 | - | bm25-lucene (synthetic sample) | 90.00 |" in render([alone], "md")
 
 
 def test_dataset_revisions_are_kept_apart(tmp_path: Path):
@@ -162,7 +163,7 @@ def test_trec_depth_and_tag_are_the_same_for_evaluate_and_export(mirror_env: Pat
     predictions = tmp_path / "pred"
     predictions.mkdir()
     (predictions / "R2MEDBiology_predictions.json").write_text(json.dumps(
-        {"mteb_model_meta": {"name": "org/m"}, "default": {"test": {"q1": deep}}}))
+        {"mteb_model_meta": {"model_name": "org/m"}, "default": {"test": {"q1": deep}}}))
     (path,) = export_trec_runs([predictions], tmp_path / "trec")
     lines = path.read_text().splitlines()
     assert len(lines) == 1000 and lines[0].split() == ["q1", "Q0", "d1499", "1", "1499.000000", "org__m"]
@@ -173,7 +174,7 @@ def test_trec_depth_and_tag_are_the_same_for_evaluate_and_export(mirror_env: Pat
         {"mteb_model_meta": {"name": "org/other"}, "default": {"test": {"q1": {"d1": 1.0}}}}))
     (predictions / "newer").mkdir()
     (predictions / "newer" / "R2MEDBiology_predictions.json").write_text(json.dumps(
-        {"mteb_model_meta": {"name": "org/m", "revision": "c0ffee"}, "default": {"test": {"q1": {"d2": 1.0}}}}))
+        {"mteb_model_meta": {"model_name": "org/m", "revision": "c0ffee"}, "default": {"test": {"q1": {"d2": 1.0}}}}))
     # two models, and two revisions of one model, one task: three files, none overwritten
     two = export_trec_runs([predictions], tmp_path / "two")
     assert sorted(p.relative_to(tmp_path / "two").as_posix() for p in two) == [

@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.types import COUNT_DRIFT
 
 BENCHMARKS = ("r2med", "nano")
 MAIN_METRIC = "ndcg_at_10"
@@ -43,6 +44,8 @@ _PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  #
 SYNTHETIC_REVISION = "synthetic-sample"
 SYNTHETIC_LABEL = "synthetic sample"
 UNVERIFIED_SET = "pinned commits, unverified mirror files"
+DRIFT_LABEL = "counts differ from the dataset card"
+UNVERIFIED_DRIFT_SET = f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
 BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
 
@@ -198,7 +201,9 @@ def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> st
     if builtin or (pinned and record.dataset_revision in (pinned, "")):
         return ""
     if pinned and record.dataset_revision.startswith(f"{pinned}+unverified-files-"):
-        return UNVERIFIED_SET  # a mirror without download records: the pins, not proven (each repo its own fingerprint)
+        # a mirror without download records: the pins, not proven (each repo its own fingerprint); data whose
+        # counts drifted from the dataset card is a set apart
+        return UNVERIFIED_DRIFT_SET if record.dataset_revision.endswith(COUNT_DRIFT) else UNVERIFIED_SET
     return record.dataset_revision
 
 
@@ -257,8 +262,11 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         llm, retriever, method = _split_model(model)
         local = _local_note(model) if method and model.startswith("local/") else ""
         several = len(real_sets.get((model, builtin), ())) > 1
-        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION, UNVERIFIED_SET) and several else ""
-        revision_note = UNVERIFIED_SET if revisions == UNVERIFIED_SET else revision_note
+        unverified = revisions in (UNVERIFIED_SET, UNVERIFIED_DRIFT_SET)
+        revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and not unverified and several else ""
+        revision_note = revisions if unverified else revision_note
+        if revisions.endswith(COUNT_DRIFT) and not unverified:
+            revision_note = ", ".join(part for part in (revision_note, DRIFT_LABEL) if part)
         weights_note = f"model revision {model_revision}" if model_revisions[(model, builtin, revisions)] > 1 else ""
         note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "", revision_note, weights_note) if part)
         scores = {hub: 100 * float(record.scores[MAIN_METRIC]) for hub, record in per_task.items() if MAIN_METRIC in record.scores}
@@ -303,13 +311,13 @@ def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[
 
 
 def _keep_synthetic_apart(rows: list[LeaderboardRow]) -> None:
-    """Synthetic-sample rows are ranked only when every row is synthetic (the demo); else shown, labelled, unranked."""
-    if all(row.synthetic for row in rows):
-        return
+    """Synthetic-sample rows are always labelled; ranked only when every row is synthetic (the demo), else unranked."""
+    only_synthetic = all(row.synthetic for row in rows)
     for row in rows:
         if row.synthetic:
             row.note = ", ".join(part for part in (row.note, SYNTHETIC_LABEL) if part)
-            row.excluded = "synthetic sample (not R2MED data), never ranked next to real results"
+            if not only_synthetic:
+                row.excluded = "synthetic sample (not R2MED data), never ranked next to real results"
 
 
 def published_rows() -> list[LeaderboardRow]:

@@ -128,10 +128,11 @@ def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, dept
         for path in sorted(Path(folder).rglob("*_predictions.json")):
             payload = json.loads(path.read_text(encoding="utf-8"))
             meta = payload.get("mteb_model_meta") or {}
-            model, revision = meta.get("name"), meta.get("revision") or "no_revision_available"  # mteb's word for none
+            # mteb 2 writes "model_name", earlier versions "name"
+            model, revision = meta.get("model_name") or meta.get("name"), meta.get("revision") or "no_revision_available"
             if not model:
-                raise ValueError(f"{path}: names no model (mteb_model_meta.name is missing), so its run cannot be tagged; "
-                                 "re-run mteb with --prediction-folder, which records the model")
+                raise ValueError(f"{path}: names no model (mteb_model_meta.model_name is missing), so its run cannot be tagged; "
+                                 "add it to the file's mteb_model_meta, or re-run mteb with --prediction-folder, which records it")
             task = path.name.removesuffix("_predictions.json")
             for subset, splits in payload.items():
                 if subset == "mteb_model_meta" or not isinstance(splits, dict):
