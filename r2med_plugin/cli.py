@@ -109,6 +109,13 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     if not source:
         raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl (file or folder)")
     first_stage = _first_stage(source, args)
+    if isinstance(first_stage, str) and Path(first_stage).is_dir():  # every task's run file found and readable first
+        from r2med_plugin.data.runs import read_run_file
+        from r2med_plugin.evaluation.reranking import task_run_file
+
+        for task in args.task:
+            spec = get_task_spec(task)
+            read_run_file(task_run_file(Path(first_stage), spec.name, spec.hub_name))
     reranker = SentenceTransformerCrossEncoder(args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
     for task in args.task:
         prompt = official_query_prompt(get_task_spec(task)) if args.instruction else None

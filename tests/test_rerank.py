@@ -363,6 +363,16 @@ def test_cli_reranks_a_run_file(data, cross_encoder_dir: Path, tmp_path: Path, c
     assert "add --rerank" in capsys.readouterr().err
     assert main(["evaluate", "--task", TASK, "--rerank", str(cross_encoder_dir), "--first-stage", str(tmp_path / "typo.trec")]) == 2
     assert "no such run file or folder" in capsys.readouterr().err
+    # a run folder: every task's file is found and read before the first task runs or the reranker loads
+    two_tasks = ["evaluate", "--task", TASK, "R2MEDBioinformatics", "--rerank", str(cross_encoder_dir), "--first-stage",
+                 str(topk.parent), "--output", str(tmp_path / "two"), "--quiet"]
+    assert main(two_tasks) == 2
+    err = capsys.readouterr().err
+    assert "no run file for R2MEDBioinformatics" in err and "Bioinformatics with .jsonl, .trec" in err and "leave R2MEDBioinformatics out" in err
+    (topk.parent / "Bioinformatics.jsonl").write_text('{"id": "q1", "topk_pid": [["d1", 1.0]]}\nnot json\n')
+    assert main(two_tasks) == 2
+    assert "Bioinformatics.jsonl, line 2" in capsys.readouterr().err
+    assert not (tmp_path / "two").exists()  # nothing ran
 
 
 def test_mteb_cross_encoder_wrapper_gives_the_same_run(data, cross_encoder_dir: Path, reranker, tmp_path: Path):

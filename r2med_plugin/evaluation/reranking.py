@@ -261,14 +261,20 @@ def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:
 
 def run_file_for(data: TaskData, path: Path) -> Path:
     """``path`` itself, or in a folder the run file named after the task (R2MEDBiology.trec, Biology.jsonl, ...)."""
+    return task_run_file(path, data.name, data.spec.hub_name)
+
+
+def task_run_file(path: Path, task: str, hub_name: str) -> Path:
+    """``path`` itself, or in a folder the run file of ``task`` (named after the task or its hub name)."""
     if path.is_file():
         return path
     if path.is_dir():
-        names = [f"{stem}{suffix}" for stem in (data.name, data.spec.hub_name) for suffix in RUN_FILE_SUFFIXES]
-        for candidate in names:
-            if (path / candidate).is_file():
-                return path / candidate
-        raise FileNotFoundError(f"{path}: no run file for {data.name} in this folder (looked for {', '.join(names[:2])}, ...)")
+        for stem in (task, hub_name):
+            for suffix in RUN_FILE_SUFFIXES:
+                if (path / f"{stem}{suffix}").is_file():
+                    return path / f"{stem}{suffix}"
+        raise FileNotFoundError(f"{path}: no run file for {task} in this folder (looked for {task} or {hub_name} "
+                                f"with {', '.join(RUN_FILE_SUFFIXES)}); add it, or leave {task} out of --task")
     raise FileNotFoundError(
         f"{path}: no such run file or folder; the first stage is bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl"
     )
