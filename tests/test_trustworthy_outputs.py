@@ -264,6 +264,21 @@ def test_submission_takes_one_revision_set_and_no_synthetic_results(tmp_path: Pa
     export_submission([clean], "org/m", tmp_path / "out")
     card = json.loads((tmp_path / "out" / "model_card.json").read_text())
     assert card["dataset_revisions"] == {spec.name: spec.revision for spec in R2MED}
+    assert "Unverified" not in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_submission_warns_about_missing_tasks_and_unverified_files(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    from r2med_plugin.reporting.submission import export_submission
+
+    for spec in R2MED[:3]:
+        _result(tmp_path / "r", "org/m", spec.name, 0.1, f"{spec.revision}+unverified-files-abc")
+    with caplog.at_level("WARNING"):
+        export_submission([tmp_path / "r"], "org/m", tmp_path / "out")
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert f"no results for {', '.join(spec.hub_name for spec in R2MED[3:])}" in messages and "all 8 tasks" in messages
+    assert f"{', '.join(sorted(spec.name for spec in R2MED[:3]))} ran on mirror files that do not prove" in messages
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert "**Incomplete:**" in readme and "**Unverified data:**" in readme
 
 
 def test_top_k_never_reports_metrics_deeper_than_the_run(mirror_env: Path, tmp_path: Path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
 from r2med_plugin.reporting.leaderboard import (
     SYNTHETIC_REVISION, _split_model, grouped_records, read_result_folders, rank_rows, render, user_rows,
 )
+
+logger = logging.getLogger(__name__)
 
 SUBMISSION_README = """# R2MED submission: {model}
 
@@ -89,7 +92,17 @@ def export_submission(
     }
     written.append(write_json_atomic(out / "model_card.json", card))
     missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
+    unverified = sorted(name for name, record in ours.items() if "+unverified-files-" in record.dataset_revision)
     note = f"\n**Incomplete:** no results for {', '.join(missing)}; the average is not computed.\n" if missing else ""
+    if missing:
+        logger.warning("incomplete submission: no results for %s; the leaderboard ranks a model on all %d tasks "
+                       "(run the missing ones, then export again)", ", ".join(missing), len(by_task))
+    if unverified:
+        note += (f"\n**Unverified data:** {', '.join(unverified)} ran on mirror files that do not prove the pinned "
+                 "commit (no download record, or edited after the download).\n")
+        logger.warning("%s ran on mirror files that do not prove the pinned commit: download the data with "
+                       "`huggingface-cli download --local-dir` (which records the commit) and re-run before submitting",
+                       ", ".join(unverified))
     (out / "README.md").write_text(SUBMISSION_README.format(model=model, version=__version__, missing=note), encoding="utf-8")
     return written + [out / "summary.md", out / "summary.csv", out / "README.md"]
 
