@@ -157,6 +157,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValueError("--depth is the depth of TREC run files: add --trec (and --output DIR), or drop --depth")
     if args.top_k < MIN_TOP_K:
         raise ValueError(f"--top-k must be at least {MIN_TOP_K}: the main score is nDCG@10; got {args.top_k}")
+    if args.depth != 1000 and args.depth > args.top_k:  # the run holds --top-k documents per query
+        raise ValueError(f"--depth {args.depth} is deeper than the run (--top-k {args.top_k} documents per query): "
+                         f"raise --top-k to {args.depth}, or lower --depth")
     repeated = sorted({task for task in args.task if args.task.count(task) > 1})
     if repeated:
         raise ValueError(f"--task names {', '.join(repeated)} more than once: each task runs once, give it once")
@@ -346,12 +349,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
     evaluate.add_argument("--trec", action="store_true", help="also write TREC run files")
     evaluate.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
-    evaluate.add_argument("--top-k", type=int, default=1000)
-    evaluate.add_argument("--model-revision", default=None)
-    evaluate.add_argument("--device", default="cpu")
-    evaluate.add_argument("--batch-size", type=int, default=32)
-    evaluate.add_argument("--data-dir", default=None)
-    evaluate.add_argument("--accept-drift", action="store_true", default=None)
+    evaluate.add_argument("--top-k", type=int, default=1000,
+                          help="documents retrieved per query (default 1000, at least 10); deeper metrics are left out below 1000")
+    evaluate.add_argument("--model-revision", default=None,
+                          help="hub revision of the model (default: what the cache holds); for a folder, a label filed with its fingerprint")
+    evaluate.add_argument("--device", default="cpu", help="device for the model: cpu (default), cuda, cuda:1, mps")
+    evaluate.add_argument("--batch-size", type=int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
+    evaluate.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")
+    evaluate.add_argument("--accept-drift", action="store_true", default=None,
+                          help="evaluate data whose counts/revision differ from task_metadata (marked +count-drift; never submittable)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
     evaluate.add_argument("--rerank", default=None, metavar="CROSS_ENCODER",
                           help="rerank the top --rerank-depth of --first-stage with this sentence-transformers CrossEncoder (name or folder)")

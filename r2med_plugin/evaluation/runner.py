@@ -97,9 +97,10 @@ def check_arguments(
     if unknown:
         raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
     if candidates and not spec.candidate_profiles:
-        raise ValueError(f"{spec.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
+        raise ValueError(f"{spec.name} has no stored candidate lists; candidate subsets (--candidates) exist for the "
+                         f"NanoR2MED tasks only: run {spec.name} in a command without --candidates")
     if candidates_only and not candidates:
-        raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
+        raise ValueError("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, dense or hybrid)")
     if expansion is None:
         return
     if candidates:
