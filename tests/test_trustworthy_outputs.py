@@ -346,3 +346,23 @@ def test_submission_refuses_results_of_drifted_data(mirror_env: Path, tmp_path: 
     assert not (tmp_path / "submission").exists()
     assert main(["export", "--submission", str(tmp_path / "out"), "--model", "bm25-robertson", "--out", str(tmp_path / "s")]) == 2
     assert "counts differ from the dataset card" in capsys.readouterr().err
+
+
+def test_a_result_on_other_data_replacing_one_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.reporting.export import write_mteb_result
+
+    spec = get_task_spec("NanoR2MEDBiology")
+
+    def write(revision: str) -> Path:
+        return write_mteb_result(tmp_path, spec=spec, task_name=spec.name, model_name="bm25-lucene", model_revision="v",
+                                 dataset_revision=revision, scores={"ndcg_at_10": 0.5}, main_score="ndcg_at_10", evaluation_time=1.0)
+
+    with caplog.at_level("WARNING"):
+        first, same = write("synthetic-sample"), write("synthetic-sample")
+        assert not caplog.records  # the same data again: a plain re-run
+        other = write("local-abc+count-drift")
+    assert first == same == other
+    (record,) = caplog.records
+    assert "replaces a result computed on dataset revision synthetic-sample (this one: local-abc+count-drift)" in record.getMessage()
+    assert json.loads(other.read_text())["dataset_revision"] == "local-abc+count-drift"

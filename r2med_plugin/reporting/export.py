@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -9,6 +11,8 @@ from pathlib import Path
 
 from r2med_plugin.evaluation.official import write_json_atomic
 from r2med_plugin.types import TaskSpec
+
+logger = logging.getLogger(__name__)
 
 LANGUAGES = ["eng-Latn"]
 TREC_DEPTH = 1000  # documents per query in every TREC run this package writes (``--depth``)
@@ -41,6 +45,18 @@ def _mteb_version() -> str:
         return version("mteb")
     except PackageNotFoundError:
         return "unknown"
+
+
+def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str) -> None:
+    """MTEB's layout has one file per model, revision and task: a result on other data replaces it."""
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8")).get("dataset_revision")
+    except (OSError, ValueError, AttributeError):
+        return
+    if previous is not None and previous != dataset_revision:
+        logger.warning("%s: replaces a result computed on dataset revision %s (this one: %s); runs/ and official/ files "
+                       "beside it from that data are replaced only when written again. Keep results of different data in "
+                       "different --output folders to compare them", path, previous, dataset_revision)
 
 
 def write_mteb_result(
@@ -88,6 +104,7 @@ def write_mteb_result(
         path = candidates_only_result_path(output_dir, model_name, model_revision, task_name)
     else:
         path = mteb_result_path(output_dir, model_name, model_revision, task_name)
+    _warn_if_other_data_is_replaced(path, dataset_revision)
     write_json_atomic(path, payload)
     meta = path.parent / "model_meta.json"
     if not meta.exists():
