@@ -87,7 +87,7 @@ def _first_stage(value: str, args: argparse.Namespace):
     from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
 
     return SentenceTransformerEncoder(value, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
-                                      show_progress=not args.quiet)
+                                      show_progress=not args.quiet, name=args.model_name)
 
 
 def _evaluate_reranked(args: argparse.Namespace) -> int:
@@ -108,7 +108,13 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     source = args.first_stage or args.retriever
     if not source:
         raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl (file or folder)")
+    if args.model_name is not None:
+        from r2med_plugin.retrieval.dense import check_model_name
+
+        check_model_name(args.model_name)
     first_stage = _first_stage(source, args)
+    if args.model_name is not None and isinstance(first_stage, str):  # a flag that would reach no code
+        raise ValueError("--model-name names an encoder first stage; name a BM25 or run-file first stage with --first-stage-name")
     if isinstance(first_stage, str) and Path(first_stage).is_dir():  # every task's run file found and readable first
         from r2med_plugin.data.runs import read_run_file
         from r2med_plugin.evaluation.reranking import task_run_file
@@ -167,6 +173,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValueError("--trec writes run files into the --output folder: add --output DIR")
     if args.instruction and args.retriever in BM25_RETRIEVERS:
         raise ValueError("--instruction is a prompt for dense models; BM25 would ignore it (drop --instruction)")
+    if args.model_name is not None:
+        from r2med_plugin.retrieval.dense import check_model_name
+
+        if args.retriever in BM25_RETRIEVERS:
+            raise ValueError("--model-name names a model's results; BM25 results are named by the retriever (drop --model-name)")
+        check_model_name(args.model_name)
     if args.workers is not None:
         from r2med_plugin.retrieval.analyzed import WORKERS_ENV, resolve_workers
 
@@ -178,7 +190,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         retriever = SentenceTransformerEncoder(
             args.retriever, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
-            show_progress=not args.quiet,
+            show_progress=not args.quiet, name=args.model_name,
         )
     for task, expansion in _task_expansions(args.task, args.expansion):
         prompt = None
@@ -353,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="documents retrieved per query (default 1000, at least 10); deeper metrics are left out below 1000")
     evaluate.add_argument("--model-revision", default=None,
                           help="hub revision of the model (default: what the cache holds); for a folder, a label filed with its fingerprint")
+    evaluate.add_argument("--model-name", default=None,
+                          help="the name results are filed under (default: the hub name, or the folder's path), e.g. my-org/minilm-ft")
     evaluate.add_argument("--device", default="cpu", help="device for the model: cpu (default), cuda, cuda:1, mps")
     evaluate.add_argument("--batch-size", type=int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
     evaluate.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")

@@ -159,6 +159,24 @@ def test_cli_instruction(mirror_env: Path, model_copy: Path, tmp_path: Path, cap
     assert "BM25 would ignore it" in capsys.readouterr().err
 
 
+def test_cli_model_name_files_results_under_it(mirror_env: Path, model_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    out = tmp_path / "named"
+    assert main(["evaluate", "--task", TASK, "--retriever", str(model_copy), "--model-name", "my-org/mini", "--output", str(out),
+                 "--trec", "--quiet"]) == 0
+    (result,) = (out / "results").rglob(f"{TASK}.json")
+    revision = result.parent.name
+    assert result.parent.parent.name == "my-org__mini" and revision.startswith("local-")  # the weights still name the revision
+    assert json.loads((result.parent / "model_meta.json").read_text())["name"] == "my-org/mini"
+    (trec,) = (out / "runs").rglob("*.trec")
+    assert trec.relative_to(out).parts[1:3] == ("my-org__mini", revision) and trec.read_text().split()[5] == "my-org__mini"
+    capsys.readouterr()
+    for bad, message in (("..", "cannot name a result folder"), ("  ", "cannot name a result folder"), ("bm25-lucene", "BM25 retriever")):
+        assert main(["evaluate", "--task", TASK, "--retriever", str(model_copy), "--model-name", bad, "--quiet"]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["evaluate", "--task", TASK, "--retriever", "bm25-lucene", "--model-name", "x", "--quiet"]) == 2
+    assert "drop --model-name" in capsys.readouterr().err
+
+
 # --- item 2: the cache key follows the model --------------------------------------------------------
 
 

@@ -93,8 +93,12 @@ class SentenceTransformerEncoder:
         query_prompt: str | None = None,
         show_progress: bool = True,
         devices: Sequence[str] | None = None,
+        name: str | None = None,
     ) -> None:
         from sentence_transformers import SentenceTransformer
+
+        if name is not None:
+            check_model_name(name)
 
         self.devices = list(devices) if devices and len(devices) > 1 else None
         self._pool = None
@@ -113,6 +117,7 @@ class SentenceTransformerEncoder:
             ) from error
         # Hub: the commit loaded (as mteb records it); local folder: a fingerprint of its files.
         self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
+        self.name = name or self.name  # the revision still comes from the weights: a name never hides other weights
         self.batch_size = batch_size
         self.query_prompt = query_prompt
         self.show_progress = show_progress
@@ -130,6 +135,14 @@ class SentenceTransformerEncoder:
         return np.asarray(
             encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
         )
+
+
+def check_model_name(name: str) -> None:
+    """A user's name for a model's results (``--model-name``): not empty, no folder climbing, no BM25 name."""
+    if not isinstance(name, str) or not name.strip() or name.strip(" ./") == "" or ".." in name.split("/"):
+        raise ValueError(f"--model-name {name!r} cannot name a result folder: give a name such as my-org/my-model")
+    if name in ("bm25-lucene", "bm25-robertson"):
+        raise ValueError(f"--model-name {name!r} is a BM25 retriever's name: its results would mix with BM25's; choose another")
 
 
 class HashingEncoder:
