@@ -86,7 +86,12 @@ def load_task(
     if revision == UNKNOWN_MIRROR_REVISION:
         revision = f"local-{repo_fingerprint}"
     verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
-    if not verified and not synthetic:
+    if not verified and not synthetic and revision.startswith("local-"):
+        logger.warning(
+            "%s: the mirror %s records no commit it was downloaded at, so it is filed as revision %s (a fingerprint of "
+            "its files); `huggingface-cli download --local-dir` records the commit", spec.name, repo.root, revision,
+        )
+    elif not verified and not synthetic:
         logger.warning(
             "%s: the mirror %s does not record every file read at one commit, or a file changed since its download; "
             "its files are not verified to be revision %s (download it again with `huggingface-cli download --local-dir`)",
