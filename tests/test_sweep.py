@@ -264,7 +264,7 @@ def test_a_failing_job_is_retried_then_reported_while_the_others_finish(
     assert [job["task"] for job in failed] == ["R2MEDBiology", "R2MEDPMCClinical"]
     assert all(job["attempts"] == 3 and len(job["errors"]) == 3 and "could not load the model" in job["error"] for job in failed)
     assert "failed  3" in out and "could not load the model" in out
-    assert "r2med leaderboard" in out and "| bm25-lucene (pinned commits, unverified mirror files) |" in out  # the others' table
+    assert "r2med leaderboard" in out and "| bm25-lucene (pinned commits, unverified mirror files, counts differ from the dataset card) |" in out  # the others' table
     # the failures are not recorded as finished: a rerun tries them again and skips the rest
     assert main(["sweep", str(spec_path), "--quiet", "--retries", "0"]) == 1
     again = json.loads((tmp_path / "out" / "sweep-summary.json").read_text())

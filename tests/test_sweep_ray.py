@@ -75,7 +75,7 @@ def test_ray_failures_are_retried_and_reported(ray_session, mirror_env: Path, tm
     assert summary["engine"] == "ray" and summary["counts"]["done"] == 1
     (failure,) = summary["failures"]
     assert failure["attempts"] == 2 and failure["error"].startswith("ValueError: could not load the model 'no-such-org/no-such-model'")
-    assert "| bm25-robertson (pinned commits, unverified mirror files) |" in capsys.readouterr().out
+    assert "| bm25-robertson (pinned commits, unverified mirror files, counts differ from the dataset card) |" in capsys.readouterr().out
 
 
 def test_ray_resources_per_job(ray_session, tmp_path: Path):
