@@ -45,8 +45,14 @@ def _check(args: argparse.Namespace) -> int:
 def _print_scores(result, keys: Sequence[str]) -> None:
     shown = [key for key in keys if key in result.scores]
     expansion = f" + {result.expansion}" if result.expansion else ""
+    from r2med_plugin.evaluation.runner import dataset_count_drift
+
     unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
-    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified})")
+    if unverified and str(result.dataset_revision).startswith("local-"):
+        unverified = ", UNVERIFIED: no commit recorded, a fingerprint of the mirror's files"
+    data = getattr(result, "data", None)
+    drift = "; COUNTS DIFFER from the dataset card (--accept-drift)" if data is not None and dataset_count_drift(data) else ""
+    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified}{drift})")
     if getattr(result, "query_prompt", None):
         print(f"  query prompt: {result.query_prompt!r}")
     if getattr(result, "hybrid_with", None):

@@ -125,7 +125,7 @@ def test_cli_prints_unverified_revision(mirror_copy: Path, capsys: pytest.Captur
     assert main(["evaluate", "--task", "R2MEDBiology", "--retriever", "bm25-lucene", "--data-dir", str(mirror_copy),
                  "--accept-drift", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert f"dataset revision {spec.revision})" in out and "UNVERIFIED" not in out
+    assert f"dataset revision {spec.revision}; COUNTS DIFFER from the dataset card (--accept-drift))" in out and "UNVERIFIED" not in out
 
 
 def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
