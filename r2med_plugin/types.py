@@ -78,7 +78,6 @@ class TaskData:
     report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     revision_verified: bool = True  # False: a local mirror that does not prove its commit (no download record, or edited)
     files_fingerprint: str | None = None  # content hash of the mirror files read; None for hub snapshots
-    repo_fingerprint: str | None = None  # content hash of every file of the mirrored repo; None for hub snapshots
 
     @property
     def name(self) -> str:
@@ -87,13 +86,13 @@ class TaskData:
     @property
     def result_revision(self) -> str:
         """The dataset revision result files record: ``revision``, marked ``+unverified-files-<fingerprint>``
-        (of the whole mirrored repo, so every task of one repo records the same revision) when a local
+        (of the files this task reads, so editing one task's files moves that task's results only) when a local
         mirror does not prove the commit it names, and ``+count-drift`` when its counts differ from the
         dataset card (evaluated with accept_drift): every result file says so, an ``mteb run`` one too."""
         if self.report.get("synthetic_sample"):
             return self.revision
         drift = COUNT_DRIFT if self.report.get("count_drift") else ""
-        marker = self.repo_fingerprint or self.files_fingerprint
+        marker = self.files_fingerprint
         if self.revision_verified or marker is None or marker in self.revision:
             return self.revision + drift
         return f"{self.revision}+unverified-files-{marker}{drift}"

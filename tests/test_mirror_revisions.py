@@ -39,20 +39,22 @@ def _fresh_dataset(dataset_id: str):
     return Dataset(MetadataComponent(dataset_id, datasets[dataset_id], MetadataProvider(lambda: metadata)), datasets[dataset_id])
 
 
-def test_nano_mirror_revision_is_a_fingerprint_of_the_repo_and_caches_of_the_files_read(mirror_copy: Path):
+def test_nano_mirror_revision_is_a_fingerprint_of_the_files_the_task_reads(mirror_copy: Path):
     before = r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     other_task = r2med_plugin.load_task("NanoR2MEDMedQADiag", data_dir=mirror_copy, accept_drift=True)
     assert before.revision.startswith("local-") and before.revision != "local-unknown-mirror"
     assert before.revision_verified is False and before.report["revision_verified"] is False
-    # Like a commit, the revision names the whole repo: every task (split) of one mirror shares it.
-    assert other_task.revision == before.revision and other_task.result_revision == before.result_revision
+    # The revision names the files each task reads (README.md, its own splits): two tasks of one repo differ.
+    assert before.revision == f"local-{before.files_fingerprint}" and other_task.revision != before.revision
     _rewrite_nano_doc(mirror_copy, "NanoR2MEDBiology", "nano-biology-doc-0000", "an entirely new first document")
     after = r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     assert after.revision != before.revision and after.revision.startswith("local-")
     assert after.cache_revision != before.cache_revision
-    # Derived caches are keyed by the files a task reads: another task of the same repo keeps its cache key.
+    # Editing one split moves that task only: another task of the same repo keeps its revision and cache key
+    # (its results stay on the same leaderboard row).
     other_after = r2med_plugin.load_task("NanoR2MEDMedQADiag", data_dir=mirror_copy, accept_drift=True)
-    assert other_after.revision == after.revision and other_after.files_fingerprint == other_task.files_fingerprint
+    assert other_after.revision == other_task.revision and other_after.result_revision == other_task.result_revision
+    assert other_after.cache_revision == other_task.cache_revision
 
 
 def test_ir_datasets_docstore_follows_an_edited_mirror(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -103,7 +105,7 @@ def test_r2med_mirror_without_metadata_is_unverified(mirror_copy: Path, tmp_path
     paths = write_outputs(result, tmp_path / "out")
     mteb_file = json.loads(paths["mteb"].read_text())
     # the fixture's counts differ from the dataset card (evaluated with accept_drift): marked too
-    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.repo_fingerprint}+count-drift"
+    assert mteb_file["dataset_revision"] == f"{spec.revision}+unverified-files-{data.files_fingerprint}+count-drift"
     assert mteb_file["r2med_provenance"]["dataset_revision_verified"] is False
     sidecar = json.loads(paths["official_metadata"].read_text())
     assert sidecar["dataset_revision_verified"] is False and sidecar["dataset_revision"] == spec.revision
@@ -140,7 +142,7 @@ def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, 
     model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     result = mteb.evaluate(model, mteb.get_task("R2MEDBiology"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
     data = r2med_plugin.load_task("R2MEDBiology")
-    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.repo_fingerprint}+count-drift"
+    assert result.task_results[0].dataset_revision == f"{data.spec.revision}+unverified-files-{data.files_fingerprint}+count-drift"
     # mteb's result file has no r2med provenance: the marker alone makes a submission refuse it
     from r2med_plugin.reporting.submission import export_submission
 
@@ -166,7 +168,7 @@ def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
     os.utime(corpus, (later, later))
     edited = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
     assert edited.revision == spec.revision and edited.revision_verified is False
-    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.repo_fingerprint}+count-drift"
+    assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.files_fingerprint}+count-drift"
 
 
 def test_mteb_descriptive_statistics_follow_an_edited_mirror(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch):

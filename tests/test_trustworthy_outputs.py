@@ -241,7 +241,8 @@ def test_model_revisions_are_merged_only_when_one_supersedes_the_other(tmp_path:
     for spec in R2MED[4:]:  # the new weights now cover every task: they supersede the old row
         _result(tmp_path, "org/m", spec.name, 0.5, spec.revision, date=3.0, model_rev="weights-b")
     (row,) = build_leaderboard([tmp_path])
-    assert row.average == pytest.approx(50.0) and row.note == ""
+    assert row.average == pytest.approx(50.0)
+    assert row.note.startswith("model revision weights-b (newest; also found: weights-a")  # never silently
 
 
 def test_submission_takes_one_revision_set_and_no_synthetic_results(tmp_path: Path):

@@ -78,13 +78,12 @@ def load_task(
     }
     qrels = qrels_to_dict(qrels_frame)
     read = [repo.root / README, corpus_path, queries_path, qrels_path, *(file_of(e) for e in spec.candidate_configs.values())]
+    # Without a commit that vouches for them, a task's results are named by the files that task reads: editing
+    # one NanoR2MED split moves that task's results only, never the other tasks of the same repo.
     fingerprint = files_fingerprint(read, repo.root) if repo.source == "mirror" else None
-    # A revision names a repo, like a commit: one fingerprint of all its files, shared by every task
-    # (split) the repo holds, so the 8 NanoR2MED tasks of one mirror report one revision.
-    repo_fingerprint = files_fingerprint(_repo_files(repo.root), repo.root) if repo.source == "mirror" else None
     revision = SYNTHETIC_REVISION if synthetic else repo.revision
     if revision == UNKNOWN_MIRROR_REVISION:
-        revision = f"local-{repo_fingerprint}"
+        revision = f"local-{fingerprint}"
     verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
     if not verified and not synthetic and revision.startswith("local-"):
         logger.warning(
@@ -116,7 +115,6 @@ def load_task(
         "synthetic_sample": synthetic,
         "revision_verified": verified,
         "files_fingerprint": fingerprint,
-        "repo_fingerprint": repo_fingerprint,
     }
     return TaskData(
         spec=spec,
@@ -129,13 +127,7 @@ def load_task(
         report=report,
         revision_verified=verified,
         files_fingerprint=fingerprint,
-        repo_fingerprint=repo_fingerprint,
     )
-
-
-def _repo_files(root: Path) -> list[Path]:
-    """Every data file of a mirrored repo (hidden folders such as .cache/ left out)."""
-    return [path for path in root.rglob("*") if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts)]
 
 
 def _evicting(source: str, path: Path, read: Callable[[], T]) -> T:

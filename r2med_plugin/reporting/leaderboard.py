@@ -46,6 +46,7 @@ SYNTHETIC_LABEL = "synthetic sample"
 UNVERIFIED_SET = "pinned commits, unverified mirror files"
 DRIFT_LABEL = "counts differ from the dataset card"
 UNVERIFIED_DRIFT_SET = f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
+LOCAL_MIRROR_SET = "local-mirror-files"  # NanoR2MED mirror results with no commit recorded
 BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
 
@@ -191,7 +192,20 @@ def _local_note(model: str) -> str:
     return f"{LOCAL_LABEL} @{match['folder']}" if match and match["folder"] else LOCAL_LABEL
 
 
-_Group = tuple[str, bool, str, str]  # model, mteb built-in task, dataset revision set, model revision
+@dataclass(frozen=True)
+class _Group:
+    """The results that may share a row: one model, one dataset revision set, one model revision, and one
+    variant of the mirror files (results of one task on two different unverified files never share a row)."""
+
+    model: str
+    builtin: bool
+    revisions: str
+    model_revision: str
+    variant: int = 0
+
+    @property
+    def family(self) -> tuple[str, bool, str]:
+        return self.model, self.builtin, self.revisions
 
 
 def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> str:
@@ -201,9 +215,16 @@ def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> st
     if builtin or (pinned and record.dataset_revision in (pinned, "")):
         return ""
     if pinned and record.dataset_revision.startswith(f"{pinned}+unverified-files-"):
-        # a mirror without download records: the pins, not proven (each repo its own fingerprint); data whose
+        # a mirror without download records: the pins, not proven (each task its own fingerprint); data whose
         # counts drifted from the dataset card is a set apart
         return UNVERIFIED_DRIFT_SET if record.dataset_revision.endswith(COUNT_DRIFT) else UNVERIFIED_SET
+    # NanoR2MED mirrors that prove no commit: each task is named by its own files, so the set is the commit
+    # (or "local-mirror-files"); tasks of one set on two different files are told apart by grouped_records
+    drift = COUNT_DRIFT if record.dataset_revision.endswith(COUNT_DRIFT) else ""
+    if "+unverified-files-" in record.dataset_revision:
+        return record.dataset_revision.partition("+unverified-files-")[0] + "+unverified-files" + drift
+    if record.dataset_revision.startswith("local-"):
+        return LOCAL_MIRROR_SET + drift
     return record.dataset_revision
 
 
@@ -224,41 +245,94 @@ def _task_extras(full: ResultRecord | None, candidates: ResultRecord | None) -> 
     return values
 
 
-def grouped_records(
-    records: Sequence[ResultRecord], benchmark: str = "r2med"
-) -> tuple[dict[_Group, dict[str, ResultRecord]], dict[_Group, dict[str, ResultRecord]]]:
+def _file_variants(members: Sequence[tuple[str, ResultRecord]]) -> list[list[tuple[str, ResultRecord]]]:
+    """Split one group's (hub, record) pairs so that no variant holds one task on two dataset revisions.
+
+    Newest first: variant 0 holds each task's newest files; a task's results on other files go to further
+    variants (rows of their own, labelled with the files), never silently into the same row."""
+    variants: list[tuple[dict[str, str], list[tuple[str, ResultRecord]]]] = []
+    for hub, record in sorted(members, key=lambda pair: pair[1].date, reverse=True):
+        for seen, chosen in variants:
+            if seen.get(hub, record.dataset_revision) == record.dataset_revision:
+                seen[hub] = record.dataset_revision
+                chosen.append((hub, record))
+                break
+        else:
+            variants.append(({hub: record.dataset_revision}, [(hub, record)]))
+    return [chosen for _, chosen in variants]
+
+
+@dataclass
+class Grouping:
+    """(full-corpus, candidate-only) results per row group -> hub name -> the newest record of that task,
+    with the model revisions each kept group stands in for, and the tasks whose files differ between variants."""
+
+    full: dict[_Group, dict[str, ResultRecord]]
+    partial: dict[_Group, dict[str, ResultRecord]]
+    superseded: dict[_Group, list[_Group]] = field(default_factory=dict)
+    conflicting_files: dict[tuple[str, bool, str, str], set[str]] = field(default_factory=dict)
+
+    def __iter__(self):  # (full, partial) = grouped_records(...) keeps working
+        return iter((self.full, self.partial))
+
+
+def grouped_records(records: Sequence[ResultRecord], benchmark: str = "r2med") -> Grouping:
     """(full-corpus, candidate-only) results per row group -> hub name -> the newest record of that task.
 
     A group is one model on one dataset revision set at one model revision (older revisions that a newer
-    one fully covers are dropped): the records of a group may share a row, no others.
+    one fully covers are dropped, and the newer row says so), and one variant of the mirror files: the
+    records of a group may share a row, no others.
     """
     if benchmark not in BENCHMARKS:
         raise ValueError(f"benchmark must be one of {BENCHMARKS}, got {benchmark!r}")
     index = _task_index()
     pins = {spec.name: spec.revision for spec in list_tasks()}
-    full: dict[_Group, dict[str, ResultRecord]] = {}
-    partial: dict[_Group, dict[str, ResultRecord]] = {}
+    buckets: dict[tuple[str, bool, str, str], list[tuple[str, ResultRecord]]] = {}
     for record in records:
         kind = index.get(record.task)
         if kind is None or kind[0] != benchmark:
             continue
-        group = (record.model, kind[2], _revision_set(record, pins.get(record.task), kind[2]), record.revision)
-        _newest((partial if record.candidates_only else full).setdefault(group, {}), kind[1], record)
-        full.setdefault(group, {})
-    _drop_superseded(full, partial)
-    return full, partial
+        key = (record.model, kind[2], _revision_set(record, pins.get(record.task), kind[2]), record.revision)
+        buckets.setdefault(key, []).append((kind[1], record))
+    grouping = Grouping(full={}, partial={})
+    for key, members in buckets.items():
+        variants = _file_variants(members)
+        if len(variants) > 1:
+            revisions: dict[str, set[str]] = {}
+            for hub, record in members:
+                revisions.setdefault(hub, set()).add(record.dataset_revision)
+            grouping.conflicting_files[key] = {hub for hub, found in revisions.items() if len(found) > 1}
+        for variant, chosen in enumerate(variants):
+            group = _Group(*key, variant=variant)
+            grouping.full.setdefault(group, {})
+            for hub, record in chosen:
+                _newest((grouping.partial if record.candidates_only else grouping.full).setdefault(group, {}), hub, record)
+    grouping.superseded = _drop_superseded(grouping.full, grouping.partial)
+    return grouping
+
+
+def _files_label(group: _Group, per_task: dict[str, ResultRecord], conflicting: set[str]) -> str:
+    """ "Biology files c1f3a2b4": the mirror files of the tasks whose results exist on other files too."""
+    parts = []
+    for hub in sorted(conflicting & set(per_task)):
+        revision = per_task[hub].dataset_revision
+        marker = revision.partition("+unverified-files-")[2].removesuffix(COUNT_DRIFT) or revision
+        parts.append(f"{hub} files {marker[:8]}")
+    return ", ".join(parts)
 
 
 def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list[LeaderboardRow]:
-    full, partial = grouped_records(records, benchmark)
+    grouping = grouped_records(records, benchmark)
+    full, partial = grouping.full, grouping.partial
     real_sets: dict[tuple[str, bool], set[str]] = {}
-    model_revisions: dict[tuple[str, bool, str], int] = {}
-    for model, builtin, revisions, model_revision in full:
-        if revisions != SYNTHETIC_REVISION:
-            real_sets.setdefault((model, builtin), set()).add(revisions)
-        model_revisions[(model, builtin, revisions)] = model_revisions.get((model, builtin, revisions), 0) + 1
+    model_revisions: dict[tuple[str, bool, str], set[str]] = {}
+    for group in full:
+        if group.revisions != SYNTHETIC_REVISION:
+            real_sets.setdefault((group.model, group.builtin), set()).add(group.revisions)
+        model_revisions.setdefault(group.family, set()).add(group.model_revision)
     rows = []
-    for (model, builtin, revisions, model_revision), per_task in full.items():
+    for group, per_task in full.items():
+        model, builtin, revisions = group.family
         llm, retriever, method = _split_model(model)
         local = _local_note(model) if method and model.startswith("local/") else ""
         several = len(real_sets.get((model, builtin), ())) > 1
@@ -267,13 +341,15 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         revision_note = revisions if unverified else revision_note
         if revisions.endswith(COUNT_DRIFT) and not unverified:
             revision_note = ", ".join(part for part in (revision_note, DRIFT_LABEL) if part)
-        weights_note = f"model revision {model_revision}" if model_revisions[(model, builtin, revisions)] > 1 else ""
-        note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "", revision_note, weights_note) if part)
+        conflicting = grouping.conflicting_files.get((model, builtin, revisions, group.model_revision), set())
+        candidates = partial.get(group, {})
+        files_note = _files_label(group, {**candidates, **per_task}, conflicting) if conflicting else ""
+        note = ", ".join(part for part in (method, local, BUILTIN_LABEL if builtin else "", revision_note, files_note,
+                                           _weights_note(group, model_revisions, grouping.superseded)) if part)
         scores = {hub: 100 * float(record.scores[MAIN_METRIC]) for hub, record in per_task.items() if MAIN_METRIC in record.scores}
         extras: dict[str, float] = {}
         task_extras: dict[str, dict[str, float]] = {}
         if benchmark == "nano":
-            candidates = partial.get((model, builtin, revisions, model_revision), {})
             for hub in set(per_task) | set(candidates):
                 task_extras[hub] = _task_extras(per_task.get(hub), candidates.get(hub))
             for column in NANO_EXTRA_COLUMNS:
@@ -287,27 +363,44 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
     return rows
 
 
-def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[_Group, dict[str, ResultRecord]]) -> None:
+def _weights_note(group: _Group, model_revisions: dict[tuple[str, bool, str], set[str]],
+                  superseded: dict[_Group, list[_Group]]) -> str:
+    """Which model revision a row shows, whenever the model has another one among the results."""
+    hidden = sorted({older.model_revision for older in superseded.get(group, [])} - {group.model_revision})
+    if hidden:
+        return (f"model revision {group.model_revision} (newest; also found: {', '.join(hidden)}, "
+                "not shown: this revision re-ran all of its tasks)")
+    return f"model revision {group.model_revision}" if len(model_revisions.get(group.family, ())) > 1 else ""
+
+
+def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[_Group, dict[str, ResultRecord]]
+                     ) -> dict[_Group, list[_Group]]:
     """Newest wins between model revisions only as a whole: an older model revision is dropped when a newer
-    revision of the same model holds every task it holds; otherwise the two stay separate rows."""
+    revision of the same model holds every task it holds; otherwise the two stay separate rows. Returns, for
+    each kept group, the groups it stands in for (its row says so)."""
     families: dict[tuple[str, bool, str], list[_Group]] = {}
     for group in full:
-        families.setdefault(group[:3], []).append(group)
+        families.setdefault(group.family, []).append(group)
 
     def covers(newer: _Group, older: _Group) -> bool:
         # full-corpus and candidate-only results are compared apart: candidate-only results never
-        # stand in for an older revision's task scores
-        return set(full[older]) <= set(full[newer]) and set(partial.get(older, {})) <= set(partial.get(newer, {}))
+        # stand in for an older revision's task scores; variants of one revision never stand in for each other
+        return (newer.model_revision != older.model_revision and set(full[older]) <= set(full[newer])
+                and set(partial.get(older, {})) <= set(partial.get(newer, {})))
 
     def newest(group: _Group) -> float:
         return max(record.date for record in [*full[group].values(), *partial.get(group, {}).values()])
 
+    superseded: dict[_Group, list[_Group]] = {}
     for groups in families.values():
         ordered = sorted(groups, key=newest, reverse=True)
         for position, group in enumerate(ordered):
-            if any(covers(newer, group) for newer in ordered[:position] if newer in full):
+            keeper = next((newer for newer in ordered[:position] if newer in full and covers(newer, group)), None)
+            if keeper is not None:
+                superseded.setdefault(keeper, []).extend([group, *superseded.pop(group, [])])
                 del full[group]
                 partial.pop(group, None)
+    return superseded
 
 
 def _keep_synthetic_apart(rows: list[LeaderboardRow]) -> None:

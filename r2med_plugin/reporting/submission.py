@@ -116,18 +116,40 @@ def _drift_text(drift: dict) -> str:
 
 
 def _one_revision_set(records: list, model: str) -> dict:
-    """Task name -> record, from exactly one (dataset revision set, model revision) of ``model``; refuse mixing."""
-    full, _ = grouped_records(records, "r2med")
-    groups = {group: per_task for group, per_task in full.items() if not group[1] and per_task}
-    if any(group[2] == SYNTHETIC_REVISION for group in groups):
+    """Task name -> record, from exactly one (dataset revision set, model revision) of ``model``; refuse mixing,
+    and refuse picking: two results of one task on different files or weights name both files."""
+    grouping = grouped_records(records, "r2med")
+    groups = {group: per_task for group, per_task in grouping.full.items() if not group.builtin and per_task}
+    if any(group.revisions == SYNTHETIC_REVISION for group in groups):
         raise ValueError(f"results of {model!r} on the synthetic demo sample (dataset_revision: synthetic-sample) cannot be "
                          "submitted: they are not R2MED data; remove them from the folders")
     if len(groups) > 1:
-        described = "; ".join(f"dataset revisions {group[2] or 'pinned'}, model revision {group[3]}: {len(per_task)} tasks"
+        described = "; ".join(f"dataset revisions {group.revisions or 'pinned'}, model revision {group.model_revision}: "
+                              f"{len(per_task)} tasks" + _files_of(per_task, grouping, group)
                               for group, per_task in groups.items())
         raise ValueError(f"the results of {model!r} come from {len(groups)} different revision sets ({described}); a submission "
                          "takes one: keep one set in the folders (or re-run the other tasks at the same revisions)")
+    for group in groups:
+        hidden = grouping.superseded.get(group, [])
+        if hidden:
+            older = sorted({older.model_revision for older in hidden})
+            files = sorted({str(record.path) for older in hidden for record in _records_of(older, records)})
+            raise ValueError(f"the results of {model!r} hold model revision {group.model_revision} and also "
+                             f"{', '.join(older)} ({'; '.join(files)}); a submission takes one set of weights: remove "
+                             "the other revision's result files from the folders")
     return {record.task: record for per_task in groups.values() for record in per_task.values()}
+
+
+def _records_of(group, records: list) -> list:
+    """The result records of one (possibly dropped) row group."""
+    return [record for record in records if record.model == group.model and record.revision == group.model_revision]
+
+
+def _files_of(per_task: dict, grouping, group) -> str:
+    """ " (Biology: <file>)" for the tasks whose results exist on other mirror files too."""
+    conflicting = grouping.conflicting_files.get((group.model, group.builtin, group.revisions, group.model_revision), set())
+    shown = [f"{hub}: {per_task[hub].path}" for hub in sorted(conflicting) if hub in per_task]
+    return f" ({'; '.join(shown)})" if shown else ""
 
 
 def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, depth: int = TREC_DEPTH) -> list[Path]:
