@@ -79,6 +79,13 @@ def get_task_spec(name: str) -> TaskSpec:
     catalog = _load_catalog()
     if name in catalog:
         return catalog[name]
+    base = name.removesuffix("Reranking")
+    if base != name and base in catalog and catalog[base].kind == "nano":
+        raise KeyError(
+            f"{name} is the MTEB reranking task over {base}'s stored hybrid lists: run it with "
+            f"`mteb run -t {name} -m <cross-encoder>`, or rank the same lists here with "
+            f"`r2med evaluate --task {base} --candidates hybrid --candidates-only --retriever <model>`"
+        )
     raise KeyError(unknown_name_message("task", name, list(catalog)))
 
 

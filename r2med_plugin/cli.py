@@ -4,10 +4,52 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+
+def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
+    """The dests of the options written on the command line (also when a value equals the default).
+
+    argparse accepts unique prefixes (--batch for --batch-size): they count as the option they stand for."""
+    command = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
+    words = list(argv)
+    subparser = parser
+    if command is not None:
+        name = next((word for word in words if word in command.choices), None)
+        if name is None:
+            return set()
+        subparser = command.choices[name]
+        words = words[words.index(name) + 1:]
+    options = {option: action.dest for action in subparser._actions for option in action.option_strings}
+    given = set()
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-":
+            continue
+        option = word.split("=", 1)[0]
+        matches = [option] if option in options else [known for known in options if known.startswith(option) and option.startswith("--")]
+        if len(matches) == 1:
+            given.add(options[matches[0]])
+    return given
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
+    """Refuse every option the user wrote that reaches no code in this command (``unreached``: dest -> why)."""
+    given = getattr(args, "given", set())
+    written = [dest for dest in unreached if dest in given]
+    if written:
+        dest = written[0]
+        raise ValueError(f"{_flag(dest)} reaches no code here: {unreached[dest]}; drop {_flag(dest)}")
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -40,6 +82,84 @@ def _check(args: argparse.Namespace) -> int:
     }
     print(json.dumps(summary, indent=2, default=str))
     return 0
+
+
+def _computes_bm25_lucene(args: argparse.Namespace, first_stage: str | None) -> bool:
+    """Whether the command analyses a corpus with the Lucene analyzer (what --workers parallelises)."""
+    from r2med_plugin.catalog import get_task_spec
+
+    if args.rerank:
+        return first_stage == "bm25-lucene"
+    if args.retriever == "bm25-lucene":
+        return True
+    if not args.hybrid or args.candidates_only:
+        return False
+    for task in args.task:  # the hybrid partner: the task's own BM25, or the other variant for that same BM25
+        own = "bm25-lucene" if get_task_spec(task).kind == "r2med" else "bm25-robertson"
+        partner = "bm25-lucene" if own == "bm25-robertson" and args.retriever == own and args.expansion is None else own
+        if partner == "bm25-lucene":
+            return True
+    return False
+
+
+def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None) -> dict[str, str]:
+    """Option -> why it reaches no code, for the mode chosen: ``first_stage`` is the BM25 name or run file
+    that is searched or reranked, None for an encoder."""
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
+
+    encoder = first_stage is None
+    bm25 = first_stage in BM25_RETRIEVERS
+    unreached = {}
+    if not encoder:
+        what = "the BM25 retriever" if bm25 else "a run-file first stage"
+        for dest in ("model_revision", "model_name"):
+            unreached[dest] = f"it names an encoder's weights, and {what} loads none"
+        if not args.rerank:
+            unreached |= {"device": "BM25 loads no model", "batch_size": "BM25 encodes nothing"}
+        if args.rerank and not bm25:
+            unreached["instruction"] = "a run-file first stage is read, not searched with the queries"
+    if not args.rerank:
+        for dest in ("rerank_depth", "rerank_revision"):
+            unreached[dest] = "it configures --rerank, which is not given"
+    else:
+        unreached |= {"top_k": "reranking keeps the first stage's top --rerank-depth", "depth": "a reranked run holds the "
+                      "reranked top --rerank-depth, then the first stage's order"}
+    if args.candidates_only:
+        unreached["top_k"] = "--candidates-only ranks the stored candidate lists, not the corpus"
+    if not _computes_bm25_lucene(args, first_stage):
+        unreached["workers"] = "it sets the processes of bm25-lucene's corpus analysis, and this command runs no bm25-lucene"
+    return unreached
+
+
+def _check_model_options(args: argparse.Namespace) -> None:
+    """The device is checked before any model loads (a typo would otherwise surface as a torch traceback)."""
+    from r2med_plugin.retrieval.dense import check_device
+
+    check_device(args.device)
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    """--output must be a writable folder before any work starts, not after a long model run."""
+    if args.output:
+        from r2med_plugin.reporting.export import check_output_dir
+
+        check_output_dir(args.output, "--output")
+
+
+def _announce(args: argparse.Namespace, what: str) -> float:
+    """With --quiet (no progress bars), one line when a task starts, so a long encode is not silent."""
+    import time
+
+    if args.quiet:
+        print(f"{what}: started", flush=True)
+    return time.perf_counter()
+
+
+def _announce_end(args: argparse.Namespace, task: str, started: float) -> None:
+    import time
+
+    if args.quiet:
+        print(f"{task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def _print_scores(result, keys: Sequence[str]) -> None:
@@ -80,8 +200,8 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _first_stage(value: str, args: argparse.Namespace):
-    """A BM25 name, a run file or folder of run files, else a sentence-transformers model (name or folder)."""
+def _first_stage_name_or_folder(value: str) -> str | None:
+    """``value`` when it is a BM25 name, a run file or a folder of run files; None when it names a model."""
     from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
 
@@ -90,6 +210,14 @@ def _first_stage(value: str, args: argparse.Namespace):
     looks_like_run = path.is_file() or path.suffix in RUN_FILE_SUFFIXES  # a mistyped run file is reported as missing
     if value in BM25_RETRIEVERS or looks_like_run or (path.is_dir() and not is_model_folder):
         return value
+    return None
+
+
+def _first_stage(value: str, args: argparse.Namespace):
+    """A BM25 name, a run file or folder of run files, else a sentence-transformers model (name or folder)."""
+    named = _first_stage_name_or_folder(value)
+    if named is not None:
+        return named
     from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
 
     return SentenceTransformerEncoder(value, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
@@ -118,9 +246,13 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
         from r2med_plugin.retrieval.dense import check_model_name
 
         check_model_name(args.model_name)
-    first_stage = _first_stage(source, args)
-    if args.model_name is not None and isinstance(first_stage, str):  # a flag that would reach no code
+    first_stage = _first_stage_name_or_folder(source)
+    if args.model_name is not None and first_stage is not None:  # a flag that would reach no code
         raise ValueError("--model-name names an encoder first stage; name a BM25 or run-file first stage with --first-stage-name")
+    _refuse_unreached(args, _evaluate_unreached(args, first_stage))
+    _check_model_options(args)
+    _check_output(args)
+    first_stage = first_stage if first_stage is not None else _first_stage(source, args)
     if isinstance(first_stage, str) and Path(first_stage).is_dir():  # every task's run file found and readable first
         from r2med_plugin.data.runs import read_run_file
         from r2med_plugin.evaluation.reranking import task_run_file
@@ -131,11 +263,13 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     reranker = SentenceTransformerCrossEncoder(args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
     for task in args.task:
         prompt = official_query_prompt(get_task_spec(task)) if args.instruction else None
+        started = _announce(args, task)
         result = evaluate_task(
             task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
             rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift, query_prompt=prompt,
             show_progress=not args.quiet,
         )
+        _announce_end(args, task, started)
         keys = [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
         _print_scores(result, keys)
         if args.output:
@@ -153,7 +287,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         silence_libraries()
     if args.rerank:
-        return _evaluate_reranked(args)
+        with _bm25_workers(args.workers):
+            return _evaluate_reranked(args)
     if args.first_stage or args.first_stage_name:
         raise ValueError("--first-stage is what --rerank reranks: add --rerank <cross-encoder>")
     if not args.retriever:
@@ -185,10 +320,34 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.retriever in BM25_RETRIEVERS:
             raise ValueError("--model-name names a model's results; BM25 results are named by the retriever (drop --model-name)")
         check_model_name(args.model_name)
-    if args.workers is not None:
-        from r2med_plugin.retrieval.analyzed import WORKERS_ENV, resolve_workers
+    _refuse_unreached(args, _evaluate_unreached(args, args.retriever if args.retriever in BM25_RETRIEVERS else None))
+    if args.retriever not in BM25_RETRIEVERS:
+        _check_model_options(args)
+    _check_output(args)
+    with _bm25_workers(args.workers):
+        return _evaluate_tasks(args)
 
-        os.environ[WORKERS_ENV] = str(resolve_workers(args.workers))  # read by every bm25-lucene analysis
+
+@contextmanager
+def _bm25_workers(workers: int | None) -> Iterator[None]:
+    """--workers for every bm25-lucene analysis of this command (the analyzer reads it), restored afterwards."""
+    from r2med_plugin.retrieval.analyzed import WORKERS_ENV, resolve_workers
+
+    saved = os.environ.get(WORKERS_ENV)
+    if workers is not None:
+        os.environ[WORKERS_ENV] = str(resolve_workers(workers))  # a bad value is refused before any work
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(WORKERS_ENV, None)
+        else:
+            os.environ[WORKERS_ENV] = saved
+
+
+def _evaluate_tasks(args: argparse.Namespace) -> int:
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
+
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
     else:
@@ -205,11 +364,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             from r2med_plugin.evaluation.runner import official_query_prompt
 
             prompt = official_query_prompt(get_task_spec(task))
+        started = _announce(args, task + (f" + {expansion}" if expansion else ""))
         result = evaluate_task(
             task, retriever, hybrid=args.hybrid, candidates=args.candidates or (), candidates_only=args.candidates_only,
             data_dir=args.data_dir, accept_drift=args.accept_drift, top_k=args.top_k, query_prompt=prompt,
             expansion=expansion, show_progress=not args.quiet,
         )
+        _announce_end(args, task, started)
         keys = [result.main_score, "ndcg_at_10", "recall_at_100", "hit_at_10", "mrr", "hybrid_ndcg_at_10"] + [
             key for key in result.scores if key.startswith("candidates_") and "ndcg_at_10" in key
         ]
@@ -222,7 +383,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from r2med_plugin.reporting.leaderboard import BENCHMARK_TITLES, build_leaderboards, render_many
+    from r2med_plugin.reporting.plots import PLOT_SUFFIXES
 
+    if not args.plot:
+        _refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
+    elif Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+        raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
     tables = build_leaderboards(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
     text = render_many(tables, args.format)
     if args.out:
@@ -249,11 +415,14 @@ def _export(args: argparse.Namespace) -> int:
     from r2med_plugin.reporting.submission import export_submission, export_trec_runs
 
     if args.submission:
+        _refuse_unreached(args, {"depth": "it is the depth of --trec run files; a submission holds scores"})
         if not args.model:
             raise ValueError("--submission needs --model NAME (the model name in the result folders)")
         paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
-                                  uses_llm=args.uses_llm, description=args.description)
+                                  uses_llm=args.uses_llm, description=args.description, allow_incomplete=args.allow_incomplete)
     else:
+        why = "it describes a --submission; --trec exports runs as they are"
+        _refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete")})
         paths = export_trec_runs(args.trec, args.out, depth=args.depth)
     for path in paths:
         print(f"wrote {path}")
@@ -276,7 +445,12 @@ def _generate(args: argparse.Namespace) -> int:
     from r2med_plugin.generation import GenerationError, generate_expansions
 
     tasks = task_names("r2med") if args.task == ["all"] else args.task
-    extra_body = json.loads(args.extra_body) if args.extra_body else None
+    if args.method != "lamer":
+        _refuse_unreached(args, {"first_stage": f"only lamer prompts hold first-stage passages; {args.method} prompts hold the query alone"})
+    try:
+        extra_body = json.loads(args.extra_body) if args.extra_body else None
+    except ValueError as error:
+        raise ValueError(f"--extra-body is not valid JSON ({error}); give an object, e.g. '{{\"top_k\": 20}}'") from None
     if extra_body is not None and not isinstance(extra_body, dict):
         raise ValueError("--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": true}}'")
     for task in tasks:
@@ -284,7 +458,7 @@ def _generate(args: argparse.Namespace) -> int:
             report = generate_expansions(
                 task, args.method, args.llm, args.base_url, out=args.out, name=args.name, api_key_env=args.api_key_env,
                 concurrency=args.concurrency, preset=args.preset, temperature=args.temperature, top_p=args.top_p,
-                max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage, extra_body=extra_body,
+                max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage or "bm25-lucene", extra_body=extra_body,
                 max_retries=args.max_retries, timeout=args.timeout, max_failures=args.max_failures, overwrite=args.overwrite,
                 data_dir=args.data_dir, accept_drift=args.accept_drift, show_progress=not args.quiet,
             )
@@ -322,6 +496,10 @@ def _sweep(args: argparse.Namespace) -> int:
     from r2med_plugin.sweep import load_spec, plan, run_sweep, status_table
     from r2med_plugin.sweep.driver import SUMMARY_FILE
 
+    if args.dry_run:
+        _refuse_unreached(args, {dest: "--dry-run runs nothing" for dest in ("engine", "address", "workers", "retries")})
+    if args.engine != "ray":
+        _refuse_unreached(args, {"address": "it names a Ray cluster, used with --engine ray only"})
     spec = load_spec(args.spec)
     devices = [device.strip() for device in args.devices.split(",")] if args.devices else None
     if args.dry_run:
@@ -402,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--top-p", type=float, default=None)
     generate.add_argument("--max-tokens", type=int, default=None)
     generate.add_argument("--seed", type=int, default=None)
-    generate.add_argument("--first-stage", default="bm25-lucene", help="lamer only: bm25-lucene (official) or a TREC / topk_docs JSONL run file")
+    generate.add_argument("--first-stage", default=None, help="lamer only: bm25-lucene (official, the default) or a TREC / topk_docs JSONL run file")
     generate.add_argument("--extra-body", default=None, help="JSON merged into each request body (server-specific options)")
     generate.add_argument("--max-retries", type=int, default=6, help="retries per request on 429, 5xx, timeouts and dropped connections")
     generate.add_argument("--timeout", type=float, default=600.0, help="seconds per request before it is retried")
@@ -434,6 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
     export.add_argument("--description", default="")
     export.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
+    export.add_argument("--allow-incomplete", action="store_true",
+                        help="write a submission although tasks are missing or ran on unverified mirror files (marked in its README)")
     export.set_defaults(func=_export)
     repro = commands.add_parser(
         "reproduce", help="official BM25 on the 8 R2MED tasks vs the published row, NanoR2MED candidate profiles vs task_metadata",
@@ -466,8 +646,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _OncePerMessage(logging.Filter):
+    """Within one command, a warning whose text was already shown is not shown again (the unverified-mirror
+    warning is the same for every task of a mirror, and would repeat per task and per expansion)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text in self.seen:
+            return False
+        self.seen.add(text)
+        return True
+
+
+def _package_messages() -> logging.Handler:
+    """The package's warnings on stderr, each text once per command."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(_OncePerMessage())
+    return handler
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.given = given_options(parser, argv)
+    package_logger = logging.getLogger("r2med_plugin")
+    handler = _package_messages()
+    package_logger.addHandler(handler)
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -479,6 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"r2med: error: {message}", file=sys.stderr)
         return 2
     finally:
+        package_logger.removeHandler(handler)
         from r2med_plugin.quiet import restore_libraries
 
         restore_libraries()

@@ -408,13 +408,24 @@ def test_ir_datasets_serves_a_local_folder_as_gar_queries(server, mirror_env, tm
 
     _generate(server, tmp_path / "exp", "lamer", task="R2MEDBioinformatics")
     dataset_id = register_local_expansion(str(tmp_path / "exp" / "lamer" / "test-llm"), "R2MEDBioinformatics")
-    assert dataset_id == "r2med/bioinformatics/local/lamer/test-llm"
+    folder_id = hashlib.sha256(str((tmp_path / "exp").resolve()).encode()).hexdigest()[:8]
+    assert dataset_id == f"r2med/bioinformatics/local/lamer/test-llm@{folder_id}"
     dataset = ir_datasets.load(dataset_id)
     rows = _lines(tmp_path / "exp" / "Bioinformatics" / "lamer" / "test-llm" / "query_with_hydoc.jsonl")
     assert list(dataset.queries_iter()) == [R2MEDGarQuery(r["id"], r["text"], r["hy_doc"]) for r in rows]
     assert dataset.queries_count() == 5
     assert ir_datasets.docs_parent_id(dataset_id) == "r2med/bioinformatics"
     assert register_local_expansion(str(tmp_path / "exp" / "lamer" / "test-llm"), "R2MEDBioinformatics") == dataset_id  # idempotent
+    # Another folder with the same method and LLM name gets its own id; the first id keeps serving its folder.
+    _generate(server, tmp_path / "other-exp", "lamer", task="R2MEDBioinformatics")
+    other_rows = _lines(tmp_path / "other-exp" / "Bioinformatics" / "lamer" / "test-llm" / "query_with_hydoc.jsonl")
+    other_rows = [{**row, "hy_doc": row["hy_doc"] + " (second folder)"} for row in other_rows]
+    (tmp_path / "other-exp" / "Bioinformatics" / "lamer" / "test-llm" / "query_with_hydoc.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in other_rows))
+    other_id = register_local_expansion(str(tmp_path / "other-exp" / "lamer" / "test-llm"), "R2MEDBioinformatics")
+    assert other_id != dataset_id
+    assert [q.hy_doc for q in ir_datasets.load(other_id).queries_iter()] == [r["hy_doc"] for r in other_rows]
+    assert list(ir_datasets.load(dataset_id).queries_iter()) == [R2MEDGarQuery(r["id"], r["text"], r["hy_doc"]) for r in rows]
 
 
 def test_dense_with_a_local_expansion_follows_the_official_rules(server, mirror_env, tmp_path):

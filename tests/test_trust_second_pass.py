@@ -87,3 +87,147 @@ def test_the_row_says_which_model_revision_it_shows_when_another_exists(tmp_path
     with pytest.raises(ValueError, match="model revision local-c006 and also local-4a55") as raised:
         export_submission([tmp_path], "local-model", tmp_path / "out")
     assert "local-4a55" in str(raised.value) and f"{R2MED[0].name}.json" in str(raised.value)
+
+
+# --- ir_datasets: a count never changes once the data is iterated ----------------------------------------
+
+
+def test_ir_datasets_counts_of_a_drifted_mirror_are_its_real_counts_before_and_after_iteration(
+        mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
+    from tests.test_mirror_revisions import _fresh_dataset
+
+    import r2med_plugin
+
+    data = r2med_plugin.load_task("NanoR2MEDBiology")
+    dataset = _fresh_dataset("nano-r2med/biology")
+    qrels = sum(len(judged) for judged in data.qrels.values())
+    before = (dataset.docs_count(), dataset.queries_count(), dataset.qrels_count())
+    assert before == (data.corpus.height, data.queries.height, qrels)  # not the dataset card's 10000 documents
+    assert sum(1 for _ in dataset.docs_iter()) == data.corpus.height
+    assert (dataset.docs_count(), dataset.queries_count(), dataset.qrels_count()) == before
+
+
+# --- item 5: --output is checked before any work -----------------------------------------------------------
+
+
+def test_an_unusable_output_is_refused_before_any_work(mirror_env: Path, tmp_path: Path, capsys, monkeypatch):
+    from r2med_plugin.cli import main
+
+    ran = []
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.evaluate_task", lambda *a, **k: ran.append(a))
+    (tmp_path / "a-file").write_text("x")
+    for output, problem in ((tmp_path / "a-file", "is a file"), (tmp_path / "a-file" / "sub", "a-file is a file")):
+        assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene", "--output", str(output)]) == 2
+        error = capsys.readouterr().err
+        assert f"--output {output}" in error and problem in error and "Traceback" not in error
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--rerank", "org/ce", "--first-stage", "bm25-lucene",
+                 "--output", str(tmp_path / "a-file")]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert ran == []
+
+
+# --- item 7: clear errors ------------------------------------------------------------------------------------
+
+
+def test_clear_errors_name_the_argument_and_the_fix(mirror_env: Path, tmp_path: Path, capsys):
+    from r2med_plugin.cli import main
+
+    cases = [
+        (["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "org/m", "--device", "banana"],
+         "--device 'banana' is not a device torch knows"),
+        (["generate", "--task", "R2MEDBiology", "--method", "hyde", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1",
+          "--extra-body", "{bad json"], "--extra-body is not valid JSON"),
+        (["leaderboard", str(tmp_path), "--plot", str(tmp_path / "x.jpg")], "--plot"),
+        (["evaluate", "--task", "NanoR2MEDBiologyReranking", "--retriever", "bm25-lucene"],
+         "mteb run -t NanoR2MEDBiologyReranking -m <cross-encoder>"),
+    ]
+    for argv, expected in cases:
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert expected in captured.err and "Traceback" not in captured.err, captured.err
+        assert captured.out == ""  # e.g. no leaderboard table printed before --plot is refused
+    assert main(["evaluate", "--task", "NanoR2MEDBiologyReranking", "--retriever", "bm25-lucene"]) == 2
+    assert "--candidates hybrid --candidates-only" in capsys.readouterr().err
+
+
+# --- noise: --quiet says when each task starts and ends; a mirror warning shows once -------------------------------
+
+
+def test_quiet_prints_one_line_per_task_start_and_end(mirror_env: Path, capsys):
+    from r2med_plugin.cli import main
+
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "NanoR2MEDMedQADiag", "--retriever", "bm25-robertson", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    started = [line for line in out if line.endswith(": started")]
+    finished = [line for line in out if ": finished in " in line]
+    assert started == ["NanoR2MEDBiology: started", "NanoR2MEDMedQADiag: started"] and len(finished) == 2
+
+
+def test_the_unverified_mirror_warning_shows_once_per_mirror(mirror_env: Path, capsys):
+    from r2med_plugin.cli import main
+
+    nano = [spec.name for spec in NANO[:3]]
+    assert main(["evaluate", "--task", *nano, "--retriever", "bm25-robertson", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("records no commit it was downloaded at") == 1, err
+    assert str(mirror_env / "hakari-bench" / "NanoR2MED") in err
+
+
+# --- export --------------------------------------------------------------------------------------------------------
+
+
+def test_submission_of_an_incomplete_or_unverified_set_needs_allow_incomplete(tmp_path: Path, capsys):
+    from r2med_plugin.cli import main
+
+    for spec in R2MED[:3]:
+        _result(tmp_path / "r", "org/m", spec.name, 0.1, f"{spec.revision}+unverified-files-abc")
+    command = ["export", "--submission", str(tmp_path / "r"), "--model", "org/m", "--out", str(tmp_path / "out")]
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert "no results for" in error and "do not prove the pinned commit" in error and "--allow-incomplete" in error
+    assert not (tmp_path / "out").exists()
+    assert main([*command, "--allow-incomplete"]) == 0
+    assert "**Incomplete:**" in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_export_trec_names_a_missing_folder(tmp_path: Path, capsys):
+    from r2med_plugin.cli import main
+
+    assert main(["export", "--trec", str(tmp_path / "no-such"), "--out", str(tmp_path / "o")]) == 2
+    assert f"{tmp_path / 'no-such'}: no such folder" in capsys.readouterr().err
+
+
+# --- generation leaves no lock file, and a failed first run no folder -----------------------------------------------
+
+
+def test_generation_leaves_no_lock_file_and_a_failed_run_no_folder(mirror_env: Path, tmp_path: Path, monkeypatch, capsys):
+    from r2med_plugin.cli import main
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(api_key="sk-test", max_seconds=60) as server:
+        base = ["generate", "--task", "R2MEDBiology", "--method", "hyde", "--base-url", server.base_url,
+                "--out", str(tmp_path / "exp"), "--quiet", "--max-retries", "0"]
+        assert main([*base, "--llm", "no-such-llm"]) == 1  # 404 for every query
+        assert "unknown model 'no-such-llm'" in capsys.readouterr().err
+        assert not (tmp_path / "exp").exists()
+        assert main([*base, "--llm", "test-llm"]) == 0
+    folder = tmp_path / "exp" / "Biology" / "hyde" / "test-llm"
+    assert sorted(path.name for path in folder.iterdir()) == ["manifest.json", "query_with_hydoc.jsonl", "usage.jsonl"]
+
+
+# --- the packaged model by a short alias, filed under its hub name and revision -------------------------------------
+
+
+def test_the_packaged_minilm_alias_is_filed_under_its_hub_name_and_revision(mirror_env: Path, tmp_path: Path, capsys):
+    from r2med_plugin.cli import main
+    from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS
+
+    packaged = PACKAGED_MODELS["minilm-packaged"]
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--output", str(tmp_path), "--quiet"]) == 0
+    result = tmp_path / "results" / packaged.hub_name.replace("/", "__") / packaged.hub_revision / "NanoR2MEDBiology.json"
+    payload = json.loads(result.read_text())
+    assert payload["r2med_provenance"]["model_name"] == packaged.hub_name
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--model-revision", "v1"]) == 2
+    assert "drop --model-revision" in capsys.readouterr().err

@@ -85,17 +85,8 @@ def load_task(
     if revision == UNKNOWN_MIRROR_REVISION:
         revision = f"local-{fingerprint}"
     verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
-    if not verified and not synthetic and revision.startswith("local-"):
-        logger.warning(
-            "%s: the mirror %s records no commit it was downloaded at, so it is filed as revision %s (a fingerprint of "
-            "its files); `huggingface-cli download --local-dir` records the commit", spec.name, repo.root, revision,
-        )
-    elif not verified and not synthetic:
-        logger.warning(
-            "%s: the mirror %s does not record every file read at one commit, or a file changed since its download; "
-            "its files are not verified to be revision %s (download it again with `huggingface-cli download --local-dir`)",
-            spec.name, repo.root, revision,
-        )
+    if not verified and not synthetic:
+        _warn_unverified(repo.root, spec.name, revision)
     without_qrels = sorted(set(queries["id"].to_list()) - set(qrels))
     if without_qrels:
         logger.warning("%s: %d queries have no qrels and are dropped", spec.name, len(without_qrels))
@@ -128,6 +119,22 @@ def load_task(
         revision_verified=verified,
         files_fingerprint=fingerprint,
     )
+
+
+def _warn_unverified(root: Path, task: str, revision: str) -> None:
+    """One message per mirror (the same text for every task of it: a command shows it once, see cli)."""
+    if revision.startswith("local-"):
+        logger.warning(
+            "the mirror %s records no commit it was downloaded at, so each task's results are filed under a fingerprint of "
+            "the files it reads (local-<fingerprint>); `huggingface-cli download --local-dir` records the commit", root,
+        )
+    else:
+        logger.warning(
+            "the mirror %s does not record every file read at one commit, or a file changed since its download; its "
+            "files are not verified to be revision %s (results record <revision>+unverified-files-<fingerprint>; download it "
+            "again with `huggingface-cli download --local-dir`)", root, revision,
+        )
+    logger.debug("%s: unverified mirror files, filed as revision %s", task, revision)
 
 
 def _evicting(source: str, path: Path, read: Callable[[], T]) -> T:

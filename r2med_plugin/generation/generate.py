@@ -12,6 +12,8 @@ import asyncio
 import hashlib
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -158,12 +160,13 @@ def generate_expansions(
     sampling = sampling_parameters(preset, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     data = _load(task, data_dir, accept_drift)
     store = ExpansionStore(expansion_dir(out, spec, method, name))
+    created = [folder for folder in (store.folder, *store.folder.parents) if not folder.exists()]  # deepest first
     identity = {
         "task": spec.name, "method": method, "model": llm, "llm": name, "prompts_sha256": prompts_hash(spec, method),
         "sampling": sampling, "first_stage": _first_stage_identity(method, first_stage), "extra_body": extra_body,
         "dataset_revision": data.revision,
     }
-    with store.locked():
+    with store.locked(), _removed_when_nothing_finished(store, created):
         if overwrite:
             store.clear()
         query_ids = data.queries["id"].to_list()
@@ -192,14 +195,26 @@ def generate_expansions(
         finally:
             report.seconds = time.perf_counter() - started
             _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models)
-    if report.failures:
-        query_id, message = report.failures[0]
-        raise api.GenerationError(
-            f"{spec.name}: {len(report.failures)} of {len(pending)} queries failed after {max_retries} retries "
-            f"(first: {query_id!r}: {message}). The {report.already_done + report.generated} finished queries are saved in "
-            f"{store.folder}; run the same command again to retry the rest"
-        )
+        if report.failures:
+            query_id, message = report.failures[0]
+            finished = report.already_done + report.generated
+            saved = (f"The {finished} finished queries are saved in {store.folder}; run the same command again to retry the rest"
+                     if finished else "No query finished, so no folder is left behind; check --base-url and --llm, then run again")
+            raise api.GenerationError(
+                f"{spec.name}: {len(report.failures)} of {len(pending)} queries failed after {max_retries} retries "
+                f"(first: {query_id!r}: {message}). {saved}"
+            )
     return report
+
+
+@contextmanager
+def _removed_when_nothing_finished(store: ExpansionStore, created: list[Path]) -> Iterator[None]:
+    """A run that fails before finishing any query (404, server down) leaves no folder behind."""
+    try:
+        yield
+    except BaseException:
+        store.remove_if_nothing_finished(created)
+        raise
 
 
 def _run_to_end(coroutine: Any) -> None:

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 EXPANSION_FILE = "query_with_hydoc.jsonl"
 USAGE_FILE = "usage.jsonl"
 MANIFEST_FILE = "manifest.json"
-LOCK_FILE = ".lock"
+LEGACY_LOCK_FILE = ".lock"  # written by r2med-plugin <= 0.2.0; the lock is now held on the folder
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -103,22 +103,40 @@ class ExpansionStore:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Exclusive use of the folder: a second run writing it at the same time would duplicate queries."""
+        """Exclusive use of the folder: a second run writing it at the same time would duplicate queries.
+
+        The lock is held on the folder itself (no lock file is left behind), and released when the run ends."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        with (self.folder / LOCK_FILE).open("a") as handle:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            yield
+            return
+        handle = os.open(self.folder, os.O_RDONLY)
+        try:
             try:
-                import fcntl
-            except ImportError:  # not POSIX: no lock
-                yield
-                return
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
                 raise ValueError(f"{self.folder} is being written by another r2med generate run; wait for it or use another --name/--out") from error
             try:
                 yield
             finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            os.close(handle)
+
+    def remove_if_nothing_finished(self, created: Sequence[Path]) -> bool:
+        """After a run that finished no query: remove its files and the folders this run created (empty ones only)."""
+        if self.expansion_path.is_file() and self.expansion_path.stat().st_size:
+            return False
+        self.clear()
+        (self.folder / LEGACY_LOCK_FILE).unlink(missing_ok=True)
+        for folder in created:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (another task's folder, a user's file): kept
+                break
+        return True
 
     def clear(self) -> None:
         for path in (self.expansion_path, self.usage_path, self.manifest_path):

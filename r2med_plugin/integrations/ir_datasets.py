@@ -26,6 +26,7 @@ from ir_datasets.util.metadata import MetadataComponent, MetadataProvider
 
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.expansions import list_expansions, load_expansions
+from r2med_plugin.data.hub import data_dir_from_env
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.types import TaskData, TaskSpec
 
@@ -70,6 +71,15 @@ class _TaskSource:
     def loaded(self) -> TaskData | None:
         return self._data
 
+    def counted(self) -> TaskData | None:
+        """The data counts are read from: what is loaded, and a local mirror (read on first count: its counts
+        may differ from the dataset card, and a count must not change once the data is iterated). From the
+        hub (pinned revision) nothing is downloaded for a count: None, the dataset card's count answers."""
+        mirror = data_dir_from_env(None)
+        if self._data is None and mirror is not None and (mirror / self.spec.hub_repo).is_dir():
+            return self.data()
+        return self._data
+
 
 class R2MEDDocs(BaseDocs):
     def __init__(self, source: _TaskSource) -> None:
@@ -83,8 +93,8 @@ class R2MEDDocs(BaseDocs):
         return GenericDoc
 
     def docs_count(self):
-        loaded = self._source.loaded()
-        return loaded.corpus.height if loaded is not None else None  # None: the metadata count answers
+        data = self._source.counted()
+        return data.corpus.height if data is not None else None  # None: the metadata count answers
 
     def docs_store(self, field: str = "doc_id", options: Any = None):
         data = self._source.data()
@@ -113,6 +123,10 @@ class R2MEDQueries(BaseQueries):
 
     def queries_cls(self):
         return GenericQuery
+
+    def queries_count(self):
+        data = self._source.counted()
+        return data.queries.height if data is not None else None
 
     def queries_namespace(self):
         return NAMESPACE
@@ -147,6 +161,10 @@ class R2MEDQrels(BaseQrels):
         for query_id, judged in self._source.data().qrels.items():
             for doc_id, relevance in judged.items():
                 yield TrecQrel(query_id, doc_id, relevance, "0")
+
+    def qrels_count(self):
+        data = self._source.counted()
+        return sum(len(judged) for judged in data.qrels.values()) if data is not None else None
 
     def qrels_defs(self):
         return {1: "relevant (a passage that helps answer the query)"}
@@ -269,11 +287,13 @@ def register() -> list[str]:
 
 
 def register_local_expansion(folder: str, task: str) -> str:
-    """Register expansions made by ``r2med generate`` as ``r2med/<slug>/local/<method>/<llm>``; returns the id.
+    """Register expansions made by ``r2med generate`` as ``r2med/<slug>/local/<method>/<llm>@<folder id>``; returns the id.
 
     ``folder`` is ``<out>/<method>/<llm>`` (the task's file is ``<out>/<HubName>/<method>/<llm>/query_with_hydoc.jsonl``)
     or that task folder itself. The queries are ``R2MEDGarQuery`` records, like the released expansions';
-    docs and qrels are the parent dataset's. Registering the same id again points it at the new folder.
+    docs and qrels are the parent dataset's. The folder id (a hash of the ``<out>`` folder, as in the result
+    names of ``r2med evaluate``) keeps two folders with the same method and LLM name apart; registering the
+    same folder again re-reads it under the same id.
     """
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.data.expansions import LOCAL_PREFIX, resolve_local_expansion
@@ -284,7 +304,7 @@ def register_local_expansion(folder: str, task: str) -> str:
     local = resolve_local_expansion(spec, f"{LOCAL_PREFIX}{folder}")
     register()
     parent = dataset_id(spec)
-    child = f"{parent}/local/{local.method}/{local.llm}"
+    child = f"{parent}/local/{local.method}/{local.llm}@{local.folder_id}"
     registry = ir_datasets.registry
     existing = registry._registered.get(child)
     if existing is not None:

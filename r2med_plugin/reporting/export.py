@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -18,6 +20,22 @@ LANGUAGES = ["eng-Latn"]
 TREC_DEPTH = 1000  # documents per query in every TREC run this package writes (``--depth``)
 CANDIDATES_ONLY_FOLDER = "candidates-only"  # outside <dir>/results/, where ResultCache never looks
 CANDIDATES_ONLY_MARKER = "candidates-only"
+
+
+def check_output_dir(folder: str | os.PathLike, flag: str = "output") -> Path:
+    """Make sure ``folder`` is (or can become) a writable folder, before any long work writes into it."""
+    path = Path(folder)
+    existing = next((candidate for candidate in (path, *path.parents) if candidate.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "is a file" if existing == path else f"cannot be created: {existing} is a file"
+        raise ValueError(f"{flag} {folder}: {where}; give a folder (it is created when missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".r2med-write-check-"):
+            pass
+    except OSError as error:
+        raise ValueError(f"{flag} {folder}: not writable ({error.strerror or error}); choose a folder you can write to") from None
+    return path
 
 
 def model_folder_name(model_name: str) -> str:

