@@ -500,6 +500,10 @@ def _sweep(args: argparse.Namespace) -> int:
         _refuse_unreached(args, {dest: "--dry-run runs nothing" for dest in ("engine", "address", "workers", "retries")})
     if args.engine != "ray":
         _refuse_unreached(args, {"address": "it names a Ray cluster, used with --engine ray only"})
+    if args.quiet:  # before any library is imported: jobs in worker processes inherit the switches too
+        from r2med_plugin.quiet import silence_libraries
+
+        silence_libraries()
     spec = load_spec(args.spec)
     devices = [device.strip() for device in args.devices.split(",")] if args.devices else None
     if args.dry_run:
@@ -509,7 +513,7 @@ def _sweep(args: argparse.Namespace) -> int:
         print(f"{len(statuses)} jobs: {sum(s.status == 'skipped' for s in statuses)} already done")
         return 0
     summary = run_sweep(spec, engine=args.engine, workers=args.workers, address=args.address, devices=devices,
-                        retries=args.retries, show_progress=not args.quiet)
+                        retries=args.retries, show_progress=not args.quiet, quiet=args.quiet)
     print(status_table(summary))
     for benchmark, table in summary.leaderboards.items():
         print(f"\n{benchmark} leaderboard (this sweep's results)\n\n{table}", end="")
@@ -641,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--devices", default=None, help="encode each model on these devices, e.g. cuda:0,cuda:1 or cpu,cpu")
     sweep.add_argument("--retries", type=int, default=None, help="extra attempts for a failed job (default: the spec's, else 1)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")
-    sweep.add_argument("--quiet", action="store_true", help="no progress bars")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings, in every job (errors still print)")
     sweep.set_defaults(func=_sweep)
     return parser
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 LIBRARY_LOGGERS = ("transformers", "huggingface_hub", "sentence_transformers", "datasets", "mteb", "torch", "faiss", "bm25s")
 _ENVIRONMENT = {
@@ -24,7 +27,25 @@ _ENVIRONMENT = {
 }
 
 
-_saved: list[tuple[dict[str, str | None], dict[str, int], list]] = []
+_saved: list[tuple[dict[str, str | None], dict[str, int], list, dict[str, bool]]] = []
+
+
+def _progress_switches() -> dict[str, tuple[Callable[[], bool], Callable[[bool], None]]]:
+    """(is enabled, enable/disable) of the progress bars of transformers and huggingface_hub when already imported:
+    they read their environment switches at import only (transformers' "Loading weights" bar, hub downloads)."""
+    switches: dict[str, tuple[Callable[[], bool], Callable[[bool], None]]] = {}
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+        switches["huggingface_hub"] = (lambda: not are_progress_bars_disabled(), lambda on: enable_progress_bars() if on else disable_progress_bars())
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        switches["transformers"] = (
+            transformers_logging.is_progress_bar_enabled,
+            lambda on: transformers_logging.enable_progress_bar() if on else transformers_logging.disable_progress_bar(),
+        )
+    return switches
 
 
 def silence_libraries() -> None:
@@ -38,8 +59,11 @@ def silence_libraries() -> None:
             {name: os.environ.get(name) for name in _ENVIRONMENT},
             {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS},
             list(warnings.filters),
+            {name: is_enabled() for name, (is_enabled, _) in _progress_switches().items()},
         ))
     os.environ.update(_ENVIRONMENT)
+    for _, switch in _progress_switches().values():
+        switch(False)
     for name in LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=UserWarning)
@@ -51,7 +75,7 @@ def restore_libraries() -> None:
     """Undo ``silence_libraries`` (no-op when it was not called)."""
     if not _saved:
         return
-    environment, levels, filters = _saved.pop()
+    environment, levels, filters, bars = _saved.pop()
     for name, value in environment.items():
         if value is None:
             os.environ.pop(name, None)
@@ -60,3 +84,23 @@ def restore_libraries() -> None:
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
     warnings.filters[:] = filters
+    switches = _progress_switches()
+    for name, enabled in bars.items():  # a library imported while silenced keeps what its import read
+        if enabled and name in switches:
+            switches[name][1](True)
+
+
+@contextmanager
+def silenced(quiet: bool = True) -> Iterator[None]:
+    """``silence_libraries`` for the duration of a block (a sweep job), then back as before; nothing when not quiet.
+    Inside an already silenced command it leaves the silence to the command."""
+    if not quiet or _saved:
+        if quiet:
+            silence_libraries()
+        yield
+        return
+    silence_libraries()
+    try:
+        yield
+    finally:
+        restore_libraries()

@@ -131,8 +131,11 @@ def run_sweep(
     devices: Sequence[str] | None = None,
     retries: int | None = None,
     show_progress: bool = True,
+    quiet: bool = False,
 ) -> SweepSummary:
-    """Run every job of ``spec`` that has no complete result yet; write the summary JSON and leaderboard tables."""
+    """Run every job of ``spec`` that has no complete result yet; write the summary JSON and leaderboard tables.
+
+    ``quiet``: the jobs also silence the libraries' progress bars and non-error messages (``r2med sweep --quiet``)."""
     from tqdm.auto import tqdm
 
     if retries is not None and retries < 0:
@@ -141,7 +144,8 @@ def run_sweep(
     statuses = plan(spec, devices=devices)
     todo = sum(1 for status in statuses if status.status == "pending")
     quiet = not show_progress or not sys.stderr.isatty()
-    runner = make_engine(engine, workers=workers, address=address, resources=spec.resources, show_progress=show_progress and workers == 1)
+    runner = make_engine(engine, workers=workers, address=address, resources=spec.resources, show_progress=show_progress and workers == 1,
+                         quiet=quiet)
     try:
         with tqdm(total=todo, desc="sweep jobs", unit="job", disable=quiet) as progress:
             _dispatch(statuses, runner, spec.retries if retries is None else retries, progress)

@@ -23,9 +23,10 @@ RAY_HINT = 'pip install "r2med-plugin[ray]"'
 class SequentialEngine:
     """Jobs one after another in this process (a loaded model is reused by the next job of the same model)."""
 
-    def __init__(self, show_progress: bool = True) -> None:
+    def __init__(self, show_progress: bool = True, quiet: bool = False) -> None:
         self.queue: list[tuple[int, Job, Mapping[str, str]]] = []
         self.show_progress = show_progress
+        self.quiet = quiet
         self.counter = 0
 
     def submit(self, job: Job, stamps: Mapping[str, str]) -> int:
@@ -36,7 +37,7 @@ class SequentialEngine:
     def next_done(self) -> tuple[Any, dict | None, BaseException | None]:
         handle, job, stamps = self.queue.pop(0)
         try:
-            return handle, execute_job(job.to_dict(), stamps, self.show_progress), None
+            return handle, execute_job(job.to_dict(), stamps, self.show_progress, self.quiet), None
         except Exception as error:  # noqa: BLE001 - a failed job is reported, the others go on
             return handle, None, error
 
@@ -56,8 +57,9 @@ def _share_cores(threads: int) -> None:
 class ProcessEngine:
     """Up to ``workers`` jobs at once in fresh (spawned) processes on this machine, each with its share of the cores."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, quiet: bool = False) -> None:
         self.workers = workers
+        self.quiet = quiet
         self.pool = self._new_pool()
         self.pending: set[futures.Future] = set()
 
@@ -69,10 +71,10 @@ class ProcessEngine:
 
     def submit(self, job: Job, stamps: Mapping[str, str]) -> futures.Future:
         try:
-            future = self.pool.submit(execute_job, job.to_dict(), dict(stamps), False)
+            future = self.pool.submit(execute_job, job.to_dict(), dict(stamps), False, self.quiet)
         except futures.BrokenExecutor:  # a worker died (killed, out of memory): start a new pool
             self.pool = self._new_pool()
-            future = self.pool.submit(execute_job, job.to_dict(), dict(stamps), False)
+            future = self.pool.submit(execute_job, job.to_dict(), dict(stamps), False, self.quiet)
         self.pending.add(future)
         return future
 
@@ -96,7 +98,7 @@ class RayEngine:
     a Ray session the caller already started is used as it is and left running.
     """
 
-    def __init__(self, address: str | None, workers: int | None, resources: Mapping[str, float]) -> None:
+    def __init__(self, address: str | None, workers: int | None, resources: Mapping[str, float], quiet: bool = False) -> None:
         try:
             import ray
         except ImportError:
@@ -110,6 +112,7 @@ class RayEngine:
                 ray.init(num_cpus=workers or None, include_dashboard=False, log_to_driver=False)
         self.has_gpus = ray.cluster_resources().get("GPU", 0) > 0
         self.resources = dict(resources)
+        self.quiet = quiet
         self.remote = ray.remote(execute_job)
         self.pending: list[Any] = []
 
@@ -123,7 +126,7 @@ class RayEngine:
         return {"num_cpus": max(self.resources["model_cpus"], float(len(devices))), "num_gpus": 0}
 
     def submit(self, job: Job, stamps: Mapping[str, str]) -> Any:
-        reference = self.remote.options(max_retries=0, **self.job_resources(job)).remote(job.to_dict(), dict(stamps), False)
+        reference = self.remote.options(max_retries=0, **self.job_resources(job)).remote(job.to_dict(), dict(stamps), False, self.quiet)
         self.pending.append(reference)
         return reference
 
@@ -144,14 +147,15 @@ class RayEngine:
 
 
 def make_engine(
-    engine: str, *, workers: int = 1, address: str | None = None, resources: Mapping[str, float], show_progress: bool = True
+    engine: str, *, workers: int = 1, address: str | None = None, resources: Mapping[str, float], show_progress: bool = True,
+    quiet: bool = False,
 ) -> SequentialEngine | ProcessEngine | RayEngine:
     if engine not in ENGINES:
         raise ValueError(f"--engine must be one of {list(ENGINES)}, got {engine!r}")
     if workers < 1:
         raise ValueError(f"--workers must be a positive integer, got {workers}")
     if engine == "ray":
-        return RayEngine(address, workers if workers > 1 else None, resources)
+        return RayEngine(address, workers if workers > 1 else None, resources, quiet)
     if address:
         raise ValueError("--address names a Ray cluster: use it with --engine ray")
-    return ProcessEngine(workers) if workers > 1 else SequentialEngine(show_progress)
+    return ProcessEngine(workers, quiet) if workers > 1 else SequentialEngine(show_progress, quiet)

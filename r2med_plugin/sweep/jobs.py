@@ -53,6 +53,14 @@ def applied_env(env: Mapping[str, str | None]) -> Iterator[None]:
         apply(saved)
 
 
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
+
+
+def recorded_env(env: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The environment a job ran with, as its record keeps it: the values of secret-looking variables are hidden."""
+    return {name: ("***" if value and any(word in name.upper() for word in _SECRET_WORDS) else value) for name, value in env.items()}
+
+
 def record_path(output: str | os.PathLike, job_id: str) -> Path:
     return Path(output) / RECORDS / f"{job_id}.json"
 
@@ -72,29 +80,42 @@ def files_stamp(root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache the current environment names (HF_HUB_CACHE, else HF_HOME/hub, else the default),
+    read now: huggingface_hub fixes its own value at import, before a spec's `env:` is applied."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
 def _cached_hub_commit(repo: str, repo_type: str, revision: str) -> str | None:
     """The commit ``revision`` points to in the local Hugging Face cache, if it was downloaded."""
-    from huggingface_hub import constants
-
-    ref = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo.replace('/', '--')}" / "refs" / revision
+    ref = hub_cache_dir() / f"{repo_type}s--{repo.replace('/', '--')}" / "refs" / revision
     try:
         return ref.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
 
 
-def dataset_stamp(task: str, data_dir: str | None) -> str:
+def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = None) -> str:
+    """What a job's data is, in the current environment (call it with the job's environment applied): the mirror
+    folder the job reads (``data_dir``, else R2MED_DATA_DIR), its recorded commit and its files' sizes and times, or
+    the hub commit; and whether drift is accepted (a job that would now be refused is not kept as done)."""
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.data.hub import data_dir_from_env, recorded_mirror_revision
+    from r2med_plugin.data.loader import drift_accepted
 
     spec = get_task_spec(task)
+    drift = f"drift-accepted:{drift_accepted(accept_drift)}"
     mirror = data_dir_from_env(data_dir)
     if mirror is not None:
-        root = mirror / spec.hub_org / spec.hub_repo_name
+        root = (mirror / spec.hub_org / spec.hub_repo_name).absolute()
         if not root.is_dir():
-            return "missing"
-        return f"mirror:{recorded_mirror_revision(root) or spec.revision or '-'}:{files_stamp(root)}"
-    return f"hub:{spec.revision or _cached_hub_commit(spec.hub_repo, 'dataset', 'main') or 'main'}"
+            return f"missing:{root}"
+        return f"mirror:{root.resolve()}:{recorded_mirror_revision(root) or spec.revision or '-'}:{files_stamp(root)}:{drift}"
+    return f"hub:{spec.revision or _cached_hub_commit(spec.hub_repo, 'dataset', 'main') or 'main'}:{drift}"
 
 
 def model_stamp(name: str, revision: str | None) -> str:
@@ -113,8 +134,14 @@ def model_stamp(name: str, revision: str | None) -> str:
 
 
 def job_stamps(job: Job) -> dict[str, str]:
-    """Stamps of a job's dataset and of every model or run file it reads."""
-    stamps = {"dataset": dataset_stamp(job.task, job.options.get("data_dir"))}
+    """Stamps of a job's dataset and of every model or run file it reads, in the job's own environment
+    (``job.env``: the driver's R2MED_DATA_DIR, HF_HOME, ... with the spec's `env:` over them), as the job will run."""
+    with applied_env(job.env):
+        return _job_stamps(job)
+
+
+def _job_stamps(job: Job) -> dict[str, str]:
+    stamps = {"dataset": dataset_stamp(job.task, job.options.get("data_dir"), job.options.get("accept_drift"))}
     retriever = job.retriever or {}
     if retriever:
         stamps["retriever"] = model_stamp(retriever.get("bm25") or retriever["model"], retriever.get("revision"))
@@ -224,8 +251,20 @@ def _relative(path: Path, output: Path) -> str:
         return str(path)
 
 
-def execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool = False) -> dict[str, Any]:
-    """Run one job (a Job as a dict, so that it crosses process and machine boundaries) and record it."""
+def execute_job(
+    job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool = False, quiet: bool = False
+) -> dict[str, Any]:
+    """Run one job (a Job as a dict, so that it crosses process and machine boundaries) and record it.
+
+    ``quiet``: no library progress bar or message that is not an error (transformers' "Loading weights", hub
+    downloads), in whichever process or Ray worker the job runs."""
+    from r2med_plugin.quiet import silenced
+
+    with silenced(quiet):
+        return _execute_job(job_payload, stamps, show_progress)
+
+
+def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool) -> dict[str, Any]:
     from r2med_plugin.evaluation.official import write_json_atomic
     from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
 
@@ -247,7 +286,7 @@ def execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_
     record = {
         "job_id": job.job_id,
         "status": "done",
-        "job": job.to_dict() | {"env": {}},
+        "job": job.to_dict() | {"env": recorded_env(job.env)},
         "stamps": dict(stamps),
         "paths": {kind: _relative(Path(path), output) for kind, path in paths.items()},
         "digests": {kind: file_digest(Path(path)) for kind, path in paths.items()},

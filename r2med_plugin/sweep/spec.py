@@ -122,7 +122,7 @@ class SweepSpec:
     accept_drift: bool | None
     resources: dict[str, float]
     options: dict[str, Any]
-    env: dict[str, str]
+    env: dict[str, str | None]
 
 
 def _fail(path: Path, key: str, problem: str, fix: str) -> SpecError:
@@ -180,6 +180,30 @@ def _devices(path: Path, key: str, value: Any) -> list[str] | None:
     return [device.strip() for device in devices]
 
 
+def _looks_like_path(name: str) -> bool:
+    """Whether a model name is meant as a local path: absolute, ./ ../ ~, or a relative path whose first folder
+    exists here ("models/m" with a models/ folder). Hub names ("org/name") contain "/" too, so they pass."""
+    if name in (".", "..") or name.startswith(("./", "../", "~", ".\\", "..\\")) or Path(name).is_absolute():
+        return True
+    parts = Path(name).parts
+    return len(parts) > 1 and Path(parts[0]).is_dir()
+
+
+def check_model_path(path: Path, key: str, name: str) -> None:
+    """Refuse a model (or first stage) that names a local path that does not exist, before any job runs.
+
+    Jobs read relative paths from the folder ``r2med sweep`` runs in (not the spec's folder)."""
+    if not _looks_like_path(name) or Path(name).expanduser().exists():
+        return
+    beside_spec = path.parent / name
+    hint = (f" ({beside_spec} exists: model paths are relative to the folder you run r2med from, not to the spec; "
+            "write the absolute path)") if not Path(name).is_absolute() and path.name != "<spec>" and beside_spec.exists() else ""
+    raise _fail(
+        path, key, f"is {name!r}, a local path that does not exist (looked for {Path(name).expanduser().absolute()}){hint}",
+        "give an existing model folder (or run file), or a hub name such as org/name",
+    )
+
+
 def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
     key = f"retrievers[{index}]"
     if isinstance(entry, str):
@@ -199,6 +223,7 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         check_retriever_name(entry["model"])  # "bm25-lucen" is a typo, not a hub model to download
     except ValueError as error:
         raise _fail(path, key, f"is {entry['model']!r}", str(error)) from None
+    check_model_path(path, key if set(entry) == {"model"} else f"{key}.model", entry["model"])
     revision = entry.get("revision")
     if revision is not None and not isinstance(revision, str):
         raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
@@ -232,6 +257,43 @@ def _candidates(path: Path, raw: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[str | None]) -> None:
+    """Each released expansion ("method/llm") must be one of every R2MED task of the spec (as `r2med evaluate`
+    requires), and the spec must have an R2MED task for it to reach."""
+    from r2med_plugin.data.expansions import list_expansions
+
+    released = [value for value in expansions if value is not None and value != "all" and not value.startswith("local:")]
+    if not released and "all" not in expansions:
+        return
+    r2med = [task for task in tasks if get_task_spec(task).kind == "r2med"]
+    if not r2med:
+        given = next(value for value in expansions if value is not None and not value.startswith("local:"))
+        raise _fail(
+            path, "expansions", f"holds {given!r}, which reaches no task: released expansions exist for the R2MED tasks only, "
+            f"and this spec's tasks ({', '.join(tasks)}) are NanoR2MED tasks",
+            "remove it, or add R2MED tasks (e.g. tasks: [R2MEDBiology] or benchmarks: [R2MED-Full])",
+        )
+    for value in released:
+        for task in r2med:
+            known = list_expansions(task)
+            if value not in known:
+                raise _fail(path, "expansions", f"holds {value!r}, not a released expansion of {task}",
+                            unknown_name_message("expansion", value, known) + "; or local:FOLDER for one you generated")
+
+
+def _check_candidates(path: Path, tasks: Sequence[str], candidates: Sequence[str], candidates_only: bool) -> None:
+    """Candidate subsets reach only tasks with stored candidate lists (the NanoR2MED tasks)."""
+    if candidates_only and not candidates:
+        raise _fail(path, "candidates_only", "is true but `candidates` names no subset",
+                    "add candidates: [bm25, dense, hybrid] (the lists to rank), or remove candidates_only")
+    if candidates and not any(get_task_spec(task).candidate_profiles for task in tasks):
+        raise _fail(
+            path, "candidates", f"is {list(candidates)}, which reaches no task: stored candidate lists exist for the NanoR2MED "
+            f"tasks only, and this spec's tasks ({', '.join(tasks)}) have none",
+            "remove `candidates` (and `candidates_only`), or add NanoR2MED tasks (e.g. benchmarks: [NanoR2MED])",
+        )
+
+
 def evaluate_task_parameters() -> set[str]:
     from r2med_plugin.evaluation.runner import evaluate_task
 
@@ -251,15 +313,18 @@ def _rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
     rerankers = []
     for index, entry in enumerate(entries):
         key = f"rerankers[{index}]"
-        entry = {"model": entry} if isinstance(entry, str) else entry
+        plain = isinstance(entry, str)
+        entry = {"model": entry} if plain else entry
         if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
             raise _fail(path, key, f"is {entry!r}", "write {model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}")
         unknown = sorted(set(entry) - RERANKER_KEYS)
         if unknown:
             raise _fail(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(RERANKER_KEYS)}")
+        check_model_path(path, key if plain else f"{key}.model", entry["model"])
         kwargs: dict[str, Any] = {"rerank": entry["model"], "rerank_depth": _as_int(path, f"{key}.depth", entry.get("depth"), 10, 1)}
         if entry.get("first_stage") is not None:
             kwargs["first_stage"] = str(entry["first_stage"])
+            check_model_path(path, f"{key}.first_stage", kwargs["first_stage"])
         if entry.get("batch_size") is not None:
             kwargs["rerank_batch_size"] = _as_int(path, f"{key}.batch_size", entry["batch_size"], 32, 1)
         rerankers.append(kwargs)
@@ -317,14 +382,20 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
     if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
         raise _fail(path, "env", f"is {env!r}", "give a mapping of variable names to values")
     data_dir = raw.get("data_dir")
+    tasks = _tasks(path, raw)
+    expansions = _expansions(path, raw)
+    _check_expansions(path, tasks, expansions)
+    candidates = _candidates(path, raw)
+    candidates_only = bool(_as_bool(path, "candidates_only", raw.get("candidates_only")))
+    _check_candidates(path, tasks, candidates, candidates_only)
     return SweepSpec(
         path=path,
         output=(base / raw["output"]).resolve(),
-        tasks=_tasks(path, raw),
+        tasks=tasks,
         retrievers=retrievers,
-        expansions=_expansions(path, raw),
-        candidates=_candidates(path, raw),
-        candidates_only=bool(_as_bool(path, "candidates_only", raw.get("candidates_only"))),
+        expansions=expansions,
+        candidates=candidates,
+        candidates_only=candidates_only,
         hybrid=bool(_as_bool(path, "hybrid", raw.get("hybrid"))),
         top_k=_as_int(path, "top_k", raw.get("top_k"), 1000, MIN_TOP_K),
         trec=bool(_as_bool(path, "trec", raw.get("trec"))),
@@ -334,7 +405,7 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
         accept_drift=_as_bool(path, "accept_drift", raw.get("accept_drift"), None),
         resources=_resources(path, raw),
         options=_options(path, raw),
-        env={key: str(value) for key, value in env.items()},
+        env={key: None if value is None else str(value) for key, value in env.items()},  # null: unset it in the jobs
     )
 
 
