@@ -9,6 +9,7 @@ NanoR2MED hub layout (scripts/make_demo_sample.py): it is not R2MED data.
 from __future__ import annotations
 
 import os
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -40,7 +41,9 @@ def _minilm():
     from mteb.models import SentenceTransformerEncoderWrapper
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     model.mteb_model_meta = mteb.get_model_meta(MINILM_NAME)
     return model
 
@@ -68,8 +71,11 @@ def run_demo(out_dir: str | Path = "r2med-demo", *, show_progress: bool = True) 
         import mteb
 
         print(f"[2/3] {MINILM_NAME} through mteb.evaluate on {len(tasks)} NanoR2MED tasks")
-        mteb.evaluate(model, mteb.get_tasks(tasks=tasks), cache=mteb.ResultCache(out), show_progress_bar=show_progress,
-                      overwrite_strategy="always")
+        with warnings.catch_warnings():  # mteb's notes on renamed sentence-transformers methods: not the user's concern
+            warnings.simplefilter("ignore", FutureWarning)
+            # one bar for the tasks; the encoder's per-batch bars would nest inside it
+            mteb.evaluate(model, mteb.get_tasks(tasks=tasks), cache=mteb.ResultCache(out), show_progress_bar=show_progress,
+                          encode_kwargs={"show_progress_bar": False}, overwrite_strategy="always")
     print("[3/3] leaderboard\n")
     rows = build_leaderboard([results], benchmark="nano")
     table = render(rows, "md")
