@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.2.0"
+from r2med_plugin.version import __version__  # noqa: F401 - re-exported
 
 _EXPORTS = {
     "list_tasks": "r2med_plugin.catalog",
     "get_task_spec": "r2med_plugin.catalog",
     "list_benchmarks": "r2med_plugin.catalog",
     "load_task": "r2med_plugin.data.loader",
-    "evaluate_run": "r2med_plugin.evaluation.metrics",
-    "evaluate_run_per_query": "r2med_plugin.evaluation.metrics",
+    "evaluate_run": "r2med_plugin.metrics",
+    "evaluate_run_per_query": "r2med_plugin.metrics",
     "write_official_results": "r2med_plugin.evaluation.official",
     "evaluate_task": "r2med_plugin.evaluation.runner",
     "generate_expansions": "r2med_plugin.generation",

@@ -19,7 +19,6 @@ import gzip
 import hashlib
 import json
 import os
-import uuid
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from r2med_plugin.io import atomic_write
 from r2med_plugin.types import Run
 
 CACHE_DIR_ENV = "R2MED_CACHE_DIR"
@@ -55,21 +55,6 @@ def key_of(*parts: object) -> str:
     return hashlib.sha256("\0".join(map(str, parts)).encode("utf-8")).hexdigest()[:32]
 
 
-def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"  # unique across processes and hosts
-    try:
-        with open(temporary, "xb"):  # created with the umask's permissions (mkstemp would force 0600)
-            pass
-        write(temporary)
-        with open(temporary, "rb+") as stream:
-            os.fsync(stream.fileno())  # the data is on disk before the rename makes it visible
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
     """The run stored under (kind, key), computed and stored on a miss."""
     path = cache_dir() / kind / f"{key}.json.gz"
@@ -85,7 +70,7 @@ def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
             with gzip.open(temporary, "wt", encoding="utf-8", compresslevel=1) as stream:
                 json.dump(run, stream)
 
-        _atomic_write(path, write)
+        atomic_write(path, write)
     return run
 
 
@@ -103,5 +88,5 @@ def cached_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.n
             with temporary.open("wb") as stream:
                 np.save(stream, array, allow_pickle=False)
 
-        _atomic_write(path, write)
+        atomic_write(path, write)
     return array

@@ -279,8 +279,8 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from r2med_plugin.evaluation.metrics import MIN_TOP_K
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name, evaluate_task, write_outputs
+    from r2med_plugin.metrics import MIN_TOP_K
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name
 
     if args.quiet:
         from r2med_plugin.quiet import silence_libraries
@@ -523,7 +523,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from r2med_plugin import __version__
+    from r2med_plugin.version import __version__
 
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")

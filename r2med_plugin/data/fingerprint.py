@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from r2med_plugin.cache import cache_dir, cache_enabled, key_of
+from r2med_plugin.io import write_text_atomic
 
 _CHUNK = 1 << 20
 
@@ -32,10 +33,7 @@ def file_sha256(path: str | os.PathLike) -> str:
             digest.update(chunk)
     value = digest.hexdigest()
     if cache_enabled():
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        temporary = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-        temporary.write_text(value, encoding="ascii")
-        os.replace(temporary, memo)
+        write_text_atomic(memo, value)  # the cache may be shared across machines: a unique temporary name
     return value
 
 

@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 
+from r2med_plugin.io import write_text_atomic
 from r2med_plugin.types import Run
 
 RunFormat = Literal["trec", "topk_docs"]
@@ -106,16 +107,11 @@ def rank_by_score(ranked: Mapping[str, float]) -> dict[str, float]:
 
 def write_topk_docs(path: str | os.PathLike, run: Mapping[str, Mapping[str, float]], depth: int | None = None) -> Path:
     """Write ``run`` as official topk_docs JSONL (each query's documents in pytrec_eval order, ``depth`` kept)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for query_id, ranked in run.items():
         pairs = [[doc_id, score] for doc_id, score in rank_by_score(ranked).items()][:depth]
         lines.append(json.dumps({"id": query_id, "topk_pid": pairs}, ensure_ascii=False))
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return write_text_atomic(path, "".join(line + "\n" for line in lines))
 
 
 def locate_run_line(path: str | os.PathLike, query_id: str, doc_id: str | None = None) -> int | None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from r2med_plugin.cache import cached_run, fingerprint, key_of
-from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.metrics import evaluate_run
 from r2med_plugin.retrieval.analyzed import analyzer_version
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.candidates import restrict_run

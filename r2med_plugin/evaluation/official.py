@@ -16,16 +16,15 @@ qrels), round to 5 decimals, and write ``{"dataset_name", "evaluation_time": "<m
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from r2med_plugin.io import write_json_atomic
+from r2med_plugin.metrics import OFFICIAL_DECIMALS, official_means
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run
 
-OFFICIAL_DECIMALS = 5
 BM25_K_VALUES = (1, 10, 25, 50, 100)
 BM25_DEPTH = 100
 DENSE_K_VALUES = (1, 3, 5, 10, 100)
@@ -105,38 +104,12 @@ def drop_identical_ids(run: Run) -> Run:
 # --- metrics ---------------------------------------------------------------------------------------
 
 
-def _pytrec_means(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values: Iterable[int], with_mrr: bool) -> dict[str, float]:
-    import pytrec_eval
-
-    k_values = tuple(k_values)
-    clean_qrels = {str(q): {str(d): int(r) for d, r in judged.items()} for q, judged in qrels.items()}
-    clean_run = {str(q): {str(d): float(s) for d, s in ranked.items()} for q, ranked in run.items()}
-    measures = {f"{family}.{','.join(map(str, k_values))}" for family, _ in _FAMILIES} | ({"recip_rank"} if with_mrr else set())
-    per_query = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run)
-    if not per_query:
-        raise ValueError("no query of the run has qrels: the official evaluator would divide by zero; check the task and the run")
-    means: dict[str, float] = {}
-    # Summed query by query in pytrec_eval's order, then divided: the official arithmetic, to the last bit.
-    for family, prefix in _FAMILIES:
-        for k in k_values:
-            total = 0.0
-            for values in per_query.values():
-                total += values[f"{family}_{k}"]
-            means[f"{prefix}_{k}"] = round(total / len(per_query), OFFICIAL_DECIMALS)
-    if with_mrr:
-        total = 0.0
-        for values in per_query.values():
-            total += values["recip_rank"]
-        means["mrr"] = round(total / len(per_query), OFFICIAL_DECIMALS)
-    return means
-
-
 def official_bm25_scores(qrels: Mapping[str, Mapping[str, int]], official_run: Run) -> dict[str, float]:
     """What ``eval_BM25.py`` reports for a run already cut to the official top 100 (see official_bm25_run)."""
     too_deep = [query_id for query_id, ranked in official_run.items() if len(ranked) > BM25_DEPTH]
     if too_deep:
         raise ValueError(f"the official BM25 run keeps {BM25_DEPTH} documents per query; query {too_deep[0]!r} has more: cut it with official_bm25_run")
-    return _pytrec_means(qrels, official_run, BM25_K_VALUES, with_mrr=True)
+    return official_means(qrels, official_run, BM25_K_VALUES, with_mrr=True)
 
 
 def official_dense_scores(
@@ -144,7 +117,7 @@ def official_dense_scores(
 ) -> dict[str, float]:
     """What ``eval_retrieval.py`` (BEIR exact search + evaluator) reports for a dense run."""
     kept = truncate_run(drop_identical_ids(run), max(k_values))
-    return _pytrec_means(qrels, kept, sorted(set(k_values)), with_mrr=False)
+    return official_means(qrels, kept, sorted(set(k_values)), with_mrr=False)
 
 
 def official_scores(scores: Mapping[str, float], layout: str = "bm25") -> dict[str, float]:
@@ -196,29 +169,3 @@ def write_official_results(
         scores = official_scores(scores, layout)
     payload = official_results(dataset_name=dataset_name, model_name=model_name, scores=scores, evaluation_time=evaluation_time)
     return write_json_atomic(Path(path), payload, sort_keys=True, trailing_newline=False, ensure_ascii=True)
-
-
-def write_json_atomic(
-    target: Path, payload: object, *, sort_keys: bool = False, trailing_newline: bool = True, ensure_ascii: bool = False
-) -> Path:
-    """Write JSON so that a reader never sees half a file; the file gets the usual umask permissions."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
-            if trailing_newline:
-                stream.write("\n")
-        make_readable(Path(temporary))
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def make_readable(path: Path) -> None:
-    """mkstemp creates files 0600; give them what open() would: 0666 less the umask."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    os.chmod(path, 0o666 & ~mask)

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,9 +30,10 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
-from r2med_plugin import __version__
+from r2med_plugin.version import __version__
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, check_run_ids, rank_by_score, read_run_file
-from r2med_plugin.evaluation.metrics import evaluate_run
+from r2med_plugin.metrics import evaluate_run, official_means
+from r2med_plugin.io import write_json_atomic
 from r2med_plugin.retrieval.rerank import (
     official_reranker_name,
     rerank_run,
@@ -91,23 +91,8 @@ def official_reranker_scores(
     Keys: ndcg_at_k, map_at_k, recall_at_k, precision_at_k for each k, and mrr. Unlike
     evaluate_run, a query of the qrels that is missing from the run is not counted at all.
     """
-    import pytrec_eval
-
-    cut = ",".join(str(k) for k in k_values)
-    measures = {f"ndcg_cut.{cut}", f"map_cut.{cut}", f"recall.{cut}", f"P.{cut}", "recip_rank"}
-    judged = {str(q): {str(d): int(r) for d, r in docs.items()} for q, docs in qrels.items()}
-    ranked = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if docs}
-    per_query = pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(ranked)
-    if not per_query:
-        raise ValueError("no query of the run has qrels: the run is for another task, or empty")
-    names = {"ndcg_at": "ndcg_cut", "map_at": "map_cut", "recall_at": "recall", "precision_at": "P"}
-    totals = {f"{ours}_{k}": 0.0 for ours in names for k in k_values} | {"mrr": 0.0}
-    for measures_of_query in per_query.values():  # summed in pytrec_eval's order, as the official loop does
-        for ours, theirs in names.items():
-            for k in k_values:
-                totals[f"{ours}_{k}"] += measures_of_query[f"{theirs}_{k}"]
-        totals["mrr"] += measures_of_query["recip_rank"]
-    return {key: value / len(per_query) for key, value in totals.items()}
+    ranked = {q: docs for q, docs in run.items() if docs}  # a query the first stage left empty is not evaluated
+    return official_means(qrels, ranked, k_values, with_mrr=True, decimals=None)
 
 
 def official_reranker_results(
@@ -144,18 +129,7 @@ def official_reranker_results(
 
 def write_official_reranker_results(path: str | os.PathLike, payload: Mapping) -> Path:
     """Write the JSON as the official code does (indent 2, sorted keys, no final newline), atomically."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2, sort_keys=True)
-        os.chmod(temporary, 0o666 & ~_umask())  # readable like a file open() creates, not mkstemp's 0600
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    return write_json_atomic(path, payload, sort_keys=True, trailing_newline=False, ensure_ascii=True)
 
 
 def published_to_ours(test: Mapping[str, float]) -> dict[str, float]:
@@ -182,12 +156,6 @@ def _published_key(key: str) -> str:
 
 def _sorted(value: object) -> object:
     return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 # --- the first stage -------------------------------------------------------------------------------

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from r2med_plugin import __version__
+from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.expansions import expansion_label, is_local, llm_name, load_expansions, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import bm25_run, bm25_variant_for, candidate_scores, hybrid_scores
-from r2med_plugin.evaluation.metrics import MIN_TOP_K, evaluate_run
+from r2med_plugin.metrics import MIN_TOP_K, evaluate_run
 from r2med_plugin.evaluation.official import (
     BM25_DEPTH,
     DENSE_K_VALUES,

@@ -21,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from r2med_plugin import __version__
+from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.generation import client as api
 from r2med_plugin.generation.first_stage import BM25_FIRST_STAGE, bm25_ranking, check_ranking, read_run_file

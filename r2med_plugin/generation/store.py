@@ -18,13 +18,12 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from r2med_plugin.evaluation.official import make_readable
+from r2med_plugin.io import write_text_atomic
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -55,18 +54,7 @@ def expansion_dir(out: str | os.PathLike, spec: TaskSpec, method: str, name: str
 
 
 def atomic_write_text(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        make_readable(Path(temporary))
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomic(target, text)
 
 
 def _complete_lines(path: Path) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.extras import extra_scores
-from r2med_plugin.evaluation.metrics import DEFAULT_K_VALUES, evaluate_run
+from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import TaskSpec

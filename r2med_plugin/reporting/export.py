@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from r2med_plugin.evaluation.official import write_json_atomic
+from r2med_plugin.io import write_json_atomic, write_text_atomic
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -138,13 +138,4 @@ def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str,
     for query_id, ranked in run.items():
         ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth]
         lines.extend(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {tag}" for rank, (doc_id, score) in enumerate(ordered, start=1))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        temporary.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-        temporary.replace(path)
-    except BaseException:  # Ctrl-C included: leave no half-written file behind
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, "\n".join(lines) + ("\n" if lines else ""))

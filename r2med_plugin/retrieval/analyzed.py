@@ -22,7 +22,8 @@ import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
-from r2med_plugin.cache import _atomic_write, cache_dir, cache_enabled, fingerprint, key_of
+from r2med_plugin.cache import cache_dir, cache_enabled, fingerprint, key_of
+from r2med_plugin.io import atomic_write
 from r2med_plugin.retrieval.analyzer import analyze_compact, tables
 
 _CACHE_KIND = "lucene-analyzed"
@@ -142,7 +143,7 @@ def _save(path: Path, analyzed: AnalyzedTexts) -> None:
         with temporary.open("wb") as stream:
             np.savez(stream, vocabulary=vocabulary, term_ids=analyzed.term_ids, lengths=analyzed.lengths)
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 def analyze_corpus(corpus: pl.DataFrame, *, workers: int | None = None, show_progress: bool = True) -> AnalyzedTexts:

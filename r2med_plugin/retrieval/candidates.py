@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
-from r2med_plugin.evaluation.metrics import evaluate_run_per_query
+from r2med_plugin.metrics import evaluate_run_per_query
 from r2med_plugin.types import Candidates, Qrels, Run
 
 NANO_SEED = 20260524

@@ -159,7 +159,7 @@ def run_sweep(
 
 
 def write_summary(summary: SweepSummary) -> Path:
-    from r2med_plugin.evaluation.official import write_json_atomic
+    from r2med_plugin.io import write_json_atomic
 
     return write_json_atomic(summary.spec.output / SUMMARY_FILE, summary.as_dict())
 

@@ -119,7 +119,7 @@ def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = N
 
 
 def model_stamp(name: str, revision: str | None) -> str:
-    from r2med_plugin import __version__
+    from r2med_plugin.version import __version__
 
     if name in ("bm25-lucene", "bm25-robertson"):
         return f"r2med-plugin-{__version__}"
@@ -265,7 +265,7 @@ def execute_job(
 
 
 def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool) -> dict[str, Any]:
-    from r2med_plugin.evaluation.official import write_json_atomic
+    from r2med_plugin.io import write_json_atomic
     from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
 
     job = Job.from_dict(job_payload)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.evaluation.metrics import MIN_TOP_K
+from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
 BM25_NAMES = ("bm25-lucene", "bm25-robertson")

@@ -1,0 +1,51 @@
+"""The one atomic writer every file of this package goes through.
+
+A file is written to a uniquely named temporary file in the same folder (unique across processes and
+machines sharing the folder), flushed to disk, and renamed over the target: a reader sees the old
+complete file or the new complete one, never a part, and two writers of one target never collide.
+The temporary file is created with the process umask (as ``open()`` would), not mkstemp's 0600, so a
+group-shared folder stays readable. An interrupted write (Ctrl-C included) leaves no temporary file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+
+def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Call ``write(temporary_path)`` and rename the finished file over ``target``."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(temporary, "xb"):  # created with the umask's permissions
+            pass
+        write(temporary)
+        with open(temporary, "rb+") as stream:
+            os.fsync(stream.fileno())  # on disk before the rename makes it visible
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_bytes_atomic(target: str | os.PathLike, data: bytes) -> Path:
+    return atomic_write(target, lambda temporary: temporary.write_bytes(data))
+
+
+def write_text_atomic(target: str | os.PathLike, text: str) -> Path:
+    return write_bytes_atomic(target, text.encode("utf-8"))
+
+
+def write_json_atomic(
+    target: str | os.PathLike, payload: object, *, sort_keys: bool = False, trailing_newline: bool = True,
+    ensure_ascii: bool = False, indent: int | None = 2,
+) -> Path:
+    """JSON (``indent`` 2 by default, as every result file of this package) written atomically."""
+    text = json.dumps(payload, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
+    return write_text_atomic(target, text + ("\n" if trailing_newline else ""))

@@ -1,0 +1,152 @@
+"""Retrieval metrics: pytrec_eval behind one adapter, MTEB-style keys.
+
+Ties are ordered as pytrec_eval orders them (score descending, then document id descending).
+A query of the qrels that is missing from the run scores 0 on every metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from r2med_plugin.types import Qrels, Run
+
+MIN_TOP_K = 10  # the main score is ndcg_at_10: a shallower run cannot report it
+
+# mteb's retrieval cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official R2MED BM25 ones (25, 50).
+DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 20, 25, 50, 100, 1000)
+_FAMILIES = {"ndcg_cut": "ndcg_at", "map_cut": "map_at", "recall": "recall_at", "P": "precision_at", "success": "hit_at"}
+
+
+def metric_names(k_values: Iterable[int] = DEFAULT_K_VALUES) -> list[str]:
+    names = [f"{prefix}_{k}" for prefix in _FAMILIES.values() for k in k_values]
+    return names + [f"mrr_at_{k}" for k in k_values] + ["mrr"]
+
+
+def evaluate_run_per_query(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    k_values: Iterable[int] = DEFAULT_K_VALUES,
+) -> dict[str, dict[str, float]]:
+    """query id -> metric -> value, for every query of ``qrels``; the inputs are not modified."""
+    import pytrec_eval
+
+    k_values = _check_k_values(k_values)
+    clean_qrels = _clean_qrels(qrels)
+    clean_run = _clean_run(run, clean_qrels)
+    measures = {f"{family}.{','.join(map(str, k_values))}" for family in _FAMILIES} | {"recip_rank"}
+    raw = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run) if clean_run else {}
+    zeros = dict.fromkeys(metric_names(k_values), 0.0)
+    return {query_id: _rename(raw[query_id], k_values) if query_id in raw else dict(zeros) for query_id in clean_qrels}
+
+
+def evaluate_run(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    k_values: Iterable[int] = DEFAULT_K_VALUES,
+) -> dict[str, float]:
+    """Mean of each metric over the queries of ``qrels`` (MTEB-style keys: ndcg_at_10, hit_at_10, mrr, ...)."""
+    per_query = evaluate_run_per_query(qrels, run, k_values)
+    if not per_query:
+        raise ValueError("qrels is empty: there is nothing to evaluate against")
+    names = list(next(iter(per_query.values())))
+    table = np.array([[scores[name] for name in names] for scores in per_query.values()], dtype=np.float64)
+    return dict(zip(names, (float(value) for value in table.mean(axis=0))))
+
+
+def _rename(scores: Mapping[str, float], k_values: tuple[int, ...]) -> dict[str, float]:
+    renamed = {
+        f"{prefix}_{k}": float(scores[f"{family}_{k}"]) for family, prefix in _FAMILIES.items() for k in k_values
+    }
+    reciprocal = float(scores["recip_rank"])
+    first_hit = round(1.0 / reciprocal) if reciprocal > 0 else None
+    for k in k_values:
+        renamed[f"mrr_at_{k}"] = reciprocal if first_hit is not None and first_hit <= k else 0.0
+    renamed["mrr"] = reciprocal
+    return renamed
+
+
+def _check_k_values(k_values: Iterable[int]) -> tuple[int, ...]:
+    values = tuple(k_values)
+    if not values or any(not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1 for k in values):
+        raise ValueError(f"k_values must be positive integers, got {values!r}")
+    return tuple(sorted(set(int(k) for k in values)))
+
+
+def _clean_qrels(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
+    if not isinstance(qrels, Mapping):
+        raise TypeError(f"qrels must be a dict of dicts (query id -> doc id -> relevance), got {type(qrels).__name__}")
+    clean: Qrels = {}
+    for query_id, judged in qrels.items():
+        if not isinstance(judged, Mapping):
+            raise TypeError(f"qrels[{query_id!r}] must be a dict doc id -> relevance, got {type(judged).__name__}")
+        try:
+            clean[str(query_id)] = {str(doc_id): int(rel) for doc_id, rel in judged.items()}
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"qrels[{query_id!r}] has a relevance that is not an integer ({error})") from error
+    return clean
+
+
+def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels) -> Run:
+    if not isinstance(run, Mapping):
+        raise TypeError(f"run must be a dict of dicts (query id -> doc id -> score), got {type(run).__name__}")
+    clean: Run = {}
+    for query_id, ranked in run.items():
+        if str(query_id) not in qrels:
+            continue
+        if not isinstance(ranked, Mapping):
+            raise TypeError(f"run[{query_id!r}] must be a dict doc id -> score, got {type(ranked).__name__}")
+        if not ranked:
+            continue
+        try:
+            values = np.fromiter(ranked.values(), dtype=np.float64, count=len(ranked))
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"run[{query_id!r}] has a score that is not a number ({error})") from error
+        if np.isnan(values).any():
+            raise ValueError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
+        clean[str(query_id)] = dict(zip(map(str, ranked), values.tolist()))
+    return clean
+
+
+# --- the official evaluators' arithmetic ----------------------------------------------------------
+
+OFFICIAL_DECIMALS = 5
+_OFFICIAL_FAMILIES = (("ndcg_cut", "ndcg_at"), ("map_cut", "map_at"), ("recall", "recall_at"), ("P", "precision_at"))
+
+
+def official_means(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    k_values: Iterable[int],
+    *,
+    with_mrr: bool,
+    decimals: int | None = OFFICIAL_DECIMALS,
+) -> dict[str, float]:
+    """The means the official R2MED evaluators report: each metric summed query by query in pytrec_eval's
+    order over the queries pytrec_eval evaluated (the run's queries that have qrels; a qrels query missing
+    from the run is not counted), divided, then rounded to ``decimals`` (None: unrounded).
+
+    Keys: ndcg_at_k, map_at_k, recall_at_k, precision_at_k for each k, then mrr (``recip_rank``) when asked.
+    This is the other aggregation policy next to ``evaluate_run`` (MTEB's mean over every qrels query).
+    """
+    import pytrec_eval
+
+    k_values = tuple(k_values)
+    clean_qrels = {str(q): {str(d): int(r) for d, r in judged.items()} for q, judged in qrels.items()}
+    clean_run = {str(q): {str(d): float(s) for d, s in ranked.items()} for q, ranked in run.items()}
+    measures = {f"{family}.{','.join(map(str, k_values))}" for family, _ in _OFFICIAL_FAMILIES} | ({"recip_rank"} if with_mrr else set())
+    per_query = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run)
+    if not per_query:
+        raise ValueError("no query of the run has qrels: the official evaluator would divide by zero; the run is for "
+                         "another task, or empty")
+    names = [(f"{family}_{k}", f"{prefix}_{k}") for family, prefix in _OFFICIAL_FAMILIES for k in k_values]
+    names += [("recip_rank", "mrr")] if with_mrr else []
+    means: dict[str, float] = {}
+    for theirs, ours in names:
+        total = 0.0
+        for values in per_query.values():  # summed in pytrec_eval's order, as the official loops do
+            total += values[theirs]
+        mean = total / len(per_query)
+        means[ours] = mean if decimals is None else round(mean, decimals)
+    return means
