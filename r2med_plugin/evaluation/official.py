@@ -1,4 +1,5 @@
-"""The per-task JSON files the official R2MED code (GitHub R2MED/R2MED, ``src/``) writes.
+"""The scores of the official R2MED code (GitHub R2MED/R2MED, ``src/``); the files are written by
+r2med_plugin.reporting.official_files (re-exported here for earlier callers).
 
 Two layouts, one per retriever kind, each with its own metric semantics:
 
@@ -16,52 +17,27 @@ qrels), round to 5 decimals, and write ``{"dataset_name", "evaluation_time": "<m
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from r2med_plugin.io import write_json_atomic
-from r2med_plugin.metrics import OFFICIAL_DECIMALS, official_means
+from r2med_plugin.io import write_json_atomic  # noqa: F401 - re-exported for earlier callers
+from r2med_plugin.metrics import OFFICIAL_DECIMALS, official_means  # noqa: F401 - re-exported
+from r2med_plugin.reporting.official_files import (  # noqa: F401 - the file formats, re-exported for earlier callers
+    BM25_K_VALUES,
+    DENSE_K_VALUES,
+    LAYOUTS,
+    OFFICIAL_MODEL_NAMES,
+    official_minutes,
+    official_model_name,
+    official_results,
+    official_scores,
+    write_official_results,
+)
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run
 
-BM25_K_VALUES = (1, 10, 25, 50, 100)
 BM25_DEPTH = 100
-DENSE_K_VALUES = (1, 3, 5, 10, 100)
 OFFICIAL_K_VALUES = BM25_K_VALUES  # kept for callers of the first release
-LAYOUTS = ("bm25", "dense")
-_FAMILIES = (("ndcg_cut", "ndcg_at"), ("map_cut", "map_at"), ("recall", "recall_at"), ("P", "precision_at"))
-
-# The official code's short retriever names (src/run.py --retriever_name), by the model each one loads
-# (src/eval_retrieval.py model_path_dict). Results are filed under these names.
-OFFICIAL_MODEL_NAMES = {
-    "bm25-lucene": "bm25",
-    "facebook/contriever-msmarco": "contriever",
-    "ncbi/MedCPT-Query-Encoder": "medcpt",
-    "hkunlp/instructor-large": "inst-l",
-    "hkunlp/instructor-xl": "inst-xl",
-    "BMRetriever/BMRetriever-410M": "bmr-410m",
-    "BMRetriever/BMRetriever-2B": "bmr-2b",
-    "BMRetriever/BMRetriever-7B": "bmr-7b",
-    "BAAI/bge-large-en-v1.5": "bge",
-    "intfloat/e5-mistral-7b-instruct": "e5",
-    "GritLM/GritLM-7B": "grit",
-    "Salesforce/SFR-Embedding-Mistral": "sfr",
-    "nvidia/NV-Embed-v2": "nv",
-    "text-embedding-3-large": "openai",
-    "voyage-3": "voyage",
-}
-
-
-def official_model_name(retriever: str) -> str:
-    """The official short name ("bm25", "bge", "nv", ...) where one exists, else ``retriever`` itself."""
-    return OFFICIAL_MODEL_NAMES.get(retriever, retriever)
-
-
-def official_minutes(seconds: float) -> str:
-    """``evaluation_time`` as the official code writes it: minutes rounded to 2 decimals, as text."""
-    return f"{round(float(seconds) / 60, 2)} minutes"
-
+OFFICIAL_RERANKER_K_VALUES = (1, 10, 25, 50, 100)
 
 # --- runs ------------------------------------------------------------------------------------------
 
@@ -120,52 +96,11 @@ def official_dense_scores(
     return official_means(qrels, kept, sorted(set(k_values)), with_mrr=False)
 
 
-def official_scores(scores: Mapping[str, float], layout: str = "bm25") -> dict[str, float]:
-    """The official keys of MTEB-style ``scores`` (from evaluate_run), rounded to 5 decimals.
-
-    For result files made from MTEB results (``r2med export --submission``): the keys are the
-    official ones, the values MTEB's (top-1000 MRR, zero-filled means), not a re-evaluation.
-    """
-    k_values = BM25_K_VALUES if layout == "bm25" else DENSE_K_VALUES
-    wanted = [f"{prefix}_{k}" for _, prefix in _FAMILIES for k in k_values] + (["mrr"] if layout == "bm25" else [])
-    missing = [key for key in wanted if key not in scores]
-    if missing:
-        raise ValueError(f"scores lack {missing}; compute them with evaluate_run(..., k_values) including {k_values}")
-    return {key: round(float(scores[key]), OFFICIAL_DECIMALS) for key in wanted}
-
-
-# --- files -----------------------------------------------------------------------------------------
-
-
-def official_results(*, dataset_name: str, model_name: str, scores: Mapping[str, float], evaluation_time: float) -> dict:
-    """The official payload; ``scores`` are the official test scores, ``evaluation_time`` in seconds."""
-    if not dataset_name or not model_name:
-        raise ValueError("dataset_name and model_name must be non-empty strings")
-    return {
-        "dataset_name": dataset_name,
-        "evaluation_time": official_minutes(evaluation_time),
-        "model_name": model_name,
-        "test": dict(scores),
-    }
-
-
-def write_official_results(
-    path: str | os.PathLike,
-    *,
-    dataset_name: str,
-    model_name: str,
-    scores: Mapping[str, float],
-    evaluation_time: float,
-    layout: str | None = None,
-) -> Path:
-    """Write the official R2MED result JSON atomically, byte for byte in the official format.
-
-    ``scores`` are official scores (official_bm25_scores / official_dense_scores); with ``layout``
-    ("bm25" or "dense") they are MTEB-style scores reduced to that layout's keys (official_scores).
-    """
-    if layout is not None:
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-        scores = official_scores(scores, layout)
-    payload = official_results(dataset_name=dataset_name, model_name=model_name, scores=scores, evaluation_time=evaluation_time)
-    return write_json_atomic(Path(path), payload, sort_keys=True, trailing_newline=False, ensure_ascii=True)
+def official_reranker_scores(
+    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], k_values=OFFICIAL_RERANKER_K_VALUES
+) -> dict[str, float]:
+    """What ``eval_reranker.py`` reports (unrounded; the file rounds): means over the run's queries that have
+    qrels. Keys: ndcg_at_k, map_at_k, recall_at_k, precision_at_k for each k, and mrr. Unlike evaluate_run,
+    a query of the qrels that is missing from the run is not counted at all."""
+    ranked = {q: docs for q, docs in run.items() if docs}  # a query the first stage left empty is not evaluated
+    return official_means(qrels, ranked, k_values, with_mrr=True, decimals=None)

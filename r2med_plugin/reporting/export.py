@@ -23,15 +23,15 @@ CANDIDATES_ONLY_MARKER = "candidates-only"
 
 
 def check_output_dir(folder: str | os.PathLike, flag: str = "output") -> Path:
-    """Make sure ``folder`` is (or can become) a writable folder, before any long work writes into it."""
+    """Make sure ``folder`` is, or can become, a writable folder, before any long work writes into it
+    (nothing is created here: a refused command leaves no folder behind)."""
     path = Path(folder)
-    existing = next((candidate for candidate in (path, *path.parents) if candidate.exists()), None)
-    if existing is not None and not existing.is_dir():
+    existing = next((candidate for candidate in (path, *path.parents) if candidate.exists()), Path("."))
+    if not existing.is_dir():
         where = "is a file" if existing == path else f"cannot be created: {existing} is a file"
         raise ValueError(f"{flag} {folder}: {where}; give a folder (it is created when missing)")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".r2med-write-check-"):
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".r2med-write-check-"):
             pass
     except OSError as error:
         raise ValueError(f"{flag} {folder}: not writable ({error.strerror or error}); choose a folder you can write to") from None

@@ -1,0 +1,64 @@
+"""How results are named: the model name they are filed under, prompt labels, reranked names and revisions."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from r2med_plugin.data.expansions import expansion_label, is_local
+from r2med_plugin.evaluation.result import TaskRunResult
+from r2med_plugin.retrieval.dense import E5_TEMPLATE
+from r2med_plugin.types import TaskData, TaskSpec
+
+
+def official_query_prompt(spec_or_data: TaskSpec | TaskData) -> str:
+    """The official instruction prompt of a task ("Instruct: <instruction>\\nQuery: "), what --instruction uses."""
+    spec = getattr(spec_or_data, "spec", spec_or_data)
+    return E5_TEMPLATE.format(instruction=spec.instruction)
+
+
+def prompt_label(spec_or_data: TaskSpec | TaskData, prompt: str | None) -> str:
+    """"+instruction" for the task's official prompt, "+prompt-<hash>" for any other, "" for none.
+
+    An empty prompt is not "none": it switches off a model's built-in query prompt, so it is filed apart."""
+    if prompt is None:
+        return ""
+    if prompt == official_query_prompt(spec_or_data):
+        return "+instruction"
+    return "+prompt-" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:8]
+
+
+def prompt_suffix(result: TaskRunResult) -> str:
+    """The query prompt's label in a result's name (see prompt_label)."""
+    return prompt_label(result.data, result.query_prompt)
+
+
+def result_model_name(result: TaskRunResult) -> str:
+    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene")
+    and suffixed by the query prompt ("+instruction"), so runs with and without a prompt never overwrite each other."""
+    if result.expansion and is_local(result.expansion):  # "local/hyde/my-llm+bm25-lucene"
+        name = f"{expansion_label(result.data.spec, result.expansion)}+{result.retriever}"
+    else:
+        name = f"{result.expansion}+{result.retriever}" if result.expansion else result.retriever
+    return name + prompt_suffix(result)
+
+
+def reranked_model_name(reranker: str, first_stage: str, depth: int) -> str:
+    """The name a reranked result is filed under; never equal to the first stage's own name."""
+    return f"{reranker}|{first_stage}|top_{depth}"
+
+
+def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:
+    """The model revision a reranked result is filed under: the reranker's, then the first stage's (short).
+
+    Two first stages of one name (two revisions of an encoder, two run files in folders of one name)
+    never overwrite each other's reranked results."""
+    short = first_stage_revision
+    if not re.fullmatch(r"[\w.+-]{1,24}", short):
+        short = hashlib.sha256(first_stage_revision.encode("utf-8")).hexdigest()[:12]
+    return f"{reranker_revision}+first-stage-{short}"
+
+
+def dataset_count_drift(data: TaskData) -> dict[str, dict[str, int]]:
+    """How the data's counts differ from the dataset card's (evaluated with --accept-drift); {} when they match."""
+    return {} if data.report.get("synthetic_sample") else dict(data.report.get("count_drift") or {})

@@ -1,0 +1,203 @@
+"""An evaluation plan: the task, the first stage, an optional reranker and the scorers, built and checked once.
+
+``build_plan`` takes what ``evaluate_task`` takes (the CLI, ``r2med sweep``, ``r2med reproduce`` and the
+Python API all come through it) and refuses every request that needs no data to be found wrong, before
+the first task loads. ``r2med_plugin.evaluation.runner.execute`` carries a plan out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from r2med_plugin.catalog import get_task_spec, unknown_name_message
+from r2med_plugin.data.expansions import llm_name
+from r2med_plugin.evaluation.first_stages import (
+    BM25_RETRIEVERS,
+    CANDIDATE_SUBSETS,
+    Bm25,
+    Dense,
+    FirstStage,
+    StoredCandidates,
+    as_first_stage,
+)
+from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
+from r2med_plugin.metrics import MIN_TOP_K
+from r2med_plugin.retrieval.dense import Encoder
+from r2med_plugin.types import TaskSpec
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """What one evaluation of one task does. ``first_stage`` retrieves (``search``) or, with a ``reranker``,
+    gives the run the reranker reranks (``ranked``); the scorers' numbers go into the result in order."""
+
+    task: str
+    first_stage: Bm25 | Dense | StoredCandidates | FirstStage
+    scorers: tuple[Scorer, ...]
+    top_k: int = 1000
+    reranker: object | None = None  # a Reranker, a pair scorer, or a cross-encoder's name (loaded when the plan runs)
+    rerank_depth: int = 10
+    rerank_batch_size: int = 32
+    expansion: str | None = None
+    candidate_subsets: tuple[str, ...] = ()
+    candidates_only: bool = False
+    hybrid_with: str | None = None
+    data_dir: str | os.PathLike | None = None
+    accept_drift: bool | None = None
+    show_progress: bool = True
+
+    @property
+    def search_depth(self) -> int:
+        """How deep the first stage ranks: the whole corpus when candidate lists are scored from the run."""
+        return -1 if self.candidate_subsets else self.top_k  # -1: the corpus size, known once the data is loaded
+
+
+def check_retriever_name(name: str) -> None:
+    """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
+
+    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
+    """
+    if name in BM25_RETRIEVERS or "/" in name or Path(name).exists():
+        return
+    lowered = name.lower()
+    close = difflib.get_close_matches(lowered, list(BM25_RETRIEVERS), n=2, cutoff=0.6)
+    if "bm25" in lowered or close:
+        guess = close or list(BM25_RETRIEVERS)
+        raise ValueError(
+            f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
+            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
+            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
+        )
+
+
+def check_arguments(
+    task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
+    hybrid: bool = False,
+) -> None:
+    """Every check of ``evaluate_task``'s arguments that needs no data: run it for all tasks before the first."""
+    spec = get_task_spec(task)
+    if hybrid and candidates_only:
+        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
+    unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
+    if unknown:
+        raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
+    if candidates and not spec.candidate_profiles:
+        raise ValueError(f"{spec.name} has no stored candidate lists; candidate subsets (--candidates) exist for the "
+                         f"NanoR2MED tasks only: run {spec.name} in a command without --candidates")
+    if candidates_only and not candidates:
+        raise ValueError("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, dense or hybrid)")
+    if expansion is None:
+        return
+    if candidates:
+        raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
+    if ":" in expansion:  # a locally generated expansion ("local:..."): checked where it is read
+        return
+    known = [f"{method}/{llm_name(split)}" for method, splits in spec.gar_configs.items() for split in splits]
+    if not known:
+        raise ValueError(f"{spec.name} has no released expansions; they exist for the R2MED tasks")
+    if expansion != "all" and expansion not in known:
+        raise KeyError(unknown_name_message("expansion", expansion, [*known, "all"]))
+
+
+def hybrid_partner(spec: TaskSpec, retriever: str | Encoder, expansion: str | None = None) -> str:
+    """The BM25 that ``hybrid_*`` fuses with: the task's BM25, or the other variant for that same BM25.
+
+    Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
+    run differs from the plain-query BM25, so it keeps the task's variant.
+    """
+    own = "bm25-robertson" if spec.kind == "nano" else "bm25-lucene"
+    if retriever == own and expansion is None:
+        return next(name for name in BM25_RETRIEVERS if name != own)
+    return own
+
+
+def build_plan(
+    task: str,
+    retriever: str | Encoder | None = None,
+    *,
+    hybrid: bool = False,
+    candidates: Sequence[str] = (),
+    candidates_only: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    top_k: int = 1000,
+    query_prompt: str | None = None,
+    expansion: str | None = None,
+    show_progress: bool = True,
+    rerank: object | None = None,
+    first_stage: object | None = None,
+    rerank_depth: int = 10,
+    first_stage_name: str | None = None,
+    rerank_batch_size: int = 32,
+) -> EvaluationPlan:
+    """The plan ``evaluate_task`` runs (see there); every error that needs no data is raised here."""
+    common = dict(data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
+    if rerank is not None:
+        return _rerank_plan(task, retriever, rerank, first_stage, query_prompt=query_prompt, depth=rerank_depth,
+                            name=first_stage_name, batch_size=rerank_batch_size, hybrid=hybrid, candidates=candidates,
+                            expansion=expansion, **common)
+    if first_stage is not None:
+        raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
+    stage = _retriever_stage(retriever, query_prompt, expansion, data_dir)
+    if hybrid and candidates_only:
+        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
+    if top_k < MIN_TOP_K:
+        raise ValueError(f"top_k (--top-k) must be at least {MIN_TOP_K}: the main score is ndcg_at_10; got {top_k}")
+    spec = get_task_spec(task)
+    subsets = _subsets(candidates)
+    if candidates_only and not subsets:
+        raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
+    partner = hybrid_partner(spec, retriever, expansion) if hybrid and not candidates_only else None
+    scorers: list[Scorer] = []
+    if candidates_only:
+        stage = StoredCandidates(stage, subsets)
+    else:
+        scorers.append(FullCorpus(top_k))
+        if partner:
+            scorers.append(Hybrid(partner, top_k))
+    scorers.append(CandidateSubsets(subsets))
+    if not candidates_only:
+        scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
+    return EvaluationPlan(task=task, first_stage=stage, scorers=tuple(scorers), top_k=top_k, expansion=expansion,
+                          candidate_subsets=subsets, candidates_only=candidates_only, hybrid_with=partner, **common)
+
+
+def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str | None,
+                     data_dir: str | os.PathLike | None) -> Bm25 | Dense:
+    if isinstance(retriever, str):
+        if retriever not in BM25_RETRIEVERS:
+            raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+        if query_prompt:
+            raise ValueError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
+        return Bm25(retriever, expansion, data_dir)
+    if not isinstance(retriever, Encoder):
+        raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
+    return Dense(retriever, query_prompt, expansion, data_dir)
+
+
+def _subsets(candidates: Sequence[str]) -> tuple[str, ...]:
+    unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
+    if unknown:
+        raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
+    return tuple(dict.fromkeys(candidates))
+
+
+def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, depth, name, batch_size, hybrid, candidates,
+                 expansion, **common) -> EvaluationPlan:
+    from r2med_plugin.retrieval.rerank import _check_depth
+
+    if hybrid or candidates or expansion is not None:
+        raise ValueError("reranking takes one first stage: drop hybrid, candidates and expansion (rerank their run file instead)")
+    if first_stage is None and retriever is None:
+        raise ValueError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
+    if first_stage is not None and retriever is not None and first_stage != retriever:
+        raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
+    get_task_spec(task)
+    _check_depth(depth)
+    stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name)
+    return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), reranker=rerank, rerank_depth=depth,
+                          rerank_batch_size=batch_size, **common)

@@ -1,0 +1,52 @@
+"""Rerankers: what reorders a first stage's top k. One protocol; a new kind of reranker is a new class.
+
+``Reranker.rerank(first_stage, queries, documents, depth=...)`` returns, per query, the first ``depth``
+documents of ``first_stage`` (in its order) with the reranker's scores, as the official
+``eval_reranker`` keeps them. :class:`CrossEncoderReranker` wraps any pair scorer (``predict(pairs)``):
+a sentence-transformers CrossEncoder, :class:`SentenceTransformerCrossEncoder`, mteb's wrapper.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+from r2med_plugin.retrieval.rerank import as_pair_scorer, rerank_run, reranker_name, reranker_revision
+from r2med_plugin.types import Run
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    name: str
+    revision: str
+
+    def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
+               show_progress: bool = True) -> Run: ...
+
+
+class CrossEncoderReranker:
+    """A pair scorer (``predict(pairs) -> scores``, raw logits as the official code takes them) as a Reranker."""
+
+    def __init__(self, model: object, *, batch_size: int = 32) -> None:
+        as_pair_scorer(model)  # refuses, before any data loads, an object that cannot score pairs
+        self.model = model
+        self.batch_size = batch_size
+        self.name = reranker_name(model)
+        self.revision = reranker_revision(model)
+
+    def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
+               show_progress: bool = True) -> Run:
+        return rerank_run(first_stage, queries, documents, self.model, depth=depth, batch_size=self.batch_size,
+                          show_progress=show_progress)
+
+
+def as_reranker(value: object, *, batch_size: int = 32) -> Reranker:
+    """A Reranker from what a user gives: a Reranker, a pair scorer, or a cross-encoder's name or folder (loaded here)."""
+    if isinstance(value, Reranker):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+
+        value = SentenceTransformerCrossEncoder(str(value), batch_size=batch_size)
+    return CrossEncoderReranker(value, batch_size=batch_size)

@@ -1,0 +1,125 @@
+"""Writers: a result's files. Each writer writes one kind of file and returns {kind: path}.
+
+- :func:`write_mteb` — the MTEB TaskResult JSON (ResultCache layout), or ``candidates-only/`` for a
+  candidate-only result;
+- :func:`write_official` — the official R2MED JSON and its ``.metadata.json`` (full-corpus results), or the
+  official reranker JSON;
+- :func:`write_trec` — the TREC run (and a reranked result's first-stage run beside it).
+
+``write_outputs`` runs them in that order. Files are filed by model and model revision, as MTEB's
+``results/<model>/<revision>/`` is, so another revision never overwrites them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from r2med_plugin.evaluation.naming import dataset_count_drift, result_model_name
+from r2med_plugin.evaluation.result import TaskRunResult
+from r2med_plugin.io import write_json_atomic
+from r2med_plugin.reporting.export import TREC_DEPTH, model_folder_name, trec_tag, write_mteb_result, write_trec_run
+from r2med_plugin.reporting.official_files import (
+    official_model_name,
+    official_reranker_results,
+    write_official_reranker_results,
+    write_official_results,
+)
+from r2med_plugin.retrieval.rerank import official_reranker_name
+from r2med_plugin.version import __version__
+
+
+def provenance(result: TaskRunResult) -> dict[str, object]:
+    """What a result file records about how it was produced, beyond the scores."""
+    if result.rerank is not None:
+        info = result.rerank
+        return {
+            "reranker": info.reranker, "reranker_revision": info.reranker_revision, "first_stage": info.first_stage,
+            "first_stage_revision": info.first_stage_revision, "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
+            "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
+            "dataset_count_drift": dataset_count_drift(result.data),
+        }
+    return {
+        "model_name": result_model_name(result),
+        "model_revision": result.model_revision,
+        "query_prompt": result.query_prompt,
+        "top_k": len(max(result.run.values(), key=len, default={})) if not result.candidates_only else None,
+        "dataset_revision": result.dataset_revision,
+        "dataset_revision_verified": result.dataset_revision_verified,
+        "dataset_revision_recorded": result.data.result_revision,
+        "dataset_source": result.data.source,
+        "dataset_files_fingerprint": result.data.files_fingerprint,
+        "dataset_count_drift": dataset_count_drift(result.data),
+        "r2med_plugin_version": __version__,
+    }
+
+
+def filed_name(result: TaskRunResult) -> str:
+    """The model name a result is filed under (a reranked result: "<reranker>|<first stage>|top_<k>")."""
+    return result.retriever if result.rerank is not None else result_model_name(result)
+
+
+def write_mteb(result: TaskRunResult, output: Path) -> dict[str, Path]:
+    extra = {"r2med_hybrid_with": result.hybrid_with} if result.hybrid_with else {}
+    path = write_mteb_result(
+        output, spec=result.data.spec, task_name=result.task, model_name=filed_name(result),
+        model_revision=result.model_revision, dataset_revision=result.data.result_revision, scores=result.scores,
+        main_score=result.main_score, evaluation_time=result.evaluation_time, provenance=provenance(result),
+        candidates_only=result.candidates_only, extra_fields=extra,
+    )
+    return {"mteb": path}
+
+
+def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:
+    """The official JSON of the result's layout (none for a candidate-only or too shallow dense run)."""
+    if result.rerank is not None:
+        info = result.rerank
+        official_name = official_reranker_name(info.reranker)
+        folder = (output / "official" / "reranker" / model_folder_name(official_name) / model_folder_name(info.first_stage)
+                  / f"top_{info.depth}" / result.model_revision)
+        payload = official_reranker_results(
+            info.official_scores, dataset_name=result.data.spec.hub_name, reranker=official_name, top_k=info.depth,
+            evaluation_time=result.evaluation_time,
+        )
+        return {"official": write_official_reranker_results(folder / f"{result.task}.json", payload)}
+    if result.official is None:
+        return {}
+    folder = output / "official" / model_folder_name(result_model_name(result)) / result.model_revision
+    return {
+        "official": write_official_results(
+            folder / f"{result.task}.json", dataset_name=result.data.spec.hub_name,
+            model_name=official_model_name(result.retriever), scores=result.official, evaluation_time=result.evaluation_time,
+        ),
+        # The official file keeps the official code's keys; how it was produced goes beside it.
+        "official_metadata": write_json_atomic(folder / f"{result.task}.metadata.json", provenance(result)),
+    }
+
+
+def write_trec(result: TaskRunResult, output: Path, depth: int = TREC_DEPTH) -> dict[str, Path]:
+    name = filed_name(result)
+    runs = output / "runs" / model_folder_name(name) / result.model_revision
+    if result.rerank is not None:
+        tag = model_folder_name(result.retriever)
+        return {
+            "trec": write_trec_run(runs / f"{result.task}.trec", result.run, tag),
+            "trec_first_stage": write_trec_run(runs / f"{result.task}.first_stage.trec", result.rerank.first_stage_run,
+                                               model_folder_name(result.rerank.first_stage)),
+        }
+    file_name = f"{result.task}.candidates-only.trec" if result.candidates_only else f"{result.task}.trec"
+    return {"trec": write_trec_run(runs / file_name, result.run, trec_tag(name), depth=depth)}
+
+
+def write_outputs(
+    result: TaskRunResult, output_dir: str | os.PathLike, *, trec: bool = False, trec_depth: int = TREC_DEPTH
+) -> dict[str, Path]:
+    """MTEB-format result, the official R2MED JSON (when official scores exist) and optionally a TREC run.
+
+    A candidate-only result goes to ``candidates-only/`` (and its run to ``<Task>.candidates-only.trec``),
+    never where a full-corpus result of the same model is read or written. A reranked result writes the
+    official reranker JSON, and with ``trec`` its first stage's run beside its own.
+    """
+    output = Path(output_dir)
+    paths = write_mteb(result, output) | write_official(result, output)
+    if trec:
+        paths |= write_trec(result, output, trec_depth)
+    return paths
