@@ -226,7 +226,8 @@ def _first_stage(value: str, args: argparse.Namespace):
 
 def _evaluate_reranked(args: argparse.Namespace) -> int:
     from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.evaluation.runner import evaluate_task, official_query_prompt, write_outputs
+    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.evaluation.runner import official_query_prompt
     from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
 
     if args.first_stage and args.retriever:
@@ -261,19 +262,27 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
             spec = get_task_spec(task)
             read_run_file(task_run_file(Path(first_stage), spec.name, spec.hub_name))
     reranker = SentenceTransformerCrossEncoder(args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
-    for task in args.task:
-        prompt = official_query_prompt(get_task_spec(task)) if args.instruction else None
-        started = _announce(args, task)
-        result = evaluate_task(
-            task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
-            rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift, query_prompt=prompt,
-            show_progress=not args.quiet,
-        )
-        _announce_end(args, task, started)
-        keys = [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
-        _print_scores(result, keys)
+    plans = [(task, build_plan(
+        task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
+        rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift,
+        query_prompt=official_query_prompt(get_task_spec(task)) if args.instruction else None, show_progress=not args.quiet,
+    )) for task in args.task]
+    keys = [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
+    return _run_plans(args, plans, lambda result: keys)
+
+
+def _run_plans(args: argparse.Namespace, plans: list, keys_of) -> int:
+    """Execute each (label, plan), print its scores (``keys_of(result)``) and write its files."""
+    from r2med_plugin.evaluation.runner import execute, write_outputs
+
+    for label, plan in plans:
+        started = _announce(args, label)
+        result = execute(plan)
+        _announce_end(args, plan.task, started)
+        _print_scores(result, keys_of(result))
         if args.output:
-            for kind, path in write_outputs(result, args.output, trec=args.trec).items():
+            depth = {} if plan.reranker is not None else {"trec_depth": args.depth}
+            for kind, path in write_outputs(result, args.output, trec=args.trec, **depth).items():
                 print(f"  wrote {kind}: {path}")
     return 0
 
@@ -346,7 +355,9 @@ def _bm25_workers(workers: int | None) -> Iterator[None]:
 
 
 def _evaluate_tasks(args: argparse.Namespace) -> int:
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, evaluate_task, write_outputs
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, official_query_prompt
 
     if args.retriever in BM25_RETRIEVERS:
         retriever = args.retriever
@@ -357,28 +368,22 @@ def _evaluate_tasks(args: argparse.Namespace) -> int:
             args.retriever, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
             show_progress=not args.quiet, name=args.model_name,
         )
-    for task, expansion in _task_expansions(args.task, args.expansion):
-        prompt = None
-        if args.instruction:
-            from r2med_plugin.catalog import get_task_spec
-            from r2med_plugin.evaluation.runner import official_query_prompt
-
-            prompt = official_query_prompt(get_task_spec(task))
-        started = _announce(args, task + (f" + {expansion}" if expansion else ""))
-        result = evaluate_task(
+    plans = []
+    for task, expansion in _task_expansions(args.task, args.expansion):  # every plan is built before the first task runs
+        prompt = official_query_prompt(get_task_spec(task)) if args.instruction else None
+        plans.append((task + (f" + {expansion}" if expansion else ""), build_plan(
             task, retriever, hybrid=args.hybrid, candidates=args.candidates or (), candidates_only=args.candidates_only,
             data_dir=args.data_dir, accept_drift=args.accept_drift, top_k=args.top_k, query_prompt=prompt,
             expansion=expansion, show_progress=not args.quiet,
-        )
-        _announce_end(args, task, started)
+        )))
+
+    def keys_of(result) -> list[str]:
         keys = [result.main_score, "ndcg_at_10", "recall_at_100", "hit_at_10", "mrr", "hybrid_ndcg_at_10"] + [
             key for key in result.scores if key.startswith("candidates_") and "ndcg_at_10" in key
         ]
-        _print_scores(result, list(dict.fromkeys(keys)))
-        if args.output:
-            for kind, path in write_outputs(result, args.output, trec=args.trec, trec_depth=args.depth).items():
-                print(f"  wrote {kind}: {path}")
-    return 0
+        return list(dict.fromkeys(keys))
+
+    return _run_plans(args, plans, keys_of)
 
 
 def _leaderboard(args: argparse.Namespace) -> int:

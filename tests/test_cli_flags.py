@@ -1,7 +1,7 @@
 """Every option of every `r2med` command either reaches the code that uses it, or is refused (issue 20).
 
 Each option is written once on top of a base command line; the calls the command makes (to
-evaluate_task, the encoder, write_outputs, generate_expansions, ...) are recorded by stand-ins. An
+build_plan, the encoder, write_outputs, generate_expansions, ...) are recorded by stand-ins. An
 option "reaches" when the recorded calls differ from the base command's; a refused option exits 2 and
 names itself. What the command prints counts as an output too. A last test checks that the table covers every option the parser has.
 """
@@ -44,8 +44,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         return record
 
     encoder = SimpleNamespace(name="org/model", revision="r1")
-    monkeypatch.setattr("r2med_plugin.evaluation.runner.evaluate_task",
-                        recorder("evaluate_task", lambda task, *a, **k: _fake_result(task)))
+    monkeypatch.setattr("r2med_plugin.evaluation.plan.build_plan",
+                        recorder("build_plan", lambda task, *a, **k: SimpleNamespace(task=task, reranker=k.get("rerank"))))
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
     monkeypatch.setattr("r2med_plugin.evaluation.runner.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.retrieval.dense.SentenceTransformerEncoder", recorder("encoder", encoder))
     monkeypatch.setattr("r2med_plugin.retrieval.rerank.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
@@ -222,7 +223,7 @@ def test_options_that_reach_no_code_are_refused(argv: list[str], option: str, re
     assert main(_fill(argv, tmp_path)) == 2
     error = capsys.readouterr().err
     assert option in error and "reaches no code" in error
-    assert not any(call.startswith(("evaluate_task", "encoder", "cross_encoder", "generate", "run_sweep", "plan", "export"))
+    assert not any(call.startswith(("build_plan", "execute", "encoder", "cross_encoder", "generate", "run_sweep", "plan", "export"))
                    for call in recorded), recorded  # refused before any work
 
 

@@ -115,7 +115,7 @@ def test_an_unusable_output_is_refused_before_any_work(mirror_env: Path, tmp_pat
     from r2med_plugin.cli import main
 
     ran = []
-    monkeypatch.setattr("r2med_plugin.evaluation.runner.evaluate_task", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", lambda *a, **k: ran.append(a))
     (tmp_path / "a-file").write_text("x")
     for output, problem in ((tmp_path / "a-file", "is a file"), (tmp_path / "a-file" / "sub", "a-file is a file")):
         assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene", "--output", str(output)]) == 2

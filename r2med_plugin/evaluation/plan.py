@@ -143,6 +143,7 @@ def build_plan(
     if first_stage is not None:
         raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
     stage = _retriever_stage(retriever, query_prompt, expansion, data_dir)
+    check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion, hybrid=hybrid)
     if hybrid and candidates_only:
         raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
     if top_k < MIN_TOP_K:
