@@ -45,15 +45,14 @@ class EvaluationPlan:
     expansion: str | None = None
     candidate_subsets: tuple[str, ...] = ()
     candidates_only: bool = False
-    hybrid_with: str | None = None
     data_dir: str | os.PathLike | None = None
     accept_drift: bool | None = None
     show_progress: bool = True
 
     @property
-    def search_depth(self) -> int:
-        """How deep the first stage ranks: the whole corpus when candidate lists are scored from the run."""
-        return -1 if self.candidate_subsets else self.top_k  # -1: the corpus size, known once the data is loaded
+    def hybrid_with(self) -> str | None:
+        """The BM25 a Hybrid scorer fuses the run with (recorded in the result), or None."""
+        return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
 def check_retriever_name(name: str) -> None:
@@ -164,7 +163,7 @@ def build_plan(
     if not candidates_only:
         scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
     return EvaluationPlan(task=task, first_stage=stage, scorers=tuple(scorers), top_k=top_k, expansion=expansion,
-                          candidate_subsets=subsets, candidates_only=candidates_only, hybrid_with=partner, **common)
+                          candidate_subsets=subsets, candidates_only=candidates_only, **common)
 
 
 def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str | None,
@@ -202,3 +201,10 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
     stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name)
     return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), reranker=rerank, rerank_depth=depth,
                           rerank_batch_size=batch_size, **common)
+
+
+def extra_scorers(spec: TaskSpec) -> tuple[Scorer, ...]:
+    """What every run of a task reports next to the model's own metrics (the mteb tasks' extra scores):
+    hybrid with the task's BM25, and each stored candidate list (NanoR2MED)."""
+    own = "bm25-robertson" if spec.kind == "nano" else "bm25-lucene"
+    return Hybrid(own, 1000), CandidateSubsets(tuple(spec.candidate_configs))

@@ -23,7 +23,8 @@ from mteb.abstasks.task_metadata import TaskMetadata
 from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.extras import extra_scores
+from r2med_plugin.evaluation.plan import extra_scorers
+from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.ranking import truncate_run
@@ -99,7 +100,9 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
     ) -> dict[str, float]:
         own = evaluate_run(qrels, truncate_run(results, max(self.k_values)), self.k_values)
         scores_of_model = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
-        return scores_of_model | extra_scores(self.task_data, results)
+        # the model's run through the same scorers as `r2med evaluate` (hybrid with the task's BM25, candidate lists)
+        extras = merged(extra_scorers(self.task_data.spec), Retrieved(self.task_data, results, top_k=1000))
+        return scores_of_model | extras.metrics
 
 
 class R2MEDRerankingTask(R2MEDRetrievalTask):

@@ -10,7 +10,7 @@ from pathlib import Path
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.types import COUNT_DRIFT
-from r2med_plugin.evaluation.official import official_model_name, write_official_results
+from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
 from r2med_plugin.reporting.leaderboard import (
