@@ -168,7 +168,9 @@ def _print_scores(result, keys: Sequence[str]) -> None:
     from r2med_plugin.evaluation.runner import dataset_count_drift
 
     unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
-    if unverified and str(result.dataset_revision).startswith("local-"):
+    from r2med_plugin.names import DatasetRevision
+
+    if unverified and DatasetRevision.parse(str(result.dataset_revision)).local:
         unverified = ", UNVERIFIED: no commit recorded, a fingerprint of the mirror's files"
     data = getattr(result, "data", None)
     drift = "; COUNTS DIFFER from the dataset card (--accept-drift)" if data is not None and dataset_count_drift(data) else ""

@@ -14,7 +14,7 @@ Run = dict[str, dict[str, float]]
 Candidates = dict[str, list[str]]
 TaskKind = Literal["r2med", "nano"]
 
-COUNT_DRIFT = "+count-drift"  # dataset revision marker of data whose counts differ from the dataset card
+COUNT_DRIFT = "+count-drift"  # dataset revision marker of data whose counts differ from the dataset card (r2med_plugin.names)
 
 
 def freeze(value: Any) -> Any:
@@ -89,13 +89,13 @@ class TaskData:
         (of the files this task reads, so editing one task's files moves that task's results only) when a local
         mirror does not prove the commit it names, and ``+count-drift`` when its counts differ from the
         dataset card (evaluated with accept_drift): every result file says so, an ``mteb run`` one too."""
+        from r2med_plugin.names import DatasetRevision
+
         if self.report.get("synthetic_sample"):
             return self.revision
-        drift = COUNT_DRIFT if self.report.get("count_drift") else ""
         marker = self.files_fingerprint
-        if self.revision_verified or marker is None or marker in self.revision:
-            return self.revision + drift
-        return f"{self.revision}+unverified-files-{marker}{drift}"
+        unproven = not (self.revision_verified or marker is None or marker in self.revision)
+        return DatasetRevision(self.revision, marker if unproven else None, bool(self.report.get("count_drift"))).format()
 
     @property
     def cache_revision(self) -> str:

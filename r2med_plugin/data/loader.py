@@ -16,6 +16,7 @@ from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, evict_from_hub_cache,
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import check_ids, read_table
 from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
+from r2med_plugin.names import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION
 from r2med_plugin.types import Candidates, Qrels, TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,6 @@ _CANDIDATE_TABLE = {"query-id": pl.Utf8, "corpus-ids": pl.List(pl.Utf8)}
 
 
 ACCEPT_DRIFT_ENV = "R2MED_ACCEPT_DRIFT"
-SYNTHETIC_REVISION = "synthetic-sample"
 
 
 def load_task(
@@ -83,7 +83,7 @@ def load_task(
     fingerprint = files_fingerprint(read, repo.root) if repo.source == "mirror" else None
     revision = SYNTHETIC_REVISION if synthetic else repo.revision
     if revision == UNKNOWN_MIRROR_REVISION:
-        revision = f"local-{fingerprint}"
+        revision = LOCAL_REVISION_PREFIX + fingerprint
     verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
     if not verified and not synthetic:
         _warn_unverified(repo.root, spec.name, revision)
@@ -123,7 +123,7 @@ def load_task(
 
 def _warn_unverified(root: Path, task: str, revision: str) -> None:
     """One message per mirror (the same text for every task of it: a command shows it once, see cli)."""
-    if revision.startswith("local-"):
+    if revision.startswith(LOCAL_REVISION_PREFIX):
         logger.warning(
             "the mirror %s records no commit it was downloaded at, so each task's results are filed under a fingerprint of "
             "the files it reads (local-<fingerprint>); `huggingface-cli download --local-dir` records the commit", root,

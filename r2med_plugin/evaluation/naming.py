@@ -7,6 +7,7 @@ import re
 
 from r2med_plugin.data.expansions import expansion_label, is_local
 from r2med_plugin.evaluation.result import TaskRunResult
+from r2med_plugin.names import Expansion, ResultName
 from r2med_plugin.retrieval.dense import E5_TEMPLATE
 from r2med_plugin.types import TaskData, TaskSpec
 
@@ -33,19 +34,27 @@ def prompt_suffix(result: TaskRunResult) -> str:
     return prompt_label(result.data, result.query_prompt)
 
 
+def result_name(result: TaskRunResult) -> ResultName:
+    """What a result is filed under: the retriever, its expansion ("hyde/o3-mini+bm25-lucene") and its query prompt
+    ("+instruction"), so runs with and without a prompt or expansion never overwrite each other."""
+    if result.rerank is not None:
+        return ResultName.parse(result.retriever)
+    expansion = None
+    if result.expansion:  # a local one: "local/hyde/my-llm@<folder id>"
+        method, _, llm = expansion_label(result.data.spec, result.expansion).removeprefix("local/").partition("/")
+        llm, _, folder = llm.partition("@")
+        expansion = Expansion(method, llm, local=is_local(result.expansion), folder=folder or None)
+    return ResultName(result.retriever, expansion=expansion, prompt=prompt_suffix(result).removeprefix("+") or None)
+
+
 def result_model_name(result: TaskRunResult) -> str:
-    """The model name results are filed under: the retriever, prefixed by the expansion ("hyde/o3-mini+bm25-lucene")
-    and suffixed by the query prompt ("+instruction"), so runs with and without a prompt never overwrite each other."""
-    if result.expansion and is_local(result.expansion):  # "local/hyde/my-llm+bm25-lucene"
-        name = f"{expansion_label(result.data.spec, result.expansion)}+{result.retriever}"
-    else:
-        name = f"{result.expansion}+{result.retriever}" if result.expansion else result.retriever
-    return name + prompt_suffix(result)
+    """The model name results are filed under (see result_name)."""
+    return result_name(result).format()
 
 
 def reranked_model_name(reranker: str, first_stage: str, depth: int) -> str:
     """The name a reranked result is filed under; never equal to the first stage's own name."""
-    return f"{reranker}|{first_stage}|top_{depth}"
+    return ResultName(reranker, first_stage=first_stage, depth=depth).format()
 
 
 def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:

@@ -17,14 +17,13 @@ import csv
 import html
 import io
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.types import COUNT_DRIFT
+from r2med_plugin.names import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision, ResultName
 
 BENCHMARKS = ("r2med", "nano")
 MAIN_METRIC = "ndcg_at_10"
@@ -35,13 +34,7 @@ NANO_EXTRA_COLUMNS = {
     "Cand. hybrid": "candidates_hybrid_ndcg_at_10_with_safeguard",
 }
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
-_RERANKED_MODEL = re.compile(r"^(?P<reranker>[^|]+)\|(?P<first_stage>[^|]+)\|top_(?P<depth>\d+)$")
-_EXPANSION_MODEL = re.compile(
-    r"^(?P<local>local/)?(?P<method>hyde|query2doc|lamer|search-r1|search-o1)/(?P<llm>[^+@]+)(?:@(?P<folder>[0-9a-f]{8}))?\+(?P<retriever>.+)$"
-)
 LOCAL_LABEL = "generated locally"
-_PROMPT_SUFFIX = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")  # r2med evaluate --instruction / a custom prompt
-SYNTHETIC_REVISION = "synthetic-sample"
 SYNTHETIC_LABEL = "synthetic sample"
 UNVERIFIED_SET = "pinned commits, unverified mirror files"
 DRIFT_LABEL = "counts differ from the dataset card"
@@ -170,26 +163,23 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
 
 
 def _split_model(model: str) -> tuple[str, str, str]:
-    """(llm, retriever, note) for a model name; expansion runs are named "<method>/<llm>+<retriever>",
-    runs with an expansion from `r2med generate` "local/<method>/<llm>+<retriever>" (noted as generated locally)."""
-    prompt = _PROMPT_SUFFIX.search(model)
-    if prompt:
-        llm, retriever, note = _split_model(model[: prompt.start()])
-        label = "with instruction" if prompt["prompt"] == "instruction" else f"custom {prompt['prompt']}"
-        return llm, retriever, ", ".join(part for part in (note, label) if part)
-    reranked = _RERANKED_MODEL.match(model)
-    if reranked:  # "<reranker>|<first stage>|top_<k>" (r2med_plugin.evaluation.reranking)
-        return "", f"{reranked['reranker']} | {reranked['first_stage']}", f"rerank top {reranked['depth']}"
-    match = _EXPANSION_MODEL.match(model)
-    if match:
-        return match["llm"], match["retriever"], match["method"]
-    return "", model, ""
+    """(llm, retriever, note) for a model name (see r2med_plugin.names.ResultName): an expansion run's LLM and
+    method, a reranked run's "Reranker | First stage" and depth, and the query prompt's label."""
+    name = ResultName.parse(model)
+    if name.reranked:
+        return "", f"{name.retriever} | {name.first_stage}", f"rerank top {name.depth}"
+    notes = [name.expansion.method] if name.expansion else []
+    if name.prompt:
+        notes.append("with instruction" if name.prompt == "instruction" else f"custom {name.prompt}")
+    return (name.expansion.llm if name.expansion else ""), name.retriever, ", ".join(notes)
 
 
 def _local_note(model: str) -> str:
-    """ "generated locally", with the folder's id when the name carries one (two folders, two rows)."""
-    match = _EXPANSION_MODEL.match(model)
-    return f"{LOCAL_LABEL} @{match['folder']}" if match and match["folder"] else LOCAL_LABEL
+    """ "generated locally @<folder id>" for an expansion from `r2med generate` (two folders, two rows), else ""."""
+    expansion = ResultName.parse(model).expansion
+    if expansion is None or not expansion.local:
+        return ""
+    return f"{LOCAL_LABEL} @{expansion.folder}" if expansion.folder else LOCAL_LABEL
 
 
 @dataclass(frozen=True)
@@ -210,20 +200,21 @@ class _Group:
 
 def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> str:
     """The revision set a result belongs to: "" for the pinned commits (and mteb's built-in tasks), else the commit."""
-    if record.dataset_revision == SYNTHETIC_REVISION:
+    revision = DatasetRevision.parse(record.dataset_revision)
+    if revision.synthetic:
         return SYNTHETIC_REVISION
     if builtin or (pinned and record.dataset_revision in (pinned, "")):
         return ""
-    if pinned and record.dataset_revision.startswith(f"{pinned}+unverified-files-"):
+    drift = COUNT_DRIFT if revision.count_drift else ""
+    if pinned and revision.commit == pinned and revision.unverified:
         # a mirror without download records: the pins, not proven (each task its own fingerprint); data whose
         # counts drifted from the dataset card is a set apart
-        return UNVERIFIED_DRIFT_SET if record.dataset_revision.endswith(COUNT_DRIFT) else UNVERIFIED_SET
+        return UNVERIFIED_DRIFT_SET if drift else UNVERIFIED_SET
     # NanoR2MED mirrors that prove no commit: each task is named by its own files, so the set is the commit
     # (or "local-mirror-files"); tasks of one set on two different files are told apart by grouped_records
-    drift = COUNT_DRIFT if record.dataset_revision.endswith(COUNT_DRIFT) else ""
-    if "+unverified-files-" in record.dataset_revision:
-        return record.dataset_revision.partition("+unverified-files-")[0] + "+unverified-files" + drift
-    if record.dataset_revision.startswith("local-"):
+    if revision.unverified:
+        return revision.commit + "+unverified-files" + drift
+    if revision.local:
         return LOCAL_MIRROR_SET + drift
     return record.dataset_revision
 
@@ -316,7 +307,7 @@ def _files_label(group: _Group, per_task: dict[str, ResultRecord], conflicting: 
     parts = []
     for hub in sorted(conflicting & set(per_task)):
         revision = per_task[hub].dataset_revision
-        marker = revision.partition("+unverified-files-")[2].removesuffix(COUNT_DRIFT) or revision
+        marker = DatasetRevision.parse(revision).files or revision
         parts.append(f"{hub} files {marker[:8]}")
     return ", ".join(parts)
 
@@ -334,7 +325,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
     for group, per_task in full.items():
         model, builtin, revisions = group.family
         llm, retriever, method = _split_model(model)
-        local = _local_note(model) if method and model.startswith("local/") else ""
+        local = _local_note(model)
         several = len(real_sets.get((model, builtin), ())) > 1
         unverified = revisions in (UNVERIFIED_SET, UNVERIFIED_DRIFT_SET)
         revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and not unverified and several else ""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.types import COUNT_DRIFT
+from r2med_plugin.names import COUNT_DRIFT, DatasetRevision, ResultName
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
@@ -64,13 +64,13 @@ def export_submission(
                     "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
         known = sorted({r.model for r in read_result_folders(folders)})
         raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
-    drifted = {name: record for name, record in ours.items() if record.count_drift or record.dataset_revision.endswith(COUNT_DRIFT)}
+    drifted = {name: record for name, record in ours.items() if record.count_drift or DatasetRevision.parse(record.dataset_revision).count_drift}
     if drifted:
         described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
         raise ValueError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
                          f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
     missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
-    unverified = sorted(name for name, record in ours.items() if "+unverified-files-" in record.dataset_revision)
+    unverified = sorted(name for name, record in ours.items() if DatasetRevision.parse(record.dataset_revision).unverified)
     if (missing or unverified) and not allow_incomplete:
         problems = []
         if missing:
@@ -84,7 +84,7 @@ def export_submission(
     out = Path(out_dir)
     written = []
     retriever = _split_model(model)[1]
-    layout = "bm25" if retriever.startswith("bm25") else "dense"
+    layout = "bm25" if ResultName.parse(model).is_bm25 else "dense"
     for name, record in ours.items():
         spec = by_task[name]
         written.append(write_official_results(
