@@ -33,6 +33,21 @@ INSTRUCTION_SUFFIX = "\nQuery: "
 NANO_CANDIDATE_CONFIGS = {"bm25": "bm25", "dense": "harrier_oss_v1_270m", "hybrid": "reranking_hybrid"}
 NANO_PROFILE_KEYS = {"bm25": "bm25", "dense": "dense", "hybrid": "reranking_hybrid"}
 NANO_SEED = 20260524
+# The R2MED paper as mteb cites it: mteb 2.26.24, mteb/tasks/retrieval/eng/r2_med_retrieval.py (every
+# R2MED<Domain>Retrieval task) and the `R2MED` benchmark, copied verbatim. mteb's tests allow one BibTeX key
+# per paper, so every task and benchmark of ours cites it with mteb's key, authors and year (the catalog's
+# `citation`, `@article{li2025r2med`, names the same paper). tests/test_mteb_integration.py checks that it
+# still equals mteb's.
+MTEB_R2MED_CITATION = r"""@misc{zhang2026r2medbenchmarkreasoningdrivenmedical,
+  archiveprefix = {arXiv},
+  author = {Xiangxu Zhang and Lei Li and Xiao Zhou and Zheng Liu},
+  eprint = {2505.14558},
+  primaryclass = {cs.IR},
+  title = {R2MED: A Benchmark for Reasoning-Driven Medical Retrieval},
+  url = {https://arxiv.org/abs/2505.14558},
+  year = {2026},
+}"""
+CITATION_SOURCE = "citation: mteb 2.26.24's BibTeX entry for R2MED (mteb/tasks/retrieval/eng/r2_med_retrieval.py), one key per paper"
 
 
 def domain_of(hub_name: str) -> str:
@@ -77,14 +92,14 @@ def r2med_task(entry: dict, catalog: dict, position: int) -> dict:
             f"{entry['expected_counts']['queries']} queries over {entry['expected_counts']['documents']:,} documents."
         ),
         "license": "cc-by-4.0",
-        "citation": catalog["citation"],
+        "citation": MTEB_R2MED_CITATION,
         "paper_stats": dict(entry["paper_stats"]),
         "candidate_profiles": {},
-        "source": catalog["source"],
+        "source": f"{catalog['source']}; {CITATION_SOURCE}",
     }
 
 
-def nano_task(entry: dict, profiles: dict, citation: str, position: int) -> dict:
+def nano_task(entry: dict, profiles: dict, position: int) -> dict:
     hub_name = entry["name"]
     domain = domain_of(hub_name)
     name = f"NanoR2MED{domain}"
@@ -124,11 +139,11 @@ def nano_task(entry: dict, profiles: dict, citation: str, position: int) -> dict
         ),
         "license": "cc-by-4.0",
         # NanoR2MED is a sample of R2MED: cite the benchmark it comes from.
-        "citation": citation,
+        "citation": MTEB_R2MED_CITATION,
         "paper_stats": {},
         "candidate_profiles": {key: dict(subsets[ref]) for key, ref in NANO_PROFILE_KEYS.items()},
         "hybrid_construction": {**profiles["hf_layout"]["hybrid_construction"], "seed": NANO_SEED, "rrf_k": 100},
-        "source": profiles["source"],
+        "source": f"{profiles['source']}; {CITATION_SOURCE}",
     }
 
 
@@ -155,7 +170,7 @@ def generate(reference: Path) -> dict[str, dict]:
     for position, hub_name in enumerate(OFFICIAL_ORDER):
         tasks.append(r2med_task(by_hub_name[hub_name], catalog, position))
     for position, hub_name in enumerate(OFFICIAL_ORDER):
-        tasks.append(nano_task(by_hub_name[hub_name], profiles, catalog["citation"], position))
+        tasks.append(nano_task(by_hub_name[hub_name], profiles, position))
     files = {f"{task['name']}.json": task for task in tasks}
     files["benchmarks.json"] = benchmarks(tasks)
     return files
