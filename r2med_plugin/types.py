@@ -52,6 +52,9 @@ class TaskSpec:
     citation: str
     paper_stats: Mapping[str, float]
     candidate_profiles: Mapping[str, Mapping[str, Any]]
+    # NanoR2MED: the dataset card's positives per query and mean text lengths in characters (empty for R2MED);
+    # the shipped descriptive statistics use them where the data cannot be read.
+    card_stats: Mapping[str, Mapping[str, Any]]
     source: str
     hybrid_construction: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 

@@ -95,6 +95,7 @@ def r2med_task(entry: dict, catalog: dict, position: int) -> dict:
         "citation": MTEB_R2MED_CITATION,
         "paper_stats": dict(entry["paper_stats"]),
         "candidate_profiles": {},
+        "card_stats": {},
         "source": f"{catalog['source']}; {CITATION_SOURCE}",
     }
 
@@ -143,6 +144,10 @@ def nano_task(entry: dict, profiles: dict, position: int) -> dict:
         "paper_stats": {},
         "candidate_profiles": {key: dict(subsets[ref]) for key, ref in NANO_PROFILE_KEYS.items()},
         "hybrid_construction": {**profiles["hf_layout"]["hybrid_construction"], "seed": NANO_SEED, "rrf_k": 100},
+        "card_stats": {
+            "positives_per_query": dict(profile["positives_per_query"]),
+            "text_stats_chars": dict(profile["text_stats_chars"]),
+        },
         "source": f"{profiles['source']}; {CITATION_SOURCE}",
     }
 

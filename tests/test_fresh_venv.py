@@ -104,6 +104,21 @@ def test_mteb_lists_our_tasks(fresh_python: Path, cli_env: dict[str, str], tmp_p
     assert n_bench == 8 and n_medical >= 24
 
 
+def test_the_wheel_ships_descriptive_statistics(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    code = (
+        "import mteb, json; names = [t.metadata.name for t in mteb.get_tasks(domains=['Medical']) "
+        "if getattr(t, '__r2med_plugin__', False)]; "
+        "print(json.dumps({n: [mteb.get_task(n).metadata.n_samples, str(mteb.get_task(n).metadata.descriptive_stat_path)] for n in names}))"
+    )
+    env = {key: value for key, value in cli_env.items() if key != "R2MED_DATA_DIR"}
+    out = _run(fresh_python, ["-c", code], env, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(found) == 24
+    assert found["R2MEDBiology"][0] == {"test": 57359 + 103} and found["NanoR2MEDBiologyReranking"][0] == {"test": 10000 + 103}
+    assert all(str(fresh_python.parent.parent) in path and "/r2med_plugin/integrations/descriptive_stats/" in path for _, path in found.values())
+
+
 def test_saved_results_load_back(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
     out = _run(
         fresh_python,

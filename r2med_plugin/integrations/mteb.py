@@ -9,6 +9,7 @@ mirror (``R2MED_DATA_DIR``) works under ``mteb run``.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import re
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ import datasets
 import mteb
 from mteb.abstasks.retrieval import AbsTaskRetrieval
 from mteb.abstasks.task_metadata import TaskMetadata
+from pydantic import PrivateAttr
 
 from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
@@ -41,19 +43,44 @@ PLUGIN_MARKER = "__r2med_plugin__"
 class R2MEDTaskMetadata(TaskMetadata):
     """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
 
-    Statistics shipped in r2med_plugin/integrations/descriptive_stats/ are read from there; statistics
-    a user computes (``task.calculate_descriptive_statistics()``) go to the r2med_plugin cache folder,
-    under the dataset revision loaded (a mirror's marked revision included), so statistics of other
-    data are never shown.
+    Statistics shipped in r2med_plugin/integrations/descriptive_stats/ (see README "Descriptive statistics")
+    are read from there while the task's dataset revision is the one they were made for (the pinned commit;
+    'main' for NanoR2MED). Statistics a user computes (``task.calculate_descriptive_statistics()``) go to the
+    r2med_plugin cache folder, under the dataset revision loaded (a mirror's marked revision included), and
+    are preferred once there; statistics of other data are never shown, and the shipped files are never
+    overwritten.
     """
+
+    _stats_target: str = PrivateAttr(default="read")
+
+    @property
+    def shipped_stat_path(self) -> Path:
+        return Path(__file__).resolve().parent / "descriptive_stats" / f"{self.name}.json"
+
+    @property
+    def computed_stat_path(self) -> Path:
+        revision = re.sub(r"[^A-Za-z0-9._+-]", "_", self._revision)
+        return cache_dir() / "descriptive_stats" / revision / f"{self.name}.json"
+
+    @property
+    def _revision(self) -> str:
+        return str(self.dataset.get("revision") or "main")
 
     @property
     def descriptive_stat_path(self) -> Path:
-        shipped = Path(__file__).resolve().parent / "descriptive_stats" / f"{self.name}.json"
-        if shipped.is_file():
+        computed = self.computed_stat_path
+        if self._stats_target == "write" or computed.is_file():
+            return computed
+        shipped = self.shipped_stat_path
+        if shipped.is_file() and _stats_revision(shipped) == self._revision:
             return shipped
-        revision = re.sub(r"[^A-Za-z0-9._+-]", "_", str(self.dataset.get("revision") or "main"))
-        return cache_dir() / "descriptive_stats" / revision / f"{self.name}.json"
+        return computed
+
+
+def _stats_revision(path: Path) -> str | None:
+    """The dataset revision a shipped statistics file was made for (its provenance block)."""
+    stats = json.loads(path.read_text(encoding="utf-8"))
+    return next((split.get("provenance", {}).get("dataset_revision") for split in stats.values() if isinstance(split, dict)), None)
 
 
 class R2MEDRetrievalTask(AbsTaskRetrieval):
@@ -89,6 +116,18 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
             update={"dataset": {**self.metadata.dataset, "revision": data.result_revision}}
         )
         self.data_loaded = True
+
+    def calculate_descriptive_statistics(self, overwrite_results: bool = False, num_proc: int | None = None) -> dict:
+        """mteb's own computation, written to the cache folder under the revision loaded (never over the shipped files)."""
+        if not overwrite_results and (existing := self.metadata.descriptive_stats) is not None:
+            return existing
+        self.load_data(num_proc=num_proc)
+        self.metadata = self.metadata.model_copy()
+        self.metadata._stats_target = "write"
+        try:
+            return super().calculate_descriptive_statistics(overwrite_results=True, num_proc=num_proc)
+        finally:
+            self.metadata._stats_target = "read"
 
     def task_specific_scores(
         self,
