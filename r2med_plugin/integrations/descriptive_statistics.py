@@ -154,8 +154,8 @@ def from_mteb(task_name: str, *, today: str | None = None) -> dict[str, Any]:
         spec.revision,
         today,
         note=(
-            f"mteb {version('mteb')}'s own statistics for {spec.mteb_builtin_task} "
-            f"(mteb/descriptive_stats/Retrieval/{spec.mteb_builtin_task}.json), which loads {spec.hub_repo} at "
+            f"mteb's own statistics for {spec.mteb_builtin_task} (mteb/descriptive_stats/Retrieval/"
+            f"{spec.mteb_builtin_task}.json in the mteb of mteb_version), which loads {spec.hub_repo} at "
             "this same revision; the plugin's loader reads the same files (the task metadata's qrels count is mteb's "
             "num_relevant_docs). Regenerate from the data "
             f"(python {GENERATED_BY} --from-data) where the hub or a mirror is reachable"
@@ -286,10 +286,12 @@ def render(stats: dict[str, Any]) -> str:
 
 
 def comparable(stats: dict[str, Any]) -> dict[str, Any]:
-    """``stats`` without the generation date, for checking that shipped files are what the script writes."""
+    """``stats`` without the date and mteb version they were made on, for checking that shipped files are
+    what the script writes (a later mteb that ships the same R2MED statistics and schema writes the same)."""
     out = copy.deepcopy(stats)
     for split in out.values():
         split.get(PROVENANCE, {}).pop("generated", None)
+        split.get(PROVENANCE, {}).pop("mteb_version", None)
     return out
 
 
