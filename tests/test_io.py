@@ -1,0 +1,49 @@
+"""The one atomic writer: two processes writing one target at once never leave a partial file or a temporary."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from r2med_plugin.io import write_json_atomic, write_text_atomic
+
+
+def _write_many(target: str, marker: int, rounds: int) -> None:
+    for round_ in range(rounds):
+        write_json_atomic(target, {"writer": marker, "round": round_, "payload": [marker] * 5000})
+
+
+def test_two_processes_writing_one_target_at_once(tmp_path: Path):
+    target = tmp_path / "result.json"
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_write_many, args=(str(target), marker, 40)) for marker in (1, 2)]
+    for writer in writers:
+        writer.start()
+    seen = set()
+    while any(writer.is_alive() for writer in writers):
+        if target.exists():
+            payload = json.loads(target.read_text())  # never half a file
+            assert payload["payload"] == [payload["writer"]] * 5000
+            seen.add(payload["writer"])
+    for writer in writers:
+        writer.join()
+        assert writer.exitcode == 0
+    final = json.loads(target.read_text())
+    assert final["round"] == 39 and final["payload"] == [final["writer"]] * 5000
+    assert [path.name for path in tmp_path.iterdir()] == ["result.json"]  # no temporary file left behind
+
+
+def test_files_get_the_umask_permissions_and_interrupted_writes_leave_nothing(tmp_path: Path, monkeypatch):
+    mask = os.umask(0o022)
+    os.umask(mask)
+    path = write_text_atomic(tmp_path / "a" / "b.txt", "x")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask  # as open() creates them (mkstemp would give 0600)
+    monkeypatch.setattr("os.replace", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        write_text_atomic(tmp_path / "a" / "c.txt", "y")
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b.txt"]
