@@ -27,7 +27,7 @@ def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Pa
         write(temporary)
         with open(temporary, "rb+") as stream:
             os.fsync(stream.fileno())  # on disk before the rename makes it visible
-        os.replace(temporary, target)
+        temporary.replace(target)  # os.replace: atomic on POSIX and Windows
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

@@ -19,8 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-EXPANSION_METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
-BM25_NAMES = ("bm25-lucene", "bm25-robertson")
+# The one definition of each name list.
+EXPANSION_METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")  # released expansions (R2MED's GAR configs)
+GENERATION_METHODS = ("hyde", "query2doc", "lamer")  # what `r2med generate` makes (the official prompts)
+BM25_VARIANTS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
+BM25_NAMES = tuple(BM25_VARIANTS)
+CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")  # NanoR2MED's stored candidate lists
 UNVERIFIED_MARKER = "+unverified-files-"
 COUNT_DRIFT = "+count-drift"
 SYNTHETIC_REVISION = "synthetic-sample"

@@ -113,7 +113,7 @@ def test_ctrl_c_is_one_line_and_exit_130(mirror_env: Path, monkeypatch: pytest.M
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "evaluate_task", interrupted)
+    monkeypatch.setattr(runner, "execute", interrupted)  # the CLI builds plans, then executes them
     assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--output", str(tmp_path), "--quiet"]) == 130
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("r2med: interrupted") and "Traceback" not in err

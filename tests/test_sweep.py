@@ -285,7 +285,8 @@ def test_dry_run_lists_the_plan(mirror_env: Path, tmp_path: Path, capsys: pytest
 
 _HAMMER = """
 import json, sys, numpy as np
-from r2med_plugin.cache import cached_array, cached_run, cache_dir, _atomic_write
+from r2med_plugin.cache import cached_array, cached_run, cache_dir
+from r2med_plugin.io import atomic_write
 role, rounds = sys.argv[1], int(sys.argv[2])
 def array(i): return np.arange(200_000, dtype=np.float32).reshape(2000, 100) * (i + 1)
 def run(i): return {f"q{q}": {f"d{d}": float(i * q + d) for d in range(300)} for q in range(20)}
@@ -296,7 +297,7 @@ for r in range(rounds):
         b = cached_run("hammer-runs", f"key{i}", lambda: run(i)); bad += b != run(i)
     path = cache_dir() / "hammer" / "key0.npy"
     if role == "writer":  # rewrite one entry over and over while the other process reads it
-        _atomic_write(path, lambda t: np.save(t.open("wb"), array(0), allow_pickle=False))
+        atomic_write(path, lambda t: np.save(t.open("wb"), array(0), allow_pickle=False))
     else:
         bad += not np.array_equal(np.load(path), array(0))
 print(json.dumps({"bad": bad}))

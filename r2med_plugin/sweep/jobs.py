@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.retrieval.registry import cached_hub_commit, files_stamp
 from r2med_plugin.sweep.spec import Job
 
 RECORDS = Path(".sweep") / "jobs"
@@ -68,37 +69,6 @@ def record_path(output: str | os.PathLike, job_id: str) -> Path:
 # --- stamps: what a result depends on, computed cheaply without loading data or models ----------------
 
 
-def files_stamp(root: Path) -> str:
-    """A hash of every file's relative path, size and modification time under ``root`` (hub metadata excluded)."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if relative.parts[0] == ".cache" or not path.is_file():
-            continue
-        stat = path.stat()
-        digest.update(f"{relative.as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
-
-
-def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache the current environment names (HF_HUB_CACHE, else HF_HOME/hub, else the default),
-    read now: huggingface_hub fixes its own value at import, before a spec's `env:` is applied."""
-    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
-    return Path(home).expanduser() / "hub"
-
-
-def _cached_hub_commit(repo: str, repo_type: str, revision: str) -> str | None:
-    """The commit ``revision`` points to in the local Hugging Face cache, if it was downloaded."""
-    ref = hub_cache_dir() / f"{repo_type}s--{repo.replace('/', '--')}" / "refs" / revision
-    try:
-        return ref.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
 def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = None) -> str:
     """What a job's data is, in the current environment (call it with the job's environment applied): the mirror
     folder the job reads (``data_dir``, else R2MED_DATA_DIR), its recorded commit and its files' sizes and times, or
@@ -115,22 +85,14 @@ def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = N
         if not root.is_dir():
             return f"missing:{root}"
         return f"mirror:{root.resolve()}:{recorded_mirror_revision(root) or spec.revision or '-'}:{files_stamp(root)}:{drift}"
-    return f"hub:{spec.revision or _cached_hub_commit(spec.hub_repo, 'dataset', 'main') or 'main'}:{drift}"
+    return f"hub:{spec.revision or cached_hub_commit(spec.hub_repo, 'dataset', 'main') or 'main'}:{drift}"
 
 
 def model_stamp(name: str, revision: str | None) -> str:
-    from r2med_plugin.version import __version__
+    """A model's (or run file's) stamp, resolved like every name (r2med_plugin.retrieval.registry)."""
+    from r2med_plugin.retrieval.registry import resolve
 
-    if name in ("bm25-lucene", "bm25-robertson"):
-        return f"r2med-plugin-{__version__}"
-    folder = Path(name).expanduser()
-    code = f"r2med-plugin-{__version__}"  # how the numbers are computed changes with the plugin too
-    if folder.exists():
-        return f"{code}:path:{revision or '-'}:{files_stamp(folder) if folder.is_dir() else files_stamp(folder.parent)}"
-    commit = revision or _cached_hub_commit(name, "model", "main")
-    if commit is None and "/" not in name:  # sentence-transformers completes bare names ("all-MiniLM-L6-v2")
-        commit = _cached_hub_commit(f"sentence-transformers/{name}", "model", "main")
-    return f"{code}:hub:{commit or 'unresolved'}"
+    return resolve(name, revision).stamp()
 
 
 def job_stamps(job: Job) -> dict[str, str]:
@@ -229,15 +191,15 @@ def release_models() -> None:
 
 
 def _encoder(retriever: Mapping[str, Any], show_progress: bool):
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+    from r2med_plugin.retrieval.registry import resolve
 
     devices = retriever.get("devices") or _ray_gpu_devices()
     key = (retriever["model"], retriever.get("revision"), tuple(devices or ()), retriever.get("batch_size", 32))
     if key not in _LOADED:
         release_models()
-        _LOADED[key] = SentenceTransformerEncoder(
-            retriever["model"], revision=retriever.get("revision"), device=devices[0] if devices else None,
-            devices=devices, batch_size=retriever.get("batch_size", 32), show_progress=show_progress,
+        _LOADED[key] = resolve(retriever["model"], retriever.get("revision")).load_encoder(
+            device=devices[0] if devices else None, devices=devices, batch_size=retriever.get("batch_size", 32),
+            show_progress=show_progress,
         )
     encoder = _LOADED[key]
     encoder.show_progress = show_progress
