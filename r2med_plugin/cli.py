@@ -530,6 +530,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from r2med_plugin.names import CANDIDATE_SUBSETS, GENERATION_METHODS
     from r2med_plugin.version import __version__
 
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
@@ -547,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--task", nargs="+", required=True, help="task name(s), e.g. NanoR2MEDBiology")
     evaluate.add_argument("--retriever", default=None, help="bm25-lucene, bm25-robertson, or a model name or folder (required without --rerank)")
     evaluate.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
-    evaluate.add_argument("--candidates", nargs="+", choices=["bm25", "dense", "hybrid"], help="rank the stored candidate lists (NanoR2MED)")
+    evaluate.add_argument("--candidates", nargs="+", choices=list(CANDIDATE_SUBSETS), help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
     evaluate.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
     evaluate.add_argument("--expansion", default=None,
@@ -579,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(func=_evaluate)
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")
-    generate.add_argument("--method", required=True, choices=["hyde", "query2doc", "lamer"])
+    generate.add_argument("--method", required=True, choices=list(GENERATION_METHODS))
     generate.add_argument("--llm", required=True, help="the model id the endpoint serves, e.g. Qwen/Qwen2.5-7B-Instruct")
     generate.add_argument("--name", default=None, help="the LLM's name in folders and results (default: --llm made folder-safe)")
     generate.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")

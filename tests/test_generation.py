@@ -492,7 +492,7 @@ def test_bad_inputs_are_refused_before_any_request(server, mirror_env, tmp_path)
         _generate(server, tmp_path, "search-r1")
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1\n")
-    with pytest.raises(ValueError, match="bad.trec, line 1: a TREC run line has 6 fields"):
+    with pytest.raises(ValueError, match="bad.trec, line 1: expected 6 fields"):
         _generate(server, tmp_path, "lamer", first_stage=str(bad))
     partial = tmp_path / "partial.jsonl"
     partial.write_text(json.dumps({"id": "biology-q-000", "topk_pid": [["biology-doc-0001", 1.0]]}) + "\n")

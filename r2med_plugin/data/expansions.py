@@ -18,12 +18,13 @@ import polars as pl
 
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.hub import locate_repo
+from r2med_plugin.names import EXPANSION_METHODS
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
 from r2med_plugin.types import TaskSpec
 
-METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
+METHODS = EXPANSION_METHODS
 LOCAL_PREFIX = "local:"
 LOCAL_FILE = "query_with_hydoc.jsonl"
 LOCAL_MANIFEST = "manifest.json"

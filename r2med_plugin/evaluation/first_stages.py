@@ -23,14 +23,14 @@ from r2med_plugin.data.expansions import is_local, load_expansions, parse_expans
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
 from r2med_plugin.evaluation.extras import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
+from r2med_plugin.names import BM25_VARIANTS
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__
 
-BM25_RETRIEVERS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
-CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")
+BM25_RETRIEVERS = BM25_VARIANTS  # name -> variant
 OFFICIAL_TOPK_DOCS_DEPTH = 100  # the official save_topk_docs keeps each query's top 100
 
 

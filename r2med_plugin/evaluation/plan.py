@@ -17,7 +17,6 @@ from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.expansions import llm_name
 from r2med_plugin.evaluation.first_stages import (
     BM25_RETRIEVERS,
-    CANDIDATE_SUBSETS,
     Bm25,
     Dense,
     FirstStage,
@@ -26,6 +25,7 @@ from r2med_plugin.evaluation.first_stages import (
 )
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.metrics import MIN_TOP_K
+from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.retrieval.dense import Encoder
 from r2med_plugin.types import TaskSpec
 

@@ -17,7 +17,7 @@ import polars as pl
 
 from r2med_plugin.data.expansions import parse_expansion
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, CANDIDATE_SUBSETS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, RankedRun
+from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, RankedRun
 from r2med_plugin.evaluation.naming import (
     dataset_count_drift,
     official_query_prompt,
@@ -36,6 +36,7 @@ from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.retrieval.rerank import top_ranked
+from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.types import Run, TaskData
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ another configuration (model, prompts, sampling, first stage, data revision) is 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -24,14 +23,15 @@ from tqdm import tqdm
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.generation import client as api
-from r2med_plugin.generation.first_stage import BM25_FIRST_STAGE, bm25_ranking, check_ranking, read_run_file
-from r2med_plugin.generation.prompts import check_method, lamer_passages, messages, official_prompts, prompts_hash, sampling_preset
-from r2med_plugin.generation.store import ExpansionStore, check_name, expansion_dir, slug_name
+from r2med_plugin.evaluation.first_stages import as_first_stage
+from r2med_plugin.generation.config import BM25_FIRST_STAGE, IDENTITY_KEYS, Endpoint, GenerationConfig
+from r2med_plugin.generation.first_stage import check_ranking
+from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
+from r2med_plugin.generation.store import ExpansionStore, expansion_dir, slug_name  # noqa: F401 - slug_name: earlier callers
 from r2med_plugin.types import TaskData
 
 MANIFEST_FORMAT = "r2med-plugin local expansion v1"
 FIELDS = ("id", "text", "hy_doc", "doc_id")
-_IDENTITY = ("task", "method", "model", "llm", "prompts_sha256", "sampling", "first_stage", "extra_body", "dataset_revision")
 
 
 @dataclass
@@ -57,36 +57,18 @@ def _now() -> str:
 
 def sampling_parameters(preset: str, **overrides: float | int | None) -> dict[str, Any]:
     """The preset's official defaults with the given (non-None) overrides, validated."""
-    sampling = sampling_preset(preset)
-    sampling.update({key: value for key, value in overrides.items() if value is not None})
-    if sampling.get("temperature") is not None and not 0 <= sampling["temperature"] <= 2:
-        raise ValueError(f"--temperature must be within [0, 2], got {sampling['temperature']}")
-    if sampling.get("top_p") is not None and not 0 < sampling["top_p"] <= 1:
-        raise ValueError(f"--top-p must be within (0, 1], got {sampling['top_p']}")
-    if sampling.get("max_tokens") is not None and sampling["max_tokens"] < 1:
-        raise ValueError(f"--max-tokens must be a positive integer, got {sampling['max_tokens']}")
-    return sampling
-
-
-def _first_stage_identity(method: str, source: str) -> dict[str, str] | None:
-    if method != "lamer":
-        return None
-    if source == BM25_FIRST_STAGE:
-        return {"name": BM25_FIRST_STAGE}
-    path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"--first-stage {source}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
-    return {"name": "run file", "path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return GenerationConfig("hyde", "-", preset=preset, **overrides).sampling()
 
 
 def _passages(data: TaskData, method: str, source: str, show_progress: bool) -> dict[str, str]:
+    """LaMer's passages: each query's top documents from the same first stages reranking uses (the official
+    BM25, ties in corpus order and cached; or a run file read and checked like any run file)."""
     if method != "lamer":
         return {}
-    if source == BM25_FIRST_STAGE:
-        ranking = bm25_ranking(data, show_progress=show_progress)
-    else:
-        ranking = read_run_file(source)
-        check_ranking(ranking, data, source)
+    top_k = official_prompts()["lamer_passages"]["top_k"]
+    ranked = as_first_stage(source).ranked(data, top_k, show_progress=show_progress).run
+    ranking = {query_id: list(docs) for query_id, docs in ranked.items()}
+    check_ranking(ranking, data, source)
     doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
     return {query_id: lamer_passages(ranking[query_id], doc_text) for query_id in data.queries["id"].to_list()}
 
@@ -94,7 +76,7 @@ def _passages(data: TaskData, method: str, source: str, show_progress: bool) -> 
 def _check_same_configuration(store: ExpansionStore, previous: dict[str, Any] | None, identity: dict[str, Any]) -> None:
     if previous is None:
         return
-    differs = [key for key in _IDENTITY if previous.get(key) != identity.get(key)]
+    differs = [key for key in IDENTITY_KEYS if previous.get(key) != identity.get(key)]
     if differs:
         details = "; ".join(f"{key}: {previous.get(key)!r} there, {identity.get(key)!r} now" for key in differs)
         raise ValueError(
@@ -145,27 +127,41 @@ def generate_expansions(
     ready for ``evaluate_task(..., expansion="local:<out>/<method>/<name>")``. The key is read from the
     environment variable ``api_key_env`` (default OPENAI_API_KEY; "EMPTY" when that is unset).
     """
+    config = GenerationConfig(method, llm, name=name, preset=preset, temperature=temperature, top_p=top_p,
+                              max_tokens=max_tokens, seed=seed, first_stage=first_stage, extra_body=extra_body)
+    endpoint = Endpoint(base_url, api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries, timeout=timeout)
+    return generate(task, config, endpoint, out=out, max_failures=max_failures, overwrite=overwrite, data_dir=data_dir,
+                    accept_drift=accept_drift, show_progress=show_progress)
+
+
+def generate(
+    task: str,
+    config: GenerationConfig,
+    endpoint: Endpoint,
+    *,
+    out: str | os.PathLike = "r2med-expansions",
+    max_failures: int = 10,
+    overwrite: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    show_progress: bool = True,
+) -> GenerationReport:
+    """``generate_expansions`` with its settings as a GenerationConfig (what the expansions depend on) and an
+    Endpoint (where requests go)."""
     spec = get_task_spec(task)
     if spec.kind != "r2med":
         raise ValueError(f"{spec.name}: expansions are generated for the R2MED tasks (R2MED<Domain>), not NanoR2MED")
-    check_method(method)
-    if method != "lamer" and first_stage != BM25_FIRST_STAGE:
-        raise ValueError(f"--first-stage is used by lamer only; {method} prompts hold the query alone")
-    if concurrency < 1:
-        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
-    name = check_name(name or slug_name(llm))
+    method, llm, base_url, name = config.method, config.llm, endpoint.base_url, config.folder_name
     host = api.endpoint_host(base_url)
-    key_env = api_key_env or api.DEFAULT_KEY_ENV
-    key = api.api_key(api_key_env)
-    sampling = sampling_parameters(preset, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+    key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
+    key = api.api_key(endpoint.api_key_env)
+    sampling, extra_body, preset = config.sampling(), config.extra_body, config.preset
+    concurrency, timeout, max_retries, first_stage = endpoint.concurrency, endpoint.timeout, endpoint.max_retries, config.first_stage
+    config.first_stage_identity()  # a missing run file is refused before the data loads
     data = _load(task, data_dir, accept_drift)
     store = ExpansionStore(expansion_dir(out, spec, method, name))
     created = [folder for folder in (store.folder, *store.folder.parents) if not folder.exists()]  # deepest first
-    identity = {
-        "task": spec.name, "method": method, "model": llm, "llm": name, "prompts_sha256": prompts_hash(spec, method),
-        "sampling": sampling, "first_stage": _first_stage_identity(method, first_stage), "extra_body": extra_body,
-        "dataset_revision": data.revision,
-    }
+    identity = config.identity(spec, data.revision)
     with store.locked(), _removed_when_nothing_finished(store, created):
         if overwrite:
             store.clear()

@@ -16,9 +16,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from r2med_plugin import names
 from r2med_plugin.types import TaskSpec
 
-GENERATION_METHODS = ("hyde", "query2doc", "lamer")
+GENERATION_METHODS = names.GENERATION_METHODS
 PRESETS = ("api", "vllm")
 
 

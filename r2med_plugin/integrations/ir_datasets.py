@@ -28,12 +28,13 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.expansions import list_expansions, load_expansions
 from r2med_plugin.data.hub import data_dir_from_env
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)
 
 ROOTS = {"r2med": "r2med", "nano": "nano-r2med"}
-CANDIDATE_IDS = ("bm25", "dense", "hybrid")
+CANDIDATE_IDS = CANDIDATE_SUBSETS
 NAMESPACE = "r2med"
 PLUGIN_MARKER = "_r2med_plugin_dataset"
 

@@ -27,6 +27,7 @@ import polars as pl
 from r2med_plugin.cache import cached_array, key_of
 from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
+from r2med_plugin.names import BM25_NAMES
 from r2med_plugin.types import Run
 
 EncodeKind = Literal["query", "document"]
@@ -153,7 +154,7 @@ def check_model_name(name: str) -> None:
     """A user's name for a model's results (``--model-name``): not empty, no folder climbing, no BM25 name."""
     if not isinstance(name, str) or not name.strip() or name.strip(" ./") == "" or ".." in name.split("/"):
         raise ValueError(f"--model-name {name!r} cannot name a result folder: give a name such as my-org/my-model")
-    if name in ("bm25-lucene", "bm25-robertson"):
+    if name in BM25_NAMES:
         raise ValueError(f"--model-name {name!r} is a BM25 retriever's name: its results would mix with BM25's; choose another")
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from r2med_plugin.names import EXPANSION_METHODS
+
 THINK_END = "</think>"
 # The official families (R2MED/R2MED src/base.py, split_response_for_r1): which marker each LLM's
 # output is cut at. A reasoning LLM outside them (a local generation) is cut like the <think> family.
@@ -32,7 +34,7 @@ _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", flags=re.DOTALL)
 _SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
 _FINAL_RESPONSE = re.compile(r"Final Response\s*(.*)", flags=re.DOTALL)
 
-METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")
+METHODS = EXPANSION_METHODS
 BM25_EXPANSION_ALONE = ("hyde", "search-r1", "search-o1")
 
 

@@ -101,9 +101,8 @@ def as_pair_scorer(model: object) -> tuple[object, str, str]:
 
     mteb's CrossEncoderWrapper is unwrapped to its sentence-transformers model, keeping its prefixes.
     """
-    inner = getattr(model, "model", None)
-    if type(model).__name__ == "CrossEncoderWrapper" and inner is not None and hasattr(inner, "predict"):
-        return inner, getattr(model, "query_prefix", "") or "", getattr(model, "passage_prefix", "") or ""
+    if _wraps_pair_scorer(model):
+        return model.model, getattr(model, "query_prefix", "") or "", getattr(model, "passage_prefix", "") or ""
     if not hasattr(model, "predict"):
         raise TypeError(
             f"the reranker must have predict(pairs) -> scores (a sentence-transformers CrossEncoder or "
@@ -117,6 +116,20 @@ def as_pair_scorer(model: object) -> tuple[object, str, str]:
     return model, "", ""
 
 
+def _wraps_pair_scorer(model: object) -> bool:
+    """A model wrapper that carries an mteb ModelMeta around a pair scorer (mteb's CrossEncoderWrapper): its
+    own predict takes mteb DataLoaders, so the wrapped scorer (and the wrapper's prefixes) are used."""
+    return hasattr(model, "mteb_model_meta") and hasattr(getattr(model, "model", None), "predict")
+
+
+def _is_sentence_transformers_cross_encoder(scorer: object) -> bool:
+    try:
+        from sentence_transformers import CrossEncoder
+    except ImportError:
+        return False
+    return isinstance(scorer, CrossEncoder)
+
+
 def _parameters(function: object) -> set[str]:
     try:
         return set(inspect.signature(function).parameters)
@@ -126,8 +139,8 @@ def _parameters(function: object) -> set[str]:
 
 def reranker_name(model: object) -> str:
     """The name a reranker is reported under: its ``name``, else its model's name or path."""
-    if type(model).__name__ == "CrossEncoderWrapper":
-        meta = getattr(model, "mteb_model_meta", None)
+    if _wraps_pair_scorer(model):
+        meta = model.mteb_model_meta
         if isinstance(getattr(meta, "name", None), str) and meta.name:
             return meta.name
         model = model.model
@@ -200,7 +213,7 @@ def _score_pairs(scorer: object, texts: list[tuple[str, str]], batch_size: int, 
 
 
 def _predict(scorer: object, chunk: list[tuple[str, str]], batch_size: int) -> object:
-    if type(scorer).__name__ == "CrossEncoder" and hasattr(scorer, "tokenizer"):
+    if _is_sentence_transformers_cross_encoder(scorer):
         return raw_logits(scorer, chunk, batch_size)  # a bare sentence-transformers model: no sigmoid
     return scorer.predict(chunk)
 

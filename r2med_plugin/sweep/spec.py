@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from r2med_plugin.metrics import MIN_TOP_K
+from r2med_plugin.names import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
-BM25_NAMES = ("bm25-lucene", "bm25-robertson")
-SUBSETS = ("bm25", "dense", "hybrid")
+SUBSETS = CANDIDATE_SUBSETS
 TOP_KEYS = {
     "output": "folder for results/, official/, the summary and the job records (required)",
     "tasks": "task names, e.g. [NanoR2MEDBiology, R2MEDBiology]",

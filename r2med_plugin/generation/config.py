@@ -1,0 +1,89 @@
+"""What a generation run is: the LLM configuration (what the expansions depend on) and the endpoint (where
+requests go, which never changes the expansions). ``GenerationConfig.identity`` is what a folder's manifest
+records and what resuming compares: a folder holds the expansions of one configuration."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from r2med_plugin.generation.prompts import check_method, prompts_hash, sampling_preset
+from r2med_plugin.generation.store import check_name, slug_name
+from r2med_plugin.types import TaskSpec
+
+BM25_FIRST_STAGE = "bm25-lucene"
+IDENTITY_KEYS = ("task", "method", "model", "llm", "prompts_sha256", "sampling", "first_stage", "extra_body", "dataset_revision")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible endpoint; the key is read from ``api_key_env`` (default OPENAI_API_KEY), never stored."""
+
+    base_url: str
+    api_key_env: str | None = None
+    concurrency: int = 8
+    max_retries: int = 6
+    timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    method: str
+    llm: str  # the model id the endpoint serves
+    name: str | None = None  # the LLM's folder name (default: llm made folder-safe)
+    preset: str = "api"
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    first_stage: str = BM25_FIRST_STAGE  # lamer: bm25-lucene or a run file
+    extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        check_method(self.method)
+        if self.method != "lamer" and self.first_stage != BM25_FIRST_STAGE:
+            raise ValueError(f"--first-stage is used by lamer only; {self.method} prompts hold the query alone")
+        self.sampling()  # refuse bad values before any data loads
+
+    @property
+    def folder_name(self) -> str:
+        return check_name(self.name or slug_name(self.llm))
+
+    def sampling(self) -> dict[str, Any]:
+        """The preset's official defaults with the given (non-None) overrides, validated."""
+        sampling = sampling_preset(self.preset)
+        overrides = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
+        sampling.update({key: value for key, value in overrides.items() if value is not None})
+        if sampling.get("temperature") is not None and not 0 <= sampling["temperature"] <= 2:
+            raise ValueError(f"--temperature must be within [0, 2], got {sampling['temperature']}")
+        if sampling.get("top_p") is not None and not 0 < sampling["top_p"] <= 1:
+            raise ValueError(f"--top-p must be within (0, 1], got {sampling['top_p']}")
+        if sampling.get("max_tokens") is not None and sampling["max_tokens"] < 1:
+            raise ValueError(f"--max-tokens must be a positive integer, got {sampling['max_tokens']}")
+        return sampling
+
+    def first_stage_identity(self) -> dict[str, str] | None:
+        if self.method != "lamer":
+            return None
+        if self.first_stage == BM25_FIRST_STAGE:
+            return {"name": BM25_FIRST_STAGE}
+        path = Path(self.first_stage)
+        if not path.is_file():
+            raise FileNotFoundError(f"--first-stage {self.first_stage}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
+        return {"name": "run file", "path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+    def identity(self, spec: TaskSpec, dataset_revision: str) -> dict[str, Any]:
+        """What the expansions depend on (IDENTITY_KEYS): a folder made with another identity is not resumed."""
+        extra_body = dict(self.extra_body) if self.extra_body is not None else None
+        return {
+            "task": spec.name, "method": self.method, "model": self.llm, "llm": self.folder_name,
+            "prompts_sha256": prompts_hash(spec, self.method), "sampling": self.sampling(),
+            "first_stage": self.first_stage_identity(), "extra_body": extra_body, "dataset_revision": dataset_revision,
+        }
