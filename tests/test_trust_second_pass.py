@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,85 @@ def test_the_packaged_minilm_alias_is_filed_under_its_hub_name_and_revision(mirr
     assert payload["r2med_provenance"]["model_name"] == packaged.hub_name
     assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--model-revision", "v1"]) == 2
     assert "drop --model-revision" in capsys.readouterr().err
+
+
+# --- the new-user trial's findings ----------------------------------------------------------------------------------
+
+
+def test_an_edited_released_expansion_file_is_never_filed_as_verified_data(mirror_copy: Path, monkeypatch):
+    import os
+
+    import r2med_plugin
+    from r2med_plugin.data.expansions import list_expansions, released_expansion_file
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from tests.fixture_mirror import record_download_metadata
+
+    spec = r2med_plugin.get_task_spec("R2MEDBioinformatics")
+    record_download_metadata(mirror_copy / spec.hub_repo, spec.revision)
+    expansion = list_expansions(spec.name)[0]
+    run = dict(retriever="bm25-lucene", expansion=expansion, data_dir=mirror_copy, accept_drift=True, show_progress=False)
+    before = evaluate_task(spec.name, **run)
+    assert before.dataset_revision_verified and before.data.result_revision == f"{spec.revision}+count-drift"
+    _, path = released_expansion_file(spec, expansion, data_dir=mirror_copy, accept_drift=True)
+    path.write_text(path.read_text().replace("The answer", "Perhaps the answer"))
+    later = path.stat().st_mtime + 60
+    os.utime(path, (later, later))
+    after = evaluate_task(spec.name, **run)
+    assert not after.dataset_revision_verified
+    assert after.data.result_revision.startswith(f"{spec.revision}+unverified-files-")
+    plain = evaluate_task(spec.name, "bm25-lucene", data_dir=mirror_copy, accept_drift=True, show_progress=False)
+    assert plain.dataset_revision_verified  # the task's own files are still the pinned ones
+
+
+def test_released_expansion_versions_on_an_unverified_mirror_never_share_a_revision(mirror_copy: Path):
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.data.expansions import list_expansions, released_expansion_file
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    expansion = list_expansions("R2MEDBiology")[0]
+    run = dict(retriever="bm25-lucene", expansion=expansion, data_dir=mirror_copy, accept_drift=True, show_progress=False)
+    first = evaluate_task("R2MEDBiology", **run).data.result_revision
+    _, path = released_expansion_file(get_task_spec("R2MEDBiology"), expansion, data_dir=mirror_copy, accept_drift=True)
+    path.write_text(path.read_text().replace("The answer", "Perhaps the answer"))
+    assert evaluate_task("R2MEDBiology", **run).data.result_revision != first
+
+
+def test_generation_never_resumes_a_folder_made_from_other_data(mirror_env: Path, mirror_copy: Path, tmp_path: Path, monkeypatch):
+    from r2med_plugin.generation import generate_expansions
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(api_key="sk-test", max_seconds=60) as server:
+        first = generate_expansions("R2MEDBiology", "hyde", "test-llm", server.base_url, out=tmp_path / "exp", show_progress=False)
+        lines = first.folder.joinpath("query_with_hydoc.jsonl").read_text().splitlines()
+        first.folder.joinpath("query_with_hydoc.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # one query left to do
+        queries = mirror_copy / "R2MED" / "Biology" / "query.jsonl"
+        queries.write_text(queries.read_text().replace("insulin", "glucagon", 1))
+        with pytest.raises(ValueError, match="another configuration .*dataset_revision"):
+            generate_expansions("R2MEDBiology", "hyde", "test-llm", server.base_url, out=tmp_path / "exp",
+                                data_dir=mirror_copy, show_progress=False)
+
+
+def test_rows_on_drifted_data_are_never_ranked_next_to_published_rows(tmp_path: Path):
+    for spec in R2MED:
+        _result(tmp_path, "org/fixture-model", spec.name, 0.99, f"{spec.revision}+count-drift")
+    rows = build_leaderboard([tmp_path], compare_published=True)
+    (drifted,) = [row for row in rows if row.source == "yours"]
+    assert not drifted.ranked and "counts differ from the dataset card" in drifted.excluded
+    assert rows[0].source == "published"  # 99.0 is not placed above the published rows
+    (alone,) = build_leaderboard([tmp_path])  # among its own kind (a fixture), it is ranked, and says so
+    assert alone.ranked and "counts differ from the dataset card" in alone.note
+
+
+def test_another_top_k_into_one_output_warns_and_leaves_no_stale_official_file(mirror_env: Path, tmp_path: Path, caplog):
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.retrieval.dense import HashingEncoder
+
+    encoder = HashingEncoder(dim=32, name="topk-probe")
+    deep = write_outputs(evaluate_task("NanoR2MEDBiology", encoder, show_progress=False), tmp_path)
+    assert deep["official"].is_file()
+    with caplog.at_level("WARNING"):
+        shallow = write_outputs(evaluate_task("NanoR2MEDBiology", encoder, top_k=20, show_progress=False), tmp_path)
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert re.search(r"replaces a result computed on each query's top 200 \(this one: top 20\)", messages)  # 200: the corpus
+    assert "official" not in shallow and not deep["official"].exists() and not deep["official_metadata"].exists()

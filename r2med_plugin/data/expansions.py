@@ -10,19 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
-from r2med_plugin.data.hub import locate_repo
+from r2med_plugin.data.fingerprint import files_fingerprint
+from r2med_plugin.data.hub import LocatedRepo, locate_repo, mirror_files_verified
 from r2med_plugin.names import EXPANSION_METHODS
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
-from r2med_plugin.types import TaskSpec
+from r2med_plugin.types import TaskData, TaskSpec
 
 METHODS = EXPANSION_METHODS
 LOCAL_PREFIX = "local:"
@@ -72,11 +73,33 @@ def load_expansions(
     spec = get_task_spec(task)
     if is_local(expansion):
         return _read_expansion_file(resolve_local_expansion(spec, expansion).path)
-    method, split = parse_expansion(spec, expansion)
-    repo = locate_repo(spec, data_dir, accept_drift=drift_accepted(accept_drift), extra_configs=[(method, split)])
-    layout = config_files(read_front_matter(repo.root), repo.root / README)
-    path = resolve_split_file(repo.root, layout, method, split, repo.trusted_root)
+    _, path = released_expansion_file(spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(accept_drift))
     return _read_expansion_file(path)
+
+
+def released_expansion_file(spec: TaskSpec, expansion: str, *, data_dir: str | os.PathLike | None = None,
+                            accept_drift: bool = False) -> tuple[LocatedRepo, Path]:
+    """Where a released expansion's file lies (in the task's repo: a mirror or the hub snapshot)."""
+    method, split = parse_expansion(spec, expansion)
+    repo = locate_repo(spec, data_dir, accept_drift=accept_drift, extra_configs=[(method, split)])
+    layout = config_files(read_front_matter(repo.root), repo.root / README)
+    return repo, resolve_split_file(repo.root, layout, method, split, repo.trusted_root)
+
+
+def with_expansion_files(data: TaskData, expansion: str, data_dir: str | os.PathLike | None = None) -> TaskData:
+    """The task as an expansion run reads it: a released expansion's file joins the files its dataset revision
+    vouches for. On a mirror, the file must have its own download record at the commit (else the revision is
+    unverified), and it is part of the files fingerprint, so an edited expansion file never passes as the
+    pinned data and two versions of it never share a revision."""
+    from r2med_plugin.data.loader import drift_accepted
+
+    if is_local(expansion) or data.source != "mirror":
+        return data
+    repo, path = released_expansion_file(data.spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
+    verified = data.revision_verified and mirror_files_verified(repo.root, [path], data.revision)
+    combined = hashlib.sha256(f"{data.files_fingerprint}\0{files_fingerprint([path], repo.root)}".encode()).hexdigest()[:16]
+    report = {**data.report, "revision_verified": verified, "files_fingerprint": combined, "expansion_file": str(path)}
+    return replace(data, files_fingerprint=combined, revision_verified=verified, report=report)
 
 
 def _read_expansion_file(path: Path) -> pl.DataFrame:

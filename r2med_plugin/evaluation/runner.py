@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from r2med_plugin.data.expansions import parse_expansion
+from r2med_plugin.data.expansions import parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, RankedRun
 from r2med_plugin.evaluation.naming import (
@@ -98,6 +98,8 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
     if plan.reranker is not None:
         return _reranked(plan, data, started)
     _check_against_data(plan, data)
+    if plan.expansion is not None:  # a released expansion's file is part of the data the result vouches for
+        data = with_expansion_files(data, plan.expansion, plan.data_dir)
     stage = plan.first_stage
     depth = data.corpus.height if plan.candidate_subsets else plan.top_k
     run = stage.search(data, depth, show_progress=plan.show_progress)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from r2med_plugin.reporting.official_files import (
 )
 from r2med_plugin.retrieval.rerank import official_reranker_name
 from r2med_plugin.version import __version__
+
+logger = logging.getLogger(__name__)
 
 
 def provenance(result: TaskRunResult) -> dict[str, object]:
@@ -82,9 +85,10 @@ def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:
             evaluation_time=result.evaluation_time,
         )
         return {"official": write_official_reranker_results(folder / f"{result.task}.json", payload)}
-    if result.official is None:
-        return {}
     folder = output / "official" / model_folder_name(result_model_name(result)) / result.model_revision
+    if result.official is None:
+        _remove_stale_official(folder, result.task)
+        return {}
     return {
         "official": write_official_results(
             folder / f"{result.task}.json", dataset_name=result.data.spec.hub_name,
@@ -93,6 +97,17 @@ def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:
         # The official file keeps the official code's keys; how it was produced goes beside it.
         "official_metadata": write_json_atomic(folder / f"{result.task}.metadata.json", provenance(result)),
     }
+
+
+def _remove_stale_official(folder: Path, task: str) -> None:
+    """An official file of this model, revision and task from an earlier run (e.g. --top-k 1000) would sit beside
+    a result it does not belong to (this run writes none): it goes."""
+    stale = [path for path in (folder / f"{task}.json", folder / f"{task}.metadata.json") if path.is_file()]
+    for path in stale:
+        path.unlink()
+    if stale:
+        logger.warning("%s: removed the official file of an earlier run of this model and revision; this run writes none "
+                       "(its run is shallower than the official file needs)", stale[0])
 
 
 def write_trec(result: TaskRunResult, output: Path, depth: int = TREC_DEPTH) -> dict[str, Path]:

@@ -161,7 +161,7 @@ def generate(
     data = _load(task, data_dir, accept_drift)
     store = ExpansionStore(expansion_dir(out, spec, method, name))
     created = [folder for folder in (store.folder, *store.folder.parents) if not folder.exists()]  # deepest first
-    identity = config.identity(spec, data.revision)
+    identity = config.identity(spec, data.result_revision)  # other mirror files (or drifted counts): another identity
     with store.locked(), _removed_when_nothing_finished(store, created):
         if overwrite:
             store.clear()

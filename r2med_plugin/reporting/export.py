@@ -65,12 +65,18 @@ def _mteb_version() -> str:
         return "unknown"
 
 
-def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str) -> None:
-    """MTEB's layout has one file per model, revision and task: a result on other data replaces it."""
+def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str, provenance: Mapping[str, object] | None = None) -> None:
+    """MTEB's layout has one file per model, revision and task: a result on other data, or at another run depth
+    (--top-k), replaces it; say so."""
     try:
-        previous = json.loads(path.read_text(encoding="utf-8")).get("dataset_revision")
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        previous, previous_top_k = payload.get("dataset_revision"), (payload.get("r2med_provenance") or {}).get("top_k")
     except (OSError, ValueError, AttributeError):
         return
+    top_k = (provenance or {}).get("top_k")
+    if previous_top_k is not None and top_k is not None and previous_top_k != top_k:
+        logger.warning("%s: replaces a result computed on each query's top %s (this one: top %s); keep results of "
+                       "different --top-k in different --output folders to compare them", path, previous_top_k, top_k)
     if previous is not None and previous != dataset_revision:
         logger.warning("%s: replaces a result computed on dataset revision %s (this one: %s); runs/ and official/ files "
                        "beside it from that data are replaced only when written again. Keep results of different data in "
@@ -122,7 +128,7 @@ def write_mteb_result(
         path = candidates_only_result_path(output_dir, model_name, model_revision, task_name)
     else:
         path = mteb_result_path(output_dir, model_name, model_revision, task_name)
-    _warn_if_other_data_is_replaced(path, dataset_revision)
+    _warn_if_other_data_is_replaced(path, dataset_revision, provenance)
     write_json_atomic(path, payload)
     meta = path.parent / "model_meta.json"
     if not meta.exists():

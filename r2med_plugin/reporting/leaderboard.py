@@ -39,6 +39,7 @@ SYNTHETIC_LABEL = "synthetic sample"
 UNVERIFIED_SET = "pinned commits, unverified mirror files"
 DRIFT_LABEL = "counts differ from the dataset card"
 UNVERIFIED_DRIFT_SET = f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
+PINNED_DRIFT_SET = f"pinned commits, {DRIFT_LABEL}"
 LOCAL_MIRROR_SET = "local-mirror-files"  # NanoR2MED mirror results with no commit recorded
 BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
@@ -70,6 +71,7 @@ class LeaderboardRow:
     missing: list[str] = field(default_factory=list)
     excluded: str = ""  # why the row is never ranked, whatever its scores (e.g. synthetic next to real rows)
     synthetic: bool = False
+    count_drift: bool = False  # computed on data whose counts differ from the dataset card
 
     @property
     def ranked(self) -> bool:
@@ -206,10 +208,12 @@ def _revision_set(record: ResultRecord, pinned: str | None, builtin: bool) -> st
     if builtin or (pinned and record.dataset_revision in (pinned, "")):
         return ""
     drift = COUNT_DRIFT if revision.count_drift else ""
-    if pinned and revision.commit == pinned and revision.unverified:
-        # a mirror without download records: the pins, not proven (each task its own fingerprint); data whose
+    if pinned and revision.commit == pinned:
+        # the pins: proven, or not (a mirror without download records; each task its own fingerprint); data whose
         # counts drifted from the dataset card is a set apart
-        return UNVERIFIED_DRIFT_SET if drift else UNVERIFIED_SET
+        if revision.unverified:
+            return UNVERIFIED_DRIFT_SET if drift else UNVERIFIED_SET
+        return PINNED_DRIFT_SET
     # NanoR2MED mirrors that prove no commit: each task is named by its own files, so the set is the commit
     # (or "local-mirror-files"); tasks of one set on two different files are told apart by grouped_records
     if revision.unverified:
@@ -327,7 +331,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         llm, retriever, method = _split_model(model)
         local = _local_note(model)
         several = len(real_sets.get((model, builtin), ())) > 1
-        unverified = revisions in (UNVERIFIED_SET, UNVERIFIED_DRIFT_SET)
+        unverified = revisions in (UNVERIFIED_SET, UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET)  # always named
         revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and not unverified and several else ""
         revision_note = revisions if unverified else revision_note
         if revisions.endswith(COUNT_DRIFT) and not unverified:
@@ -349,7 +353,8 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
                     extras[column] = sum(values) / len(values)
         rows.append(
             LeaderboardRow(llm=llm, retriever=retriever, scores=scores, source="yours", note=note, extras=extras, task_extras=task_extras,
-                           synthetic=revisions == SYNTHETIC_REVISION)
+                           synthetic=revisions == SYNTHETIC_REVISION,
+                           count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET))
         )
     return rows
 
@@ -394,14 +399,19 @@ def _drop_superseded(full: dict[_Group, dict[str, ResultRecord]], partial: dict[
     return superseded
 
 
-def _keep_synthetic_apart(rows: list[LeaderboardRow]) -> None:
-    """Synthetic-sample rows are always labelled; ranked only when every row is synthetic (the demo), else unranked."""
+def _keep_apart(rows: list[LeaderboardRow]) -> None:
+    """Synthetic-sample rows are always labelled, and rows on data whose counts differ from the dataset card are
+    noted; either kind is ranked only among rows of its own kind (the demo, a fixture), never next to rows on
+    the dataset card's data, yours or published."""
     only_synthetic = all(row.synthetic for row in rows)
+    only_drift = all(row.count_drift or row.synthetic for row in rows)
     for row in rows:
         if row.synthetic:
             row.note = ", ".join(part for part in (row.note, SYNTHETIC_LABEL) if part)
             if not only_synthetic:
                 row.excluded = "synthetic sample (not R2MED data), never ranked next to real results"
+        elif row.count_drift and not only_drift:
+            row.excluded = "computed on data whose counts differ from the dataset card, never ranked next to results on it"
 
 
 def published_rows() -> list[LeaderboardRow]:
@@ -485,7 +495,7 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
         if benchmark != "r2med":
             raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
-    _keep_synthetic_apart(rows)
+    _keep_apart(rows)
     if not rows:
         raise ValueError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
