@@ -11,45 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
-    """The dests of the options written on the command line (also when a value equals the default).
-
-    argparse accepts unique prefixes (--batch for --batch-size): they count as the option they stand for."""
-    command = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
-    words = list(argv)
-    subparser = parser
-    if command is not None:
-        name = next((word for word in words if word in command.choices), None)
-        if name is None:
-            return set()
-        subparser = command.choices[name]
-        words = words[words.index(name) + 1:]
-    options = {option: action.dest for action in subparser._actions for option in action.option_strings}
-    given = set()
-    for word in words:
-        if word == "--":
-            break
-        if not word.startswith("-") or word == "-":
-            continue
-        option = word.split("=", 1)[0]
-        matches = [option] if option in options else [known for known in options if known.startswith(option) and option.startswith("--")]
-        if len(matches) == 1:
-            given.add(options[matches[0]])
-    return given
-
-
-def _flag(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
-
-
-def _refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
-    """Refuse every option the user wrote that reaches no code in this command (``unreached``: dest -> why)."""
-    given = getattr(args, "given", set())
-    written = [dest for dest in unreached if dest in given]
-    if written:
-        dest = written[0]
-        raise ValueError(f"{_flag(dest)} reaches no code here: {unreached[dest]}; drop {_flag(dest)}")
+from r2med_plugin.cli_options import given_options, refuse_unreached
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -252,7 +214,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     first_stage = _first_stage_name_or_folder(source)
     if args.model_name is not None and first_stage is not None:  # a flag that would reach no code
         raise ValueError("--model-name names an encoder first stage; name a BM25 or run-file first stage with --first-stage-name")
-    _refuse_unreached(args, _evaluate_unreached(args, first_stage))
+    refuse_unreached(args, _evaluate_unreached(args, first_stage))
     _check_model_options(args)
     _check_output(args)
     first_stage = first_stage if first_stage is not None else _first_stage(source, args)
@@ -331,7 +293,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.retriever in BM25_RETRIEVERS:
             raise ValueError("--model-name names a model's results; BM25 results are named by the retriever (drop --model-name)")
         check_model_name(args.model_name)
-    _refuse_unreached(args, _evaluate_unreached(args, args.retriever if args.retriever in BM25_RETRIEVERS else None))
+    refuse_unreached(args, _evaluate_unreached(args, args.retriever if args.retriever in BM25_RETRIEVERS else None))
     if args.retriever not in BM25_RETRIEVERS:
         _check_model_options(args)
     _check_output(args)
@@ -393,10 +355,14 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from r2med_plugin.reporting.plots import PLOT_SUFFIXES
 
     if not args.plot:
-        _refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
+        refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
     elif Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
     tables = build_leaderboards(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
+    if args.significance:  # intervals on the averages, rows tied with the best (per-query files)
+        from r2med_plugin.reporting.leaderboard_significance import significance_for_tables
+
+        tables = significance_for_tables(tables)
     text = render_many(tables, args.format)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -422,14 +388,14 @@ def _export(args: argparse.Namespace) -> int:
     from r2med_plugin.reporting.submission import export_submission, export_trec_runs
 
     if args.submission:
-        _refuse_unreached(args, {"depth": "it is the depth of --trec run files; a submission holds scores"})
+        refuse_unreached(args, {"depth": "it is the depth of --trec run files; a submission holds scores"})
         if not args.model:
             raise ValueError("--submission needs --model NAME (the model name in the result folders)")
         paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
                                   uses_llm=args.uses_llm, description=args.description, allow_incomplete=args.allow_incomplete)
     else:
         why = "it describes a --submission; --trec exports runs as they are"
-        _refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete")})
+        refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete")})
         paths = export_trec_runs(args.trec, args.out, depth=args.depth)
     for path in paths:
         print(f"wrote {path}")
@@ -453,7 +419,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     tasks = task_names("r2med") if args.task == ["all"] else args.task
     if args.method != "lamer":
-        _refuse_unreached(args, {"first_stage": f"only lamer prompts hold first-stage passages; {args.method} prompts hold the query alone"})
+        refuse_unreached(args, {"first_stage": f"only lamer prompts hold first-stage passages; {args.method} prompts hold the query alone"})
     try:
         extra_body = json.loads(args.extra_body) if args.extra_body else None
     except ValueError as error:
@@ -504,9 +470,9 @@ def _sweep(args: argparse.Namespace) -> int:
     from r2med_plugin.sweep.driver import SUMMARY_FILE
 
     if args.dry_run:
-        _refuse_unreached(args, {dest: "--dry-run runs nothing" for dest in ("engine", "address", "workers", "retries")})
+        refuse_unreached(args, {dest: "--dry-run runs nothing" for dest in ("engine", "address", "workers", "retries")})
     if args.engine != "ray":
-        _refuse_unreached(args, {"address": "it names a Ray cluster, used with --engine ray only"})
+        refuse_unreached(args, {"address": "it names a Ray cluster, used with --engine ray only"})
     if args.quiet:  # before any library is imported: jobs in worker processes inherit the switches too
         from r2med_plugin.quiet import silence_libraries
 
@@ -613,6 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
                        help="rows to plot: 'all', row numbers as printed (1 = first row) or labels ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
+    board.add_argument("--significance", action="store_true",
+                       help="95%% intervals on your rows' averages and which rows tie with the best (needs per-query files)")
     board.set_defaults(func=_leaderboard)
     export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
     source = export.add_mutually_exclusive_group(required=True)
@@ -655,6 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings, in every job (errors still print)")
     sweep.set_defaults(func=_sweep)
+    from r2med_plugin.cli_compare import add_commands  # r2med compare, r2med inspect
+
+    add_commands(commands)
     return parser
 
 

@@ -41,6 +41,28 @@ def evaluate_run_per_query(
     return {query_id: _rename(raw[query_id], k_values) if query_id in raw else dict(zeros) for query_id in clean_qrels}
 
 
+def pytrec_eval_per_query(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    measures: Iterable[str],
+) -> dict[str, dict[str, float]]:
+    """pytrec_eval's own per-query values, unchanged: query id -> pytrec_eval measure ("ndcg_cut_10",
+    "recip_rank", ...) -> value, for the queries pytrec_eval evaluates (run queries that have qrels).
+
+    No zero-filling and no renaming: these are the values the official R2MED evaluators average
+    (official_means). Use evaluate_run_per_query for MTEB-style keys over every qrels query.
+    """
+    import pytrec_eval
+
+    clean_qrels = _clean_qrels(qrels)
+    clean_run = _clean_run(run, clean_qrels)
+    measures = set(measures)
+    if not measures:
+        raise ValueError("measures is empty: name pytrec_eval measures, e.g. {'ndcg_cut.10', 'recip_rank'}")
+    raw = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run) if clean_run else {}
+    return {query_id: {name: float(value) for name, value in values.items()} for query_id, values in raw.items()}
+
+
 def evaluate_run(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],

@@ -63,6 +63,16 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.sweep.load_spec", recorder("load_spec", SimpleNamespace(output=tmp_path / "sweep")))
     monkeypatch.setattr("r2med_plugin.sweep.plan", recorder("plan", stop=True))
     monkeypatch.setattr("r2med_plugin.sweep.run_sweep", recorder("run_sweep", stop=True))
+    # issue 24: compare, inspect, leaderboard --significance
+    monkeypatch.setattr("r2med_plugin.reporting.compare.compare_results", recorder("compare_results", "report"))
+    monkeypatch.setattr("r2med_plugin.reporting.compare.render_report", recorder("render_report", "table\n"))
+    monkeypatch.setattr("r2med_plugin.reporting.compare.plot_report", recorder("plot_report", lambda report, path: path))
+    monkeypatch.setattr("r2med_plugin.reporting.inspect.inspect_query", recorder("inspect_query", []))
+    monkeypatch.setattr("r2med_plugin.reporting.inspect.render_query", recorder("render_query", "query\n"))
+    monkeypatch.setattr("r2med_plugin.reporting.inspect.worst_queries", recorder("worst_queries", {}))
+    monkeypatch.setattr("r2med_plugin.reporting.inspect.render_losses", recorder("render_losses", "losses\n"))
+    monkeypatch.setattr("r2med_plugin.reporting.leaderboard_significance.significance_for_tables",
+                        recorder("significance", lambda tables, **k: tables))
     return calls
 
 
@@ -83,6 +93,9 @@ MODEL = ["evaluate", "--task", TASK, "--retriever", "org/model"]
 RERANK = ["evaluate", "--task", TASK, "--rerank", "org/ce", "--first-stage", "bm25-lucene"]
 GENERATE = ["generate", "--task", R2MED_TASK, "--method", "lamer", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1"]
 SWEEP = ["sweep", "spec.yaml"]
+COMPARE = ["compare", "a"]
+INSPECT_QUERY = ["inspect", "a", "--task", TASK, "--query", "q"]
+INSPECT_WORST = ["inspect", "a", "--worst", "3", "--baseline", "m"]
 
 # (command, dest): (base argv, argv with the option) -- the option must change the recorded calls
 REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
@@ -175,6 +188,24 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("sweep", "retries"): (SWEEP, SWEEP + ["--retries", "3"]),
     ("sweep", "dry_run"): (SWEEP, SWEEP + ["--dry-run"]),
     ("sweep", "quiet"): (SWEEP, SWEEP + ["--quiet"]),
+    ("leaderboard", "significance"): (["leaderboard", "a"], ["leaderboard", "a", "--significance"]),
+    ("compare", "results"): (COMPARE, ["compare", "b"]),
+    ("compare", "baseline"): (COMPARE, COMPARE + ["--baseline", "m"]),
+    ("compare", "metric"): (COMPARE, COMPARE + ["--metric", "recall_at_10"]),
+    ("compare", "test"): (COMPARE, COMPARE + ["--test", "t-test"]),
+    ("compare", "correction"): (COMPARE, COMPARE + ["--correction", "none"]),
+    ("compare", "alpha"): (COMPARE, COMPARE + ["--alpha", "0.01"]),
+    ("compare", "format"): (COMPARE, COMPARE + ["--format", "csv"]),
+    ("compare", "out"): (COMPARE, COMPARE + ["--out", "{tmp}/c.md"]),
+    ("compare", "plot"): (COMPARE, COMPARE + ["--plot", "{tmp}/c.png"]),
+    ("compare", "seed"): (COMPARE, COMPARE + ["--seed", "5"]),
+    ("compare", "permutations"): (COMPARE, COMPARE + ["--permutations", "1000"]),
+    ("inspect", "results"): (INSPECT_QUERY, ["inspect", "b", *INSPECT_QUERY[2:]]),
+    ("inspect", "task"): (INSPECT_QUERY, ["inspect", "a", "--task", R2MED_TASK, "--query", "q"]),
+    ("inspect", "query"): (INSPECT_QUERY, ["inspect", "a", "--task", TASK, "--query", "r"]),
+    ("inspect", "worst"): (INSPECT_WORST, ["inspect", "a", "--worst", "4", "--baseline", "m"]),
+    ("inspect", "baseline"): (INSPECT_WORST, ["inspect", "a", "--worst", "3", "--baseline", "n"]),
+    ("inspect", "metric"): (INSPECT_QUERY, INSPECT_QUERY + ["--metric", "recall_at_10"]),
 }
 
 # argv -> the option that must be refused (it would reach no code there)
@@ -199,6 +230,8 @@ REFUSED: list[tuple[list[str], str]] = [
     (["export", "--submission", "a", "--model", "m", "--out", "o", "--depth", "5"], "--depth"),
     (SWEEP + ["--dry-run", "--workers", "2"], "--workers"),
     (SWEEP + ["--address", "auto"], "--address"),
+    (INSPECT_QUERY + ["--worst", "3"], "--worst"),
+    (INSPECT_QUERY + ["--baseline", "m"], "--baseline"),
 ]
 
 

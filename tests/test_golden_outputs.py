@@ -128,7 +128,9 @@ def _outputs(root: Path) -> dict[str, str]:
         task = options.pop("task")
         result = evaluate_task(task, options.pop("retriever", None), show_progress=False, **options)
         out = root / "out" / mode
-        for path in write_outputs(result, out, trec=True).values():
+        for kind, path in write_outputs(result, out, trec=True).items():
+            if kind == "per_query":  # a binary sidecar added after the pin (issue 24): tested in test_per_query
+                continue
             text = _normalised(path.read_text(encoding="utf-8"), root)
             key = f"{mode}/{_normalised(path.relative_to(out).as_posix(), root)}"
             written[key] = text if path.suffix == ".json" else "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -92,8 +92,12 @@ def official_dense_scores(
     qrels: Mapping[str, Mapping[str, int]], run: Run, k_values: Sequence[int] = DENSE_K_VALUES
 ) -> dict[str, float]:
     """What ``eval_retrieval.py`` (BEIR exact search + evaluator) reports for a dense run."""
-    kept = truncate_run(drop_identical_ids(run), max(k_values))
-    return official_means(qrels, kept, sorted(set(k_values)), with_mrr=False)
+    return official_means(qrels, official_dense_run(run, k_values), sorted(set(k_values)), with_mrr=False)
+
+
+def official_dense_run(run: Run, k_values: Sequence[int] = DENSE_K_VALUES) -> Run:
+    """The run ``eval_retrieval.py`` scores: identical ids dropped, each query's top ``max(k_values)`` kept."""
+    return truncate_run(drop_identical_ids(run), max(k_values))
 
 
 def official_reranker_scores(

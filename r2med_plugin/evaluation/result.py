@@ -37,3 +37,4 @@ class TaskRunResult:
     dataset_revision_verified: bool = True  # False: a local mirror that does not prove its commit
     candidates_only: bool = False
     hybrid_with: str | None = None  # the BM25 fused with the model's run for hybrid_* (None: no hybrid)
+    official_run: Run | None = None  # the run the official scores were computed on (for the per-query sidecar)

@@ -114,7 +114,7 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         task=data.name, retriever=stage.name, expansion=plan.expansion, model_revision=stage.revision,
         dataset_revision=data.revision, scores=scores.metrics, main_score=main, run=saved,
         evaluation_time=time.perf_counter() - started, data=data, official=scores.official, official_layout=scores.layout,
-        query_prompt=ranker.effective_query_prompt if isinstance(ranker, Dense) else None,
+        query_prompt=ranker.effective_query_prompt if isinstance(ranker, Dense) else None, official_run=scores.official_run,
         dataset_revision_verified=data.revision_verified, candidates_only=plan.candidates_only, hybrid_with=plan.hybrid_with,
     )
 

@@ -23,6 +23,7 @@ from r2med_plugin.evaluation.official import (
     DENSE_K_VALUES,
     official_bm25_run,
     official_bm25_scores,
+    official_dense_run,
     official_dense_scores,
     official_reranker_scores,
 )
@@ -39,6 +40,7 @@ class Scores:
     metrics: dict[str, float] = field(default_factory=dict)
     official: dict[str, float] | None = None  # the official file's scores, when the scorer makes them
     layout: str | None = None  # their layout: "bm25", "dense" or "reranker"
+    official_run: Run | None = None  # the run the official scores were computed on
 
 
 @dataclass(frozen=True)
@@ -106,11 +108,11 @@ class OfficialLayout:
             if any(len(ranked) < depth for ranked in run.values()):
                 logger.warning("%s: the run is shallower than %d documents: no official R2MED file (raise --top-k)", data.name, depth)
                 return Scores()
-            return Scores(official=official_dense_scores(data.qrels, run), layout="dense")
+            return Scores(official=official_dense_scores(data.qrels, run), layout="dense", official_run=official_dense_run(run))
         official_run = official_bm25_run(run, data.corpus["id"].to_list(), BM25_DEPTH)
         if official_run is None:  # a tie at rank 100 reaches past the run's depth: rank again with corpus-order ties
             official_run = self.bm25.search(data, BM25_DEPTH, show_progress=retrieved.show_progress, ties="corpus")
-        return Scores(official=official_bm25_scores(data.qrels, official_run), layout="bm25")
+        return Scores(official=official_bm25_scores(data.qrels, official_run), layout="bm25", official_run=official_run)
 
 
 @dataclass(frozen=True)
@@ -129,13 +131,13 @@ class Reranked:
 def merged(scorers: tuple[Scorer, ...], retrieved: Retrieved) -> Scores:
     """Every scorer's metrics, in order; the official scores of the one scorer that makes them."""
     metrics: dict[str, float] = {}
-    official, layout = None, None
+    official = Scores()
     for scorer in scorers:
         scores = scorer.score(retrieved)
         metrics |= scores.metrics
         if scores.official is not None:
-            official, layout = scores.official, scores.layout
-    return Scores(metrics, official, layout)
+            official = scores
+    return Scores(metrics, official.official, official.layout, official.official_run)
 
 
 __all__ = ["CandidateSubsets", "FullCorpus", "Hybrid", "OfficialLayout", "Reranked", "Retrieved", "Scorer", "Scores",

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from r2med_plugin.evaluation.naming import dataset_count_drift, result_model_name
+from r2med_plugin.evaluation.per_query import write_result_per_query
 from r2med_plugin.evaluation.result import TaskRunResult
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, model_folder_name, trec_tag, write_mteb_result, write_trec_run
@@ -134,7 +135,9 @@ def write_outputs(
     official reranker JSON, and with ``trec`` its first stage's run beside its own.
     """
     output = Path(output_dir)
-    paths = write_mteb(result, output) | write_official(result, output)
+    paths = write_mteb(result, output)
+    paths["per_query"] = write_result_per_query(result, paths["mteb"])  # beside it: <Task>.per_query.parquet
+    paths |= write_official(result, output)
     if trec:
         paths |= write_trec(result, output, trec_depth)
     return paths

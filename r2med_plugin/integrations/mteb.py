@@ -26,6 +26,7 @@ from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.plan import extra_scorers
+from r2med_plugin.integrations.mteb_per_query import save_task_per_query
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
 from r2med_plugin.retrieval.candidates import restrict_run
@@ -137,8 +138,10 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         hf_split: str,
         hf_subset: str,
     ) -> dict[str, float]:
-        own = evaluate_run(qrels, truncate_run(results, max(self.k_values)), self.k_values)
+        kept = truncate_run(results, max(self.k_values))
+        own = evaluate_run(qrels, kept, self.k_values)
         scores_of_model = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
+        save_task_per_query(self, qrels, {"": kept}, kept)  # <Task>.per_query.parquet beside mteb's result
         # the model's run through the same scorers as `r2med evaluate` (hybrid with the task's BM25, candidate lists)
         extras = merged(extra_scorers(self.task_data.spec), Retrieved(self.task_data, results, top_k=1000))
         return scores_of_model | extras.metrics
@@ -162,6 +165,8 @@ class R2MEDRerankingTask(R2MEDRetrievalTask):
         without = restrict_run(results, candidates, limit=top_k)
         with_safeguard = evaluate_run(qrels, results, self.k_values)
         without_safeguard = evaluate_run(qrels, without, self.k_values)
+        runs = {"": results, "_with_safeguard": results, "_without_safeguard": without}
+        save_task_per_query(self, qrels, runs, results)  # <Task>.per_query.parquet beside mteb's result
         return {f"{key}_with_safeguard": value for key, value in with_safeguard.items()} | {
             f"{key}_without_safeguard": value for key, value in without_safeguard.items()
         }

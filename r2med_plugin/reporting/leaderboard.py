@@ -72,6 +72,11 @@ class LeaderboardRow:
     excluded: str = ""  # why the row is never ranked, whatever its scores (e.g. synthetic next to real rows)
     synthetic: bool = False
     count_drift: bool = False  # computed on data whose counts differ from the dataset card
+    # r2med leaderboard --significance (r2med_plugin.reporting.leaderboard_significance)
+    sources: dict[str, Path] = field(default_factory=dict)  # hub name -> the result file of that task's score
+    interval: tuple[float, float] | None = None  # 95% interval of the average
+    versus_best: str = ""  # "best", "tied", "below", or "-" (not tested: the reason is in significance)
+    significance: str = ""  # a note under the table (the method, or why the row was not tested)
 
     @property
     def ranked(self) -> bool:
@@ -354,7 +359,8 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         rows.append(
             LeaderboardRow(llm=llm, retriever=retriever, scores=scores, source="yours", note=note, extras=extras, task_extras=task_extras,
                            synthetic=revisions == SYNTHETIC_REVISION,
-                           count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET))
+                           count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET),
+                           sources={hub: record.path for hub, record in per_task.items() if MAIN_METRIC in record.scores})
         )
     return rows
 
@@ -515,7 +521,8 @@ def _partial_extras(row: LeaderboardRow) -> dict[str, int]:
 
 def _header(rows: Sequence[LeaderboardRow]) -> list[str]:
     extras = [c for c in NANO_EXTRA_COLUMNS if any(c in r.extras or c in _partial_extras(r) for r in rows)]
-    return ["Rank", "LLM", "Retriever", "Avg.", *task_columns(), *extras]
+    tested = ["vs best"] if any(r.versus_best for r in rows) else []
+    return ["Rank", "LLM", "Retriever", "Avg.", *tested, *task_columns(), *extras]
 
 
 def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[str]]]:
@@ -525,6 +532,10 @@ def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[st
         rank = rank + 1 if row.ranked else rank
         retriever = row.retriever + (f" ({row.note})" if row.note else "") + (" [published]" if row.source == "published" else "")
         cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, f"{row.average:.2f}" if row.ranked else "-"]
+        if row.interval is not None and row.ranked:
+            cells[-1] += f" [{row.interval[0]:.2f}, {row.interval[1]:.2f}]"
+        if "vs best" in header:
+            cells.append(row.versus_best or "-")
         cells += [f"{row.scores[c]:.2f}" if c in row.scores else "-" for c in task_columns()]
         cells += [f"{row.extras[c]:.2f}" if c in row.extras else "-" for c in header[len(cells):]]
         body.append(cells)
@@ -547,6 +558,7 @@ def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
         if partial:
             held = "; ".join(f"{column} on {count} of {len(task_columns())} tasks" for column, count in partial.items())
             lines.append(f"{row_label(row)}: no average for {held} (averages need every task)")
+    lines += [row.significance for row in rows if row.significance]
     return lines
 
 

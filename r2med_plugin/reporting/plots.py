@@ -28,7 +28,7 @@ def default_selection(rows: Sequence[LeaderboardRow], published_count: int = 2) 
 PLOT_SUFFIXES = (".png", ".svg")
 
 
-def _save(figure, path: Path) -> Path:
+def save_figure(figure, path: Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"plot file must end in .png or .svg, got {path.name!r}")
@@ -66,7 +66,7 @@ def _grouped_bars(columns: list[str], series: Sequence[_Series], title: str, pat
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=min(3, len(series)), frameon=False)
     axis.spines[["top", "right"]].set_visible(False)
     try:
-        return _save(figure, Path(path))
+        return save_figure(figure, Path(path))
     finally:
         plt.close(figure)
 

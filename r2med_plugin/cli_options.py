@@ -1,0 +1,46 @@
+"""Which options a command line wrote, and refusing the ones that reach no code (every `r2med` command)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
+    """The dests of the options written on the command line (also when a value equals the default).
+
+    argparse accepts unique prefixes (--batch for --batch-size): they count as the option they stand for."""
+    command = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
+    words = list(argv)
+    subparser = parser
+    if command is not None:
+        name = next((word for word in words if word in command.choices), None)
+        if name is None:
+            return set()
+        subparser = command.choices[name]
+        words = words[words.index(name) + 1:]
+    options = {option: action.dest for action in subparser._actions for option in action.option_strings}
+    given = set()
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-":
+            continue
+        option = word.split("=", 1)[0]
+        matches = [option] if option in options else [known for known in options if known.startswith(option) and option.startswith("--")]
+        if len(matches) == 1:
+            given.add(options[matches[0]])
+    return given
+
+
+def flag_name(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
+    """Refuse every option the user wrote that reaches no code in this command (``unreached``: dest -> why)."""
+    given = getattr(args, "given", set())
+    written = [dest for dest in unreached if dest in given]
+    if written:
+        dest = written[0]
+        raise ValueError(f"{flag_name(dest)} reaches no code here: {unreached[dest]}; drop {flag_name(dest)}")

@@ -1,0 +1,466 @@
+"""``r2med compare``: paired significance tests of models against a baseline, over per-query scores.
+
+Input: result folders (MTEB ResultCache layout) whose results of R2MED / NanoR2MED tasks carry the
+per-query sidecar ``<Task>.per_query.parquet`` (r2med_plugin.reporting.per_query). For one metric, each
+model is compared with the baseline query by query:
+
+- per task, and pooled over every evaluated query of a benchmark's tasks (876 queries for R2MED);
+- wins / ties / losses, the mean difference with its 95% BCa bootstrap interval, Cohen's d_z, and a
+  two-sided p-value (randomization, t-test or Wilcoxon; r2med_plugin.evaluation.significance) corrected
+  for multiple comparisons (Holm, Bonferroni or none) over the models compared with the baseline in that
+  task (or that pooled row), as PyTerrier's ``Experiment(baseline=..., correction=...)`` does;
+- the randomization test and the bootstrap use ``seed``; the report states it.
+
+Scores and differences are shown x 100 (points) in Markdown and HTML, unscaled in CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import html
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from r2med_plugin.catalog import list_tasks
+from r2med_plugin import significance as sig
+from r2med_plugin.reporting.leaderboard import read_result_folders
+from r2med_plugin.reporting.per_query import Sidecar, per_query_path, read_per_query
+
+DEFAULT_METRIC = "ndcg_at_10"
+FORMATS = ("md", "csv", "html")
+RERANKING_SUFFIX = "Reranking"
+BENCHMARK_NAMES = {"r2med": "R2MED", "nano": "NanoR2MED"}
+
+
+# --- loading ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelTask:
+    """One model's per-query values of one metric on one task."""
+
+    model: str  # the label (model name, with @revision where a model has several)
+    task: str
+    query_ids: tuple[str, ...]
+    values: np.ndarray
+    path: Path  # the sidecar the values come from
+    dataset_revision: str = ""
+
+
+@dataclass(frozen=True)
+class PerQueryScores:
+    """Per-query values of one metric: model label -> task -> ModelTask, with every sidecar read."""
+
+    metric: str
+    models: tuple[str, ...]
+    tasks: tuple[str, ...]
+    table: Mapping[str, Mapping[str, ModelTask]]
+    sidecars: Mapping[tuple[str, str], tuple[Sidecar, ...]] = field(default_factory=dict)  # (label, task) -> files
+    notes: tuple[str, ...] = ()  # results left out (they lack the metric)
+
+    def get(self, model: str, task: str) -> ModelTask | None:
+        return self.table.get(model, {}).get(task)
+
+
+def our_task_names() -> list[str]:
+    """Task names whose results carry per-query sidecars, in catalog order (Reranking after its task)."""
+    names = []
+    for spec in list_tasks():
+        names.append(spec.name)
+        if spec.kind == "nano":
+            names.append(spec.name + RERANKING_SUFFIX)
+    return names
+
+
+def task_benchmark(task: str) -> str:
+    """"r2med" or "nano" for one of our task names."""
+    base = task.removesuffix(RERANKING_SUFFIX)
+    return next(spec.kind for spec in list_tasks() if spec.name == base)
+
+
+def _labels(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(model, revision) -> label: the model name, with "@revision" when the folders hold several revisions of it."""
+    keys = sorted(set(keys))
+    revisions: dict[str, int] = {}
+    for model, _ in keys:
+        revisions[model] = revisions.get(model, 0) + 1
+    return {(model, revision): model if revisions[model] == 1 else f"{model}@{revision}" for model, revision in keys}
+
+
+def load_sidecars(folders: Sequence[str | Path]) -> dict[tuple[str, str], tuple[Sidecar, ...]]:
+    """(model label, task) -> the sidecars of that model's results of that task (full-corpus and candidates-only).
+
+    Every MTEB result of one of our tasks must have its sidecar: a missing one raises ValueError naming it."""
+    if not folders:
+        raise ValueError("give at least one result folder (RESULTS...)")
+    known = set(our_task_names())
+    records = [record for record in read_result_folders(folders) if record.path.stem in known]
+    if not records:
+        raise ValueError(
+            f"no results of R2MED or NanoR2MED tasks under {', '.join(map(str, folders))}; evaluate first "
+            "(r2med evaluate --task ... --output DIR, or mteb run), then pass DIR"
+        )
+    labels = _labels((record.model, record.revision) for record in records)
+    found: dict[tuple[str, str], list[Sidecar]] = {}
+    for record in records:
+        path = per_query_path(record.path)
+        if not path.is_file():
+            raise ValueError(
+                f"{record.path}: its per-query file {path.name} is missing. Results written before per-query files existed "
+                "(or copied without them) cannot be compared: evaluate that model again (r2med evaluate ... --output, "
+                "a sweep, or mteb run with r2med-plugin installed), or leave its folder out"
+            )
+        found.setdefault((labels[(record.model, record.revision)], record.path.stem), []).append(read_per_query(path))
+    return {key: tuple(files) for key, files in found.items()}
+
+
+def _metric_values(sidecars: Sequence[Sidecar], metric: str, label: str, task: str) -> tuple[pl.DataFrame, Sidecar] | None:
+    holding = [sidecar for sidecar in sidecars if (sidecar.frame["metric"] == metric).any()]
+    if len(holding) > 1:
+        raise ValueError(
+            f"{label} has two {task} results with {metric}: {holding[0].path} and {holding[1].path} (two folders, or two "
+            "dataset revisions); pass only one of them"
+        )
+    if not holding:
+        return None
+    frame = holding[0].frame.filter(pl.col("metric") == metric)
+    if frame["query_id"].n_unique() != frame.height:
+        raise ValueError(f"{holding[0].path}: query ids repeat for {metric}; the file is broken, write it again")
+    return frame, holding[0]
+
+
+def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> PerQueryScores:
+    """Per-query values of ``metric`` for every model and task in ``folders``.
+
+    A metric that no result holds, or that some result of a task lacks while others hold it, raises
+    ValueError naming the file and the metrics it has."""
+    if not metric:
+        raise ValueError("--metric is empty; e.g. --metric ndcg_at_10")
+    sidecars = load_sidecars(folders)
+    table: dict[str, dict[str, ModelTask]] = {}
+    missing: list[Sidecar] = []
+    for (label, task), files in sidecars.items():
+        chosen = _metric_values(files, metric, label, task)
+        if chosen is None:
+            missing.append(files[0])
+            continue
+        frame, sidecar = chosen
+        table.setdefault(label, {})[task] = ModelTask(
+            model=label, task=task, query_ids=tuple(frame["query_id"].to_list()), values=frame["value"].to_numpy().copy(),
+            path=sidecar.path, dataset_revision=str(sidecar.info.get("dataset_revision") or ""),
+        )
+    if not table:
+        sidecar = missing[0]
+        available = sidecar.metrics
+        close = difflib.get_close_matches(metric, available, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else "."
+        raise ValueError(
+            f"{sidecar.path}: no per-query values of {metric!r}{hint} It holds: {', '.join(available)}; choose one with --metric"
+        )
+    notes = tuple(f"{sidecar.path}: no per-query values of {metric}; left out" for sidecar in missing)
+    order = {name: index for index, name in enumerate(our_task_names())}
+    tasks = tuple(sorted({task for tasks in table.values() for task in tasks}, key=order.__getitem__))
+    return PerQueryScores(metric=metric, models=tuple(sorted(table)), tasks=tasks, table=table, sidecars=sidecars, notes=notes)
+
+
+def aligned(scores: PerQueryScores, model: str, baseline: str, task: str) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """(query ids, model values, baseline values) in one query order; different query sets raise ValueError."""
+    ours, theirs = scores.get(model, task), scores.get(baseline, task)
+    if ours is None or theirs is None:
+        raise ValueError(f"{task}: {model if ours is None else baseline} has no {scores.metric} result")
+    if set(ours.query_ids) != set(theirs.query_ids):
+        only_ours = sorted(set(ours.query_ids) - set(theirs.query_ids))
+        only_theirs = sorted(set(theirs.query_ids) - set(ours.query_ids))
+        example = f"{only_ours[0]!r} only in {ours.path}" if only_ours else f"{only_theirs[0]!r} only in {theirs.path}"
+        raise ValueError(
+            f"{task}: {model} was evaluated on {len(ours.query_ids)} queries ({ours.path}), {baseline} on "
+            f"{len(theirs.query_ids)} ({theirs.path}); {len(only_ours) + len(only_theirs)} differ (e.g. {example}). "
+            "Paired tests need the same queries: evaluate both on the same data (same dataset revision and mirror)"
+        )
+    position = {query_id: index for index, query_id in enumerate(theirs.query_ids)}
+    order = np.array([position[query_id] for query_id in ours.query_ids], dtype=np.int64)
+    return ours.query_ids, ours.values.copy(), theirs.values[order]
+
+
+def resolve_model(scores: PerQueryScores, name: str, what: str = "--baseline") -> str:
+    """The label of ``name`` (a label, or a model name held at one revision)."""
+    if name in scores.models:
+        return name
+    matches = [label for label in scores.models if label.split("@", 1)[0] == name]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise ValueError(f"{what} {name!r} has several revisions here: {', '.join(matches)}; name one of them")
+    close = difflib.get_close_matches(name, scores.models, n=3, cutoff=0.5)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise ValueError(f"{what} {name!r} is not among the models in the folders ({', '.join(scores.models)}).{hint}")
+
+
+def default_baseline(scores: PerQueryScores) -> str:
+    """The model holding the most tasks, then the best mean over them (macro average)."""
+    def key(model: str) -> tuple[int, float, str]:
+        tasks = scores.table[model]
+        return (len(tasks), float(np.mean([mt.values.mean() for mt in tasks.values()])), model)
+
+    return max(scores.models, key=key)
+
+
+# --- comparisons -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    scope: str  # a task name, or "all <benchmark> tasks" (pooled)
+    pooled: bool
+    model: str
+    baseline: str
+    n: int
+    mean: float
+    baseline_mean: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    effect_size: float
+    wins: int
+    ties: int
+    losses: int
+    p_value: float
+    p_adjusted: float
+    significant: bool
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    metric: str
+    baseline: str
+    test: str
+    correction: str
+    alpha: float
+    seed: int
+    permutations: int
+    comparisons: tuple[Comparison, ...]
+    models: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    confidence: float = sig.CONFIDENCE
+
+    def method_lines(self) -> list[str]:
+        test = {
+            "randomization": f"two-sided paired randomization test (sign flips, {self.permutations} permutations, seed {self.seed})",
+            "t-test": "two-sided paired t-test (scipy.stats.ttest_rel)",
+            "wilcoxon": "two-sided Wilcoxon signed-rank test (scipy.stats.wilcoxon, zero differences dropped)",
+        }[self.test]
+        correction = ("no correction for multiple comparisons" if self.correction == "none" else
+                      f"{self.correction.capitalize()} correction over the models compared with the baseline in each row group")
+        return [
+            f"metric: {self.metric}; baseline: {self.baseline}; differences are model - baseline",
+            f"test: {test}; {correction}; alpha {self.alpha}",
+            f"intervals: {round(self.confidence * 100)}% BCa bootstrap of the mean difference ({self.permutations} resamples, "
+            f"seed {self.seed}); effect size: Cohen's d_z (mean difference / SD of the differences)",
+        ]
+
+
+def _scope_comparisons(
+    scope: str, pooled: bool, baseline: str, pairs: Sequence[tuple[str, np.ndarray, np.ndarray]], *, test: str, correction: str,
+    alpha: float, seed: int, permutations: int,
+) -> list[Comparison]:
+    """One row group: each (model, model values, baseline values) of one scope, tested and corrected together."""
+    if not pairs:
+        return []
+    comparisons: list[Comparison] = []
+    by_length: dict[int, list[int]] = {}
+    for index, (_, values, _) in enumerate(pairs):
+        by_length.setdefault(len(values), []).append(index)
+    p = np.empty(len(pairs))
+    intervals = np.empty((len(pairs), 2))
+    for indices in by_length.values():  # one matrix per query count: every model at once
+        diffs = np.vstack([pairs[i][1] - pairs[i][2] for i in indices])
+        if test == "t-test" and diffs.shape[1] < 2:
+            raise ValueError(f"{scope}: a t-test needs at least two queries; use --test randomization")
+        p[indices] = sig.p_values(diffs, test, permutations=permutations, seed=seed)
+        intervals[indices] = sig.bootstrap_intervals(diffs, resamples=permutations, seed=seed)
+    adjusted, rejected = sig.corrected(p, correction, alpha)
+    for index, (model, values, base) in enumerate(pairs):
+        diff = values - base
+        (wins, ties, losses), = sig.win_tie_loss(diff)
+        comparisons.append(Comparison(
+            scope=scope, pooled=pooled, model=model, baseline=baseline, n=len(values), mean=float(values.mean()),
+            baseline_mean=float(base.mean()), delta=float(diff.mean()), ci_low=float(intervals[index, 0]),
+            ci_high=float(intervals[index, 1]), effect_size=float(sig.effect_sizes(diff)[0]), wins=int(wins), ties=int(ties),
+            losses=int(losses), p_value=float(p[index]), p_adjusted=float(adjusted[index]), significant=bool(rejected[index]),
+        ))
+    return comparisons
+
+
+def compare_scores(
+    scores: PerQueryScores,
+    *,
+    baseline: str | None = None,
+    test: str = sig.DEFAULT_TEST,
+    correction: str = sig.DEFAULT_CORRECTION,
+    alpha: float = sig.DEFAULT_ALPHA,
+    seed: int = sig.DEFAULT_SEED,
+    permutations: int = sig.DEFAULT_PERMUTATIONS,
+    show_progress: bool = False,
+) -> ComparisonReport:
+    """Every model against ``baseline`` (default: default_baseline) per task and pooled per benchmark."""
+    sig.check_test(test)
+    sig.check_correction(correction)
+    alpha = sig.check_alpha(alpha)
+    permutations = sig.check_permutations(permutations)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed (--seed) must be a non-negative integer, got {seed!r}")
+    if len(scores.models) < 2:
+        only = scores.models[0] if scores.models else "none"
+        raise ValueError(f"compare needs at least two models with {scores.metric} results; the folders hold only {only}: "
+                         "add the result folder of another model")
+    base = resolve_model(scores, baseline) if baseline is not None else default_baseline(scores)
+    others = [model for model in scores.models if model != base]
+    notes: list[str] = list(scores.notes)
+    comparisons: list[Comparison] = []
+    pooled: dict[str, dict[str, list[tuple[np.ndarray, np.ndarray]]]] = {}
+    missing: dict[str, list[str]] = {}
+    tasks = scores.tasks
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        tasks = tqdm(tasks, desc="compare", unit="task")
+    for task in tasks:
+        if scores.get(base, task) is None:
+            notes.append(f"{task}: the baseline {base} has no result; not compared")
+            continue
+        pairs = []
+        for model in others:
+            if scores.get(model, task) is None:
+                missing.setdefault(model, []).append(task)
+                continue
+            _, values, base_values = aligned(scores, model, base, task)
+            pairs.append((model, values, base_values))
+            pooled.setdefault(task_benchmark(task), {}).setdefault(model, []).append((values, base_values))
+        comparisons += _scope_comparisons(task, False, base, pairs, test=test, correction=correction, alpha=alpha, seed=seed,
+                                          permutations=permutations)
+    for model, tasks_missing in missing.items():
+        notes.append(f"{model}: no result for {', '.join(tasks_missing)}; its pooled row covers the other tasks")
+    for benchmark, per_model in pooled.items():
+        pairs = [(model, np.concatenate([v for v, _ in chunks]), np.concatenate([b for _, b in chunks]))
+                 for model, chunks in per_model.items()]
+        comparisons += _scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs, test=test,
+                                          correction=correction, alpha=alpha, seed=seed, permutations=permutations)
+    revisions = {}
+    for task in scores.tasks:
+        found = {mt.dataset_revision for mt in (scores.get(m, task) for m in scores.models) if mt is not None and mt.dataset_revision}
+        if len(found) > 1:
+            revisions[task] = sorted(found)
+    for task, found in revisions.items():
+        notes.append(f"{task}: results on different dataset revisions ({', '.join(found)}); same query ids, but check the data")
+    return ComparisonReport(metric=scores.metric, baseline=base, test=test, correction=correction, alpha=alpha, seed=int(seed),
+                            permutations=permutations, comparisons=tuple(comparisons), models=scores.models, notes=tuple(notes))
+
+
+def compare_results(folders: Sequence[str | Path], *, metric: str = DEFAULT_METRIC, **options) -> ComparisonReport:
+    """load_scores + compare_scores: what ``r2med compare`` runs."""
+    return compare_scores(load_scores(folders, metric), **options)
+
+
+# --- rendering -------------------------------------------------------------------------------------
+
+HEADER = ["Task", "Model", "n", "Model mean", "Baseline mean", "Diff.", "95% CI", "d_z", "W/T/L", "p", "p adj.", "Sig."]
+CSV_HEADER = ["task", "model", "baseline", "n", "model_mean", "baseline_mean", "diff", "ci_low", "ci_high", "effect_size_dz",
+              "wins", "ties", "losses", "p_value", "p_adjusted", "significant", "test", "correction", "alpha", "seed", "permutations"]
+
+
+def _points(value: float) -> str:
+    return "-" if math.isnan(value) else f"{100 * value:+.2f}" if value else "0.00"
+
+
+def _p(value: float) -> str:
+    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
+
+
+def report_cells(report: ComparisonReport) -> list[list[str]]:
+    rows = []
+    for c in report.comparisons:
+        rows.append([
+            c.scope, c.model, str(c.n), f"{100 * c.mean:.2f}", f"{100 * c.baseline_mean:.2f}", _points(c.delta),
+            f"[{_points(c.ci_low)}, {_points(c.ci_high)}]", "-" if math.isnan(c.effect_size) else f"{c.effect_size:+.2f}",
+            f"{c.wins}/{c.ties}/{c.losses}", _p(c.p_value), _p(c.p_adjusted), "yes" if c.significant else "no",
+        ])
+    return rows
+
+
+def render_report(report: ComparisonReport, fmt: str = "md") -> str:
+    """The comparison table in Markdown, CSV or HTML, with the method and the seed stated."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format (--format) must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(CSV_HEADER)
+        for c in report.comparisons:
+            writer.writerow([c.scope, c.model, c.baseline, c.n, repr(c.mean), repr(c.baseline_mean), repr(c.delta), repr(c.ci_low),
+                             repr(c.ci_high), repr(c.effect_size), c.wins, c.ties, c.losses, repr(c.p_value), repr(c.p_adjusted),
+                             c.significant, report.test, report.correction, report.alpha, report.seed, report.permutations])
+        return buffer.getvalue()
+    lines = report.method_lines()
+    scale = f"{report.metric} x 100 (differences in points)"
+    if fmt == "md":
+        out = [f"- {line}" for line in lines] + [f"- scores: {scale}", ""]
+        out += ["| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
+        out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |" for cells in report_cells(report)]
+        out += [""] + [f"- {note}" for note in report.notes] if report.notes else []
+        return "\n".join(out) + "\n"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>" for cells in report_cells(report))
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in [*lines, f"scores: {scale}"])
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in report.notes)
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>r2med compare</title></head><body>\n"
+            f"<ul>{items}</ul>\n<table border=\"1\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+            + (f"<ul>{notes}</ul>\n" if notes else "") + "</body></html>\n")
+
+
+def plot_report(report: ComparisonReport, path: str | Path) -> Path:
+    """Per-task (and pooled) differences from the baseline with their intervals, one marker per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from r2med_plugin.reporting.plots import PLOT_SUFFIXES, save_figure
+
+    if Path(path).suffix.lower() not in PLOT_SUFFIXES:
+        raise ValueError(f"--plot {path}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
+    scopes = list(dict.fromkeys(c.scope for c in report.comparisons))
+    models = [m for m in report.models if m != report.baseline]
+    if not scopes:
+        raise ValueError("nothing to plot: no comparison was made")
+    height = max(3.0, 0.45 * len(scopes) * max(1, min(len(models), 6)) / 2 + 1.5)
+    figure, axis = plt.subplots(figsize=(9, height))
+    step = 0.8 / max(1, len(models))
+    for index, model in enumerate(models):
+        rows = [(scopes.index(c.scope), c) for c in report.comparisons if c.model == model]
+        if not rows:
+            continue
+        y = np.array([position for position, _ in rows]) + (index - (len(models) - 1) / 2) * step
+        x = np.array([100 * c.delta for _, c in rows])
+        errors = np.array([[100 * (c.delta - c.ci_low) for _, c in rows], [100 * (c.ci_high - c.delta) for _, c in rows]])
+        filled = [c.significant for _, c in rows]
+        color = f"C{index % 10}"
+        axis.errorbar(x, y, xerr=errors, fmt="none", capsize=2, linewidth=1, ecolor=color)
+        axis.scatter(x, y, marker="o", s=24, color=color, label=model,
+                     facecolors=[color if f else "white" for f in filled], edgecolors=color, zorder=3)
+    axis.axvline(0.0, color="black", linewidth=0.8)
+    axis.set_yticks(range(len(scopes)), scopes)
+    axis.invert_yaxis()
+    axis.set_xlabel(f"{report.metric} x 100: model - {report.baseline} (95% CI; filled = significant)")
+    axis.set_title(f"r2med compare ({report.test}, {report.correction}, alpha {report.alpha}, seed {report.seed})", fontsize=9)
+    axis.legend(fontsize=7, loc="best")
+    try:
+        return save_figure(figure, Path(path))
+    finally:
+        plt.close(figure)

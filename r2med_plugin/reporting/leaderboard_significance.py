@@ -1,0 +1,116 @@
+"""``r2med leaderboard --significance``: intervals on the averages, and which rows tie with the best.
+
+For each of your complete rows whose results carry per-query files (r2med_plugin.reporting.per_query):
+
+- the average (nDCG@10 x 100 over the benchmark's 8 tasks) gets a 95% BCa bootstrap interval, queries
+  resampled within each task (r2med_plugin.evaluation.significance.stratified_interval);
+- the best such row is compared with every other by a paired randomization test of the difference of
+  the averages (sign flips of the per-query differences, each query weighted 1 / (8 x its task's queries)),
+  Holm-corrected over the rows compared; a row whose difference is not significant is marked ``tied``,
+  the others ``below``. A note under the table names the test, the correction, the seed and alpha.
+
+Published rows have no per-query scores: they are shown as before, untested. Rows whose files lack
+per-query scores, or whose queries differ from the best row's, are marked ``-`` with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from r2med_plugin import significance as sig
+from r2med_plugin.reporting.leaderboard import MAIN_METRIC, LeaderboardRow, row_label, task_columns
+from r2med_plugin.reporting.per_query import per_query_path, read_per_query
+
+
+def _row_values(row: LeaderboardRow, metric: str) -> tuple[dict[str, dict[str, float]] | None, str]:
+    """hub -> query id -> metric x 100 for every task of the row, or (None, why not)."""
+    values: dict[str, dict[str, float]] = {}
+    for hub in task_columns():
+        result = row.sources.get(hub)
+        if result is None:
+            return None, f"no {hub} result"
+        path = per_query_path(result)
+        if not path.is_file():
+            return None, f"no per-query file {path} (evaluate again to write it)"
+        frame = read_per_query(path).frame
+        chosen = frame.filter(frame["metric"] == metric)
+        if chosen.height == 0:
+            return None, f"{path} holds no {metric}"
+        values[hub] = {q: 100.0 * v for q, v in zip(chosen["query_id"].to_list(), chosen["value"].to_list())}
+    return values, ""
+
+
+def add_significance(
+    rows: Sequence[LeaderboardRow],
+    *,
+    alpha: float = sig.DEFAULT_ALPHA,
+    correction: str = sig.DEFAULT_CORRECTION,
+    seed: int = sig.DEFAULT_SEED,
+    permutations: int = sig.DEFAULT_PERMUTATIONS,
+    metric: str = MAIN_METRIC,
+) -> list[LeaderboardRow]:
+    """Copies of ``rows`` (order kept) with interval, versus_best and significance set; the inputs are not changed."""
+    sig.check_correction(correction)
+    alpha = sig.check_alpha(alpha)
+    permutations = sig.check_permutations(permutations)
+    out = [dataclasses.replace(row) for row in rows]
+    data: dict[int, dict[str, dict[str, float]]] = {}
+    for index, row in enumerate(out):
+        if row.source != "yours":
+            continue
+        if not row.ranked:
+            row.versus_best = "-"
+            continue
+        values, why = _row_values(row, metric)
+        if values is None:
+            row.versus_best = "-"
+            row.significance = f"{row_label(row)}: not tested, {why}"
+            continue
+        data[index] = values
+        row.interval = sig.stratified_interval([list(v.values()) for v in values.values()], resamples=permutations, seed=seed)
+    if not data:
+        return out
+    best_index = max(data, key=lambda i: (out[i].average, -i))
+    best = out[best_index]
+    best.versus_best = "best"
+    tested: list[int] = []
+    diffs: list[np.ndarray] = []
+    weights: np.ndarray | None = None
+    for index, values in data.items():
+        if index == best_index:
+            continue
+        if any(set(values[hub]) != set(data[best_index][hub]) for hub in values):
+            hub = next(h for h in values if set(values[h]) != set(data[best_index][h]))
+            out[index].versus_best = "-"
+            out[index].significance = (f"{row_label(out[index])}: not tested, its {hub} queries differ from those of "
+                                       f"{row_label(best)} (other data)")
+            continue
+        order = [(hub, q) for hub in task_columns() for q in sorted(data[best_index][hub])]
+        diffs.append(np.array([values[hub][q] - data[best_index][hub][q] for hub, q in order]))
+        weights = np.array([1.0 / (len(task_columns()) * len(data[best_index][hub])) for hub, _ in order])
+        tested.append(index)
+    if tested:
+        p = sig.randomization_p_values(np.vstack(diffs), permutations=permutations, seed=seed, weights=weights)
+        _, rejected = sig.corrected(p, correction, alpha)
+        for index, reject in zip(tested, rejected):
+            out[index].versus_best = "below" if reject else "tied"
+    correction_text = "no correction" if correction == "none" else f"{correction.capitalize()} correction over the {len(tested)} row{'' if len(tested) == 1 else 's'} compared"
+    top = next((row for row in out if row.ranked), None)
+    published_best = (f" The top row, {row_label(top)}, is published and has no per-query scores: ties are judged against the "
+                      "best of your rows." if top is not None and top.source == "published" else "")
+    best.significance = (
+        f"Avg. [95% CI]: BCa bootstrap of the average, queries resampled within each task ({permutations} resamples, seed "
+        f"{seed}). vs best: paired randomization test of the difference in average {metric} x 100 from {row_label(best)} "
+        f"(sign flips of per-query differences, {permutations} permutations, seed {seed}), {correction_text}, alpha {alpha}; "
+        f"tied = not significantly different from the best.{published_best}"
+    )
+    return out
+
+
+def significance_for_tables(tables: dict[str, Sequence[LeaderboardRow]], **options) -> dict[str, list[LeaderboardRow]]:
+    """add_significance for each benchmark's table (what ``r2med leaderboard --significance`` runs)."""
+    return {benchmark: add_significance(rows, **options) for benchmark, rows in tables.items()}
+
