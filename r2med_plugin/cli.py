@@ -84,8 +84,8 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None) -> di
         for dest in ("rerank_depth", "rerank_revision"):
             unreached[dest] = "it configures --rerank, which is not given"
     else:
-        unreached |= {"top_k": "reranking keeps the first stage's top --rerank-depth", "depth": "a reranked run holds the "
-                      "reranked top --rerank-depth, then the first stage's order"}
+        unreached |= {"top_k": "reranking keeps the first stage's top --rerank-depth",
+                      "depth": "a reranked run (and its TREC file) holds each query's reranked top --rerank-depth only"}
     if args.candidates_only:
         unreached["top_k"] = "--candidates-only ranks the stored candidate lists, not the corpus"
     if not _computes_bm25_lucene(args, first_stage):
@@ -160,7 +160,7 @@ def _positive_int(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer (the official code uses 10 or 100), got {value}")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
 
 
@@ -530,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--model-name", default=None,
                           help="the name results are filed under (default: the hub name, or the folder's path), e.g. my-org/minilm-ft")
     evaluate.add_argument("--device", default="cpu", help="device for the model: cpu (default), cuda, cuda:1, mps")
-    evaluate.add_argument("--batch-size", type=int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
+    evaluate.add_argument("--batch-size", type=_positive_int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
     evaluate.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")
     evaluate.add_argument("--accept-drift", action="store_true", default=None,
                           help="evaluate data whose counts/revision differ from task_metadata (marked +count-drift; never submittable)")
@@ -542,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
     evaluate.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
     evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
-    evaluate.add_argument("--workers", type=int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
+    evaluate.add_argument("--workers", type=_positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
     evaluate.set_defaults(func=_evaluate)
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")
@@ -551,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--name", default=None, help="the LLM's name in folders and results (default: --llm made folder-safe)")
     generate.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     generate.add_argument("--api-key-env", default=None, help="environment variable holding the API key (default OPENAI_API_KEY)")
-    generate.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
+    generate.add_argument("--concurrency", type=_positive_int, default=8, help="requests in flight at once (default 8)")
     generate.add_argument("--preset", choices=["api", "vllm"], default="api",
                           help="official sampling defaults: api (temperature 0.8, top_p 0.8) or vllm (temperature 0.7, seed 42, max_tokens 10240)")
     generate.add_argument("--temperature", type=float, default=None)
@@ -617,7 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("spec", help="the sweep spec (YAML); see README, 'Sweeps and clusters'")
     sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")
     sweep.add_argument("--address", default=None, help="Ray cluster: auto, or ray://HEAD:10001 (default: start a local Ray)")
-    sweep.add_argument("--workers", type=int, default=1, help="local: jobs at once (processes); ray: CPUs of a local Ray")
+    sweep.add_argument("--workers", type=_positive_int, default=1, help="local: jobs at once (processes); ray: CPUs of a local Ray")
     sweep.add_argument("--devices", default=None, help="encode each model on these devices, e.g. cuda:0,cuda:1 or cpu,cpu")
     sweep.add_argument("--retries", type=int, default=None, help="extra attempts for a failed job (default: the spec's, else 1)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")

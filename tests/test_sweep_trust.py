@@ -208,3 +208,22 @@ def test_quiet_jobs_silence_libraries_already_imported(mirror_env: Path, tmp_pat
     assert summary.count("done") == 1
     assert "Loading weights" not in capsys.readouterr().err
     assert transformers_logging.is_progress_bar_enabled()  # back as it was after the sweep
+
+
+def test_values_that_would_fail_at_run_time_fail_at_spec_check(tmp_path: Path):
+    """Found by the new-user trial: these passed --dry-run and failed (and were retried) at run time."""
+    from r2med_plugin.sweep.spec import SpecError, parse_spec
+
+    base = {"output": str(tmp_path / "out"), "tasks": ["NanoR2MEDBiology"]}
+    cases = [
+        ({**base, "retrievers": ["bm25-lucene"], "options": {"top_k": 5}}, "top_k .*must be at least 10"),
+        ({**base, "retrievers": [{"model": "minilm-packaged", "revision": "abc"}]}, r"retrievers\[0\]\.revision.*packaged weights"),
+        ({**base, "retrievers": ["bm25-lucene"], "batch_size": 8}, "`batch_size` reaches no job"),
+        ({**base, "retrievers": ["bm25-robertson"], "devices": ["cuda:3"]}, "`devices` reaches no job"),
+    ]
+    for raw, message in cases:
+        with pytest.raises(SpecError, match=message):
+            parse_spec(raw, tmp_path / "sweep.yaml")
+    with pytest.raises(SpecError) as raised:
+        parse_spec({**base, "retrievers": ["bm25-lucene"], "taks": 1}, tmp_path / "sweep.yaml")
+    assert str(raised.value).count("taks") == 1  # said once

@@ -314,3 +314,13 @@ def test_another_top_k_into_one_output_warns_and_leaves_no_stale_official_file(m
     messages = " ".join(record.getMessage() for record in caplog.records)
     assert re.search(r"replaces a result computed on each query's top 200 \(this one: top 20\)", messages)  # 200: the corpus
     assert "official" not in shallow and not deep["official"].exists() and not deep["official_metadata"].exists()
+
+
+def test_non_positive_counts_are_refused_by_the_parser(capsys):
+    from r2med_plugin.cli import main
+
+    for argv in (["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "org/m", "--batch-size", "0"],
+                 ["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene", "--workers", "-1"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2 and "must be a positive integer" in capsys.readouterr().err

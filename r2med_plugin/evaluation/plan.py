@@ -80,7 +80,8 @@ def check_arguments(
     """Every check of ``evaluate_task``'s arguments that needs no data: run it for all tasks before the first."""
     spec = get_task_spec(task)
     if hybrid and candidates_only:
-        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
+        raise ValueError("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
+                         "drop one of the two")
     unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
     if unknown:
         raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
@@ -144,7 +145,8 @@ def build_plan(
     stage = _retriever_stage(retriever, query_prompt, expansion, data_dir)
     check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion, hybrid=hybrid)
     if hybrid and candidates_only:
-        raise ValueError("hybrid scores fuse full-corpus runs, which candidates_only skips: drop one of the two")
+        raise ValueError("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
+                         "drop one of the two")
     if top_k < MIN_TOP_K:
         raise ValueError(f"top_k (--top-k) must be at least {MIN_TOP_K}: the main score is ndcg_at_10; got {top_k}")
     spec = get_task_spec(task)

@@ -64,7 +64,9 @@ def resolve(name: str, revision: str | None = None) -> RetrieverRef:
     if name in BM25_VARIANTS:
         return RetrieverRef(name, "bm25", name)
     if name in PACKAGED_MODELS:
-        return RetrieverRef(name, "packaged", str(packaged_model_folder(name)), revision)
+        if revision is not None:
+            raise ValueError(f"{name} is one set of packaged weights: drop its revision ({revision!r})")
+        return RetrieverRef(name, "packaged", str(packaged_model_folder(name)))
     if Path(name).expanduser().exists():
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
     return RetrieverRef(name, "hub", name, revision)

@@ -227,6 +227,12 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
     revision = entry.get("revision")
     if revision is not None and not isinstance(revision, str):
         raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
+    from r2med_plugin.retrieval.registry import resolve
+
+    try:
+        resolve(entry["model"], revision)  # what the name is, as every command resolves it
+    except ValueError as error:
+        raise _fail(path, f"{key}.revision", f"is {revision!r}", str(error)) from None
     return {
         "model": entry["model"],
         "revision": revision,
@@ -361,7 +367,7 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
     unknown = sorted(set(raw) - set(TOP_KEYS))
     if unknown:
         hint = unknown_name_message("key", unknown[0], list(TOP_KEYS))
-        raise SpecError(f"{path}: unknown key `{unknown[0]}`. {hint}")
+        raise SpecError(f"{path}: unknown key `{unknown[0]}`. {hint.split('. ', 1)[1]}")  # the hint without its own first sentence
     if not isinstance(raw.get("output"), str) or not raw["output"]:
         raise _fail(path, "output", "is missing", "give the folder results go to, e.g. output: sweep-results")
     base = path.parent if path.name != "<spec>" else Path.cwd()
@@ -388,7 +394,11 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
     candidates = _candidates(path, raw)
     candidates_only = bool(_as_bool(path, "candidates_only", raw.get("candidates_only")))
     _check_candidates(path, tasks, candidates, candidates_only)
-    return SweepSpec(
+    models = [entry for entry in retrievers if "model" in entry] + rerankers
+    for key in ("batch_size", "devices"):
+        if raw.get(key) is not None and not models:
+            raise _fail(path, key, "reaches no job", "every retriever is BM25 and no reranker is given: drop it")
+    spec = SweepSpec(
         path=path,
         output=(base / raw["output"]).resolve(),
         tasks=tasks,
@@ -407,6 +417,25 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
         options=_options(path, raw),
         env={key: None if value is None else str(value) for key, value in env.items()},  # null: unset it in the jobs
     )
+    _check_jobs(spec)
+    return spec
+
+
+def _check_jobs(spec: SweepSpec) -> None:
+    """Every job's request checked as `r2med evaluate` checks it (r2med_plugin.evaluation.plan.build_plan), before
+    anything runs: a value that would fail at run time (options: {top_k: 5}) fails here, naming the job."""
+    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.retrieval.dense import HashingEncoder
+
+    for job in expand_jobs(spec):
+        retriever = (job.retriever or {}).get("bm25") or (HashingEncoder(name="spec-check") if job.retriever else None)
+        options = {key: value for key, value in job.options.items() if key not in ("data_dir", "accept_drift")}
+        try:
+            build_plan(job.task, retriever, show_progress=False, **options)
+        except (ValueError, KeyError, TypeError) as error:
+            message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            raise SpecError(f"{spec.path}: job {job.label}: {message} (see `top_k`, `options`, `candidates`, `hybrid`, "
+                            "`rerankers` in the spec)") from None
 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:
