@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from r2med_plugin.cli_options import given_options, refuse_unreached
@@ -230,6 +228,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
         task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
         rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift,
         query_prompt=official_query_prompt(get_task_spec(task)) if args.instruction else None, show_progress=not args.quiet,
+        bm25_workers=args.workers,
     )) for task in args.task]
     keys = [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
     return _run_plans(args, plans, lambda result: keys)
@@ -260,8 +259,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         silence_libraries()
     if args.rerank:
-        with _bm25_workers(args.workers):
-            return _evaluate_reranked(args)
+        return _evaluate_reranked(args)
     if args.first_stage or args.first_stage_name:
         raise ValueError("--first-stage is what --rerank reranks: add --rerank <cross-encoder>")
     if not args.retriever:
@@ -297,25 +295,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.retriever not in BM25_RETRIEVERS:
         _check_model_options(args)
     _check_output(args)
-    with _bm25_workers(args.workers):
-        return _evaluate_tasks(args)
-
-
-@contextmanager
-def _bm25_workers(workers: int | None) -> Iterator[None]:
-    """--workers for every bm25-lucene analysis of this command (the analyzer reads it), restored afterwards."""
-    from r2med_plugin.retrieval.analyzed import WORKERS_ENV, resolve_workers
-
-    saved = os.environ.get(WORKERS_ENV)
-    if workers is not None:
-        os.environ[WORKERS_ENV] = str(resolve_workers(workers))  # a bad value is refused before any work
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(WORKERS_ENV, None)
-        else:
-            os.environ[WORKERS_ENV] = saved
+    return _evaluate_tasks(args)
 
 
 def _evaluate_tasks(args: argparse.Namespace) -> int:
@@ -338,7 +318,7 @@ def _evaluate_tasks(args: argparse.Namespace) -> int:
         plans.append((task + (f" + {expansion}" if expansion else ""), build_plan(
             task, retriever, hybrid=args.hybrid, candidates=args.candidates or (), candidates_only=args.candidates_only,
             data_dir=args.data_dir, accept_drift=args.accept_drift, top_k=args.top_k, query_prompt=prompt,
-            expansion=expansion, show_progress=not args.quiet,
+            expansion=expansion, show_progress=not args.quiet, bm25_workers=args.workers,
         )))
 
     def keys_of(result) -> list[str]:

@@ -138,3 +138,19 @@ def test_plans_are_checked_before_any_data_loads(monkeypatch):
     plan = build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, candidates=["hybrid"])
     assert [type(scorer).__name__ for scorer in plan.scorers] == ["FullCorpus", "Hybrid", "CandidateSubsets", "OfficialLayout"]
     assert plan.hybrid_with == "bm25-lucene"  # bm25-robertson is the task's own BM25: fused with the other one
+
+
+def test_bm25_workers_reach_the_analysis_through_the_plan_not_the_environment(mirror_env: Path, monkeypatch):
+    import os
+
+    import r2med_plugin.evaluation.first_stages as first_stages
+    from r2med_plugin.evaluation.runner import execute
+
+    seen = []
+    real = first_stages.bm25_run
+    monkeypatch.setattr(first_stages, "bm25_run", lambda *a, **k: seen.append(k.get("workers")) or real(*a, **k))
+    before = dict(os.environ)
+    execute(build_plan("R2MEDBiology", "bm25-lucene", bm25_workers=1, show_progress=False))
+    assert seen and set(seen) == {1} and dict(os.environ) == before
+    with pytest.raises(ValueError, match="positive integer"):
+        build_plan("R2MEDBiology", "bm25-lucene", bm25_workers=0)

@@ -88,6 +88,7 @@ class Bm25:
     retriever: str
     expansion: str | None = None
     data_dir: str | os.PathLike | None = None
+    workers: int | None = None  # bm25-lucene's corpus analysis processes (default: all cores); never changes a score
 
     def __post_init__(self) -> None:
         if self.retriever not in BM25_RETRIEVERS:
@@ -107,7 +108,8 @@ class Bm25:
 
     def search(self, data: TaskData, depth: int, *, show_progress: bool = True, ties: str = "doc_id") -> Run:
         queries = bm25_queries(data, self.expansion, self.data_dir)
-        return bm25_run(data, self.variant, top_k=depth, queries=queries, show_progress=show_progress, ties=ties)
+        return bm25_run(data, self.variant, top_k=depth, queries=queries, show_progress=show_progress, ties=ties,
+                        workers=self.workers)
 
     def ranked(self, data: TaskData, depth: int, *, show_progress: bool = True) -> RankedRun:
         # The official topk_docs come from eval_BM25's stable sort: tied documents stay in corpus order,
@@ -222,12 +224,13 @@ class Named:
         return RankedRun(self.name, ranked.run, ranked.source, ranked.revision)
 
 
-def as_first_stage(value: object, *, query_prompt: str | None = None, name: str | None = None) -> FirstStage:
+def as_first_stage(value: object, *, query_prompt: str | None = None, name: str | None = None,
+                   bm25_workers: int | None = None) -> FirstStage:
     """A first stage from what a user gives: a BM25 name, an encoder, a run file or folder, a run dict, or a stage."""
     if isinstance(value, str) and value in BM25_RETRIEVERS:
         if query_prompt:
             raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
-        stage: FirstStage = Bm25(value)
+        stage: FirstStage = Bm25(value, workers=bm25_workers)
     elif isinstance(value, Encoder):
         stage = Dense(value, query_prompt)
     elif isinstance(value, FirstStage):

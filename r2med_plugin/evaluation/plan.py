@@ -133,16 +133,21 @@ def build_plan(
     rerank_depth: int = 10,
     first_stage_name: str | None = None,
     rerank_batch_size: int = 32,
+    bm25_workers: int | None = None,
 ) -> EvaluationPlan:
     """The plan ``evaluate_task`` runs (see there); every error that needs no data is raised here."""
     common = dict(data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
+    if bm25_workers is not None:
+        from r2med_plugin.retrieval.analyzed import resolve_workers
+
+        resolve_workers(bm25_workers)  # a bad value is refused before any work
     if rerank is not None:
         return _rerank_plan(task, retriever, rerank, first_stage, query_prompt=query_prompt, depth=rerank_depth,
                             name=first_stage_name, batch_size=rerank_batch_size, hybrid=hybrid, candidates=candidates,
-                            expansion=expansion, **common)
+                            expansion=expansion, workers=bm25_workers, **common)
     if first_stage is not None:
         raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
-    stage = _retriever_stage(retriever, query_prompt, expansion, data_dir)
+    stage = _retriever_stage(retriever, query_prompt, expansion, data_dir, bm25_workers)
     check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion, hybrid=hybrid)
     if hybrid and candidates_only:
         raise ValueError("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
@@ -160,7 +165,7 @@ def build_plan(
     else:
         scorers.append(FullCorpus(top_k))
         if partner:
-            scorers.append(Hybrid(partner, top_k))
+            scorers.append(Hybrid(partner, top_k, workers=bm25_workers))
     scorers.append(CandidateSubsets(subsets))
     if not candidates_only:
         scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
@@ -169,13 +174,13 @@ def build_plan(
 
 
 def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str | None,
-                     data_dir: str | os.PathLike | None) -> Bm25 | Dense:
+                     data_dir: str | os.PathLike | None, workers: int | None) -> Bm25 | Dense:
     if isinstance(retriever, str):
         if retriever not in BM25_RETRIEVERS:
             raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
         if query_prompt:
             raise ValueError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
-        return Bm25(retriever, expansion, data_dir)
+        return Bm25(retriever, expansion, data_dir, workers)
     if not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
     return Dense(retriever, query_prompt, expansion, data_dir)
@@ -189,7 +194,7 @@ def _subsets(candidates: Sequence[str]) -> tuple[str, ...]:
 
 
 def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, depth, name, batch_size, hybrid, candidates,
-                 expansion, **common) -> EvaluationPlan:
+                 expansion, workers, **common) -> EvaluationPlan:
     from r2med_plugin.retrieval.rerank import _check_depth
 
     if hybrid or candidates or expansion is not None:
@@ -200,7 +205,8 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
     get_task_spec(task)
     _check_depth(depth)
-    stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name)
+    stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,
+                           bm25_workers=workers)
     return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), reranker=rerank, rerank_depth=depth,
                           rerank_batch_size=batch_size, **common)
 

@@ -67,6 +67,7 @@ def evaluate_task(
     rerank_depth: int = 10,
     first_stage_name: str | None = None,
     rerank_batch_size: int = 32,
+    bm25_workers: int | None = None,
 ) -> TaskRunResult:
     """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``.
 
@@ -81,12 +82,13 @@ def evaluate_task(
     ``rerank_depth`` documents of ``first_stage`` (default: ``retriever``; else a BM25 name, an encoder,
     a TREC or topk_docs run file or folder, or a run dict) are reranked and only they are scored; the
     first stage's own scores come as ``first_stage_*`` (see r2med_plugin.evaluation.reranking).
+    ``bm25_workers``: processes for bm25-lucene's corpus analysis (default: all cores).
     """
     return execute(build_plan(
         task, retriever, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only, data_dir=data_dir,
         accept_drift=accept_drift, top_k=top_k, query_prompt=query_prompt, expansion=expansion, show_progress=show_progress,
         rerank=rerank, first_stage=first_stage, rerank_depth=rerank_depth, first_stage_name=first_stage_name,
-        rerank_batch_size=rerank_batch_size,
+        rerank_batch_size=rerank_batch_size, bm25_workers=bm25_workers,
     ))
 
 

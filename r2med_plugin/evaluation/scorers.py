@@ -80,10 +80,11 @@ class FullCorpus:
 class Hybrid:
     partner: str  # the BM25 fused with the run: bm25-lucene or bm25-robertson
     top_k: int
+    workers: int | None = None  # the partner's corpus analysis processes (never changes a score)
 
     def score(self, retrieved: Retrieved) -> Scores:
         data = retrieved.data
-        bm25 = bm25_run(data, BM25_RETRIEVERS[self.partner], show_progress=retrieved.show_progress)
+        bm25 = bm25_run(data, BM25_RETRIEVERS[self.partner], show_progress=retrieved.show_progress, workers=self.workers)
         return Scores(hybrid_scores(data, truncate_run(retrieved.run, self.top_k), bm25))
 
 
