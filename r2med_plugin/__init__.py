@@ -17,9 +17,16 @@ _EXPORTS = {
     "load_task": "r2med_plugin.data.loader",
     "evaluate_run": "r2med_plugin.metrics",
     "evaluate_run_per_query": "r2med_plugin.metrics",
-    "write_official_results": "r2med_plugin.evaluation.official",
+    "write_official_results": "r2med_plugin.reporting.official_files",
     "evaluate_task": "r2med_plugin.evaluation.runner",
+    "execute": "r2med_plugin.evaluation.runner",
+    "write_outputs": "r2med_plugin.evaluation.writers",
+    "TaskRunResult": "r2med_plugin.evaluation.result",
+    "EvaluationPlan": "r2med_plugin.evaluation.plan",
+    "build_plan": "r2med_plugin.evaluation.plan",
+    "Reranker": "r2med_plugin.evaluation.rerankers",
     "generate_expansions": "r2med_plugin.generation",
+    "score_candidate_lists": "r2med_plugin.evaluation.runner",
     "rerank_candidates": "r2med_plugin.evaluation.runner",
     "read_run_file": "r2med_plugin.data.runs",
     "write_topk_docs": "r2med_plugin.data.runs",
@@ -28,13 +35,17 @@ _EXPORTS = {
     "analyze": "r2med_plugin.retrieval.analyzer",
     "bm25_search": "r2med_plugin.retrieval.bm25",
     "dense_search": "r2med_plugin.retrieval.dense",
+    "Encoder": "r2med_plugin.retrieval.dense",
     "SentenceTransformerEncoder": "r2med_plugin.retrieval.dense",
     "HashingEncoder": "r2med_plugin.retrieval.dense",
+    "resolve": "r2med_plugin.retrieval.registry",
     "rrf": "r2med_plugin.retrieval.fusion",
     "score_fusion": "r2med_plugin.retrieval.fusion",
     "build_reranking_hybrid": "r2med_plugin.retrieval.candidates",
     "candidate_profile": "r2med_plugin.retrieval.candidates",
     "register": "r2med_plugin.integrations",
+    "ResultName": "r2med_plugin.names",
+    "DatasetRevision": "r2med_plugin.names",
     "TaskSpec": "r2med_plugin.types",
     "TaskData": "r2med_plugin.types",
     "Qrels": "r2med_plugin.types",
@@ -42,7 +53,7 @@ _EXPORTS = {
     "Candidates": "r2med_plugin.types",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 
 def __getattr__(name: str) -> object:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 # The one definition of each name list.
 EXPANSION_METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")  # released expansions (R2MED's GAR configs)
@@ -25,6 +26,9 @@ GENERATION_METHODS = ("hyde", "query2doc", "lamer")  # what `r2med generate` mak
 BM25_VARIANTS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
 BM25_NAMES = tuple(BM25_VARIANTS)
 CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")  # NanoR2MED's stored candidate lists
+Bm25Variant = Literal["lucene", "robertson"]
+TieOrder = Literal["doc_id", "corpus"]  # pytrec_eval's (score desc, doc id desc), or the official stable sort
+OfficialLayoutName = Literal["bm25", "dense"]
 UNVERIFIED_MARKER = "+unverified-files-"
 COUNT_DRIFT = "+count-drift"
 SYNTHETIC_REVISION = "synthetic-sample"

@@ -23,6 +23,7 @@ from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.fusion import rrf
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
+from r2med_plugin.names import Bm25Variant, TieOrder
 
 EXTRA_METRICS = ("ndcg_at_10", "ndcg_at_100", "map_at_10", "recall_at_10", "recall_at_100", "precision_at_10", "hit_at_10", "mrr")
 HYBRID_RRF_K = 60
@@ -35,12 +36,12 @@ def bm25_variant_for(data: TaskData) -> str:
 
 def bm25_run(
     data: TaskData,
-    variant: str | None = None,
+    variant: Bm25Variant | None = None,
     *,
     top_k: int = RUN_DEPTH,
     queries: pl.DataFrame | None = None,
     show_progress: bool = True,
-    ties: str = "doc_id",
+    ties: TieOrder = "doc_id",
     workers: int | None = None,
 ) -> Run:
     """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,

@@ -23,7 +23,7 @@ from r2med_plugin.data.expansions import is_local, load_expansions, parse_expans
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
 from r2med_plugin.evaluation.extras import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
-from r2med_plugin.names import BM25_VARIANTS
+from r2med_plugin.names import BM25_VARIANTS, TieOrder
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
@@ -106,7 +106,7 @@ class Bm25:
     def revision(self) -> str:
         return f"r2med-plugin-{__version__}"
 
-    def search(self, data: TaskData, depth: int, *, show_progress: bool = True, ties: str = "doc_id") -> Run:
+    def search(self, data: TaskData, depth: int, *, show_progress: bool = True, ties: TieOrder = "doc_id") -> Run:
         queries = bm25_queries(data, self.expansion, self.data_dir)
         return bm25_run(data, self.variant, top_k=depth, queries=queries, show_progress=show_progress, ties=ties,
                         workers=self.workers)

@@ -18,6 +18,7 @@ from typing import Literal
 
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
+from r2med_plugin.names import OfficialLayoutName
 
 BM25_K_VALUES = (1, 10, 25, 50, 100)
 DENSE_K_VALUES = (1, 3, 5, 10, 100)
@@ -58,7 +59,7 @@ def official_minutes(seconds: float) -> str:
     return f"{round(float(seconds) / 60, 2)} minutes"
 
 
-def official_scores(scores: Mapping[str, float], layout: str = "bm25") -> dict[str, float]:
+def official_scores(scores: Mapping[str, float], layout: OfficialLayoutName = "bm25") -> dict[str, float]:
     """The official keys of MTEB-style ``scores`` (from evaluate_run), rounded to 5 decimals.
 
     For result files made from MTEB results (``r2med export --submission``): the keys are the
@@ -91,7 +92,7 @@ def write_official_results(
     model_name: str,
     scores: Mapping[str, float],
     evaluation_time: float,
-    layout: str | None = None,
+    layout: OfficialLayoutName | None = None,
 ) -> Path:
     """Write the official R2MED result JSON atomically, byte for byte in the official format.
 

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
+from r2med_plugin.names import Bm25Variant, TieOrder
 
 VARIANTS = ("lucene", "robertson")
 LUCENE_K1, LUCENE_B = 0.9, 0.4
@@ -124,10 +125,10 @@ def bm25_search(
     corpus: pl.DataFrame,
     queries: pl.DataFrame,
     *,
-    variant: str = "lucene",
+    variant: Bm25Variant = "lucene",
     top_k: int = 1000,
     show_progress: bool = True,
-    ties: str = "doc_id",
+    ties: TieOrder = "doc_id",
     workers: int | None = None,
 ) -> Run:
     """BM25 run over ``corpus`` (columns id, text) for ``queries`` (columns id, text): top_k per query.
