@@ -25,12 +25,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import synthetic_task  # noqa: E402
 
-from r2med_plugin.retrieval.analyzed import _merge, analyze_texts, resolve_workers  # noqa: E402
+from r2med_plugin.retrieval.analyzed import merge_analyzed, analyze_texts, resolve_workers  # noqa: E402
 from r2med_plugin.retrieval.analyzer import analyze_many  # noqa: E402
 from r2med_plugin.retrieval.bm25 import (  # noqa: E402
     LuceneBM25Index,
-    _bm25_weights,
-    _term_frequencies,
+    bm25_weights,
+    term_frequencies,
     bm25_search,
 )
 
@@ -51,7 +51,7 @@ def timed(label: str, function, *args, **kwargs):
 def _compact(token_lists):
     vocabulary: dict[str, int] = {}
     ids = [vocabulary.setdefault(t, len(vocabulary)) for terms in token_lists for t in terms]
-    return _merge([(0, 0, list(vocabulary), np.asarray(ids, dtype=np.int32), np.array([len(t) for t in token_lists], dtype=np.int64))])
+    return merge_analyzed([(0, 0, list(vocabulary), np.asarray(ids, dtype=np.int32), np.array([len(t) for t in token_lists], dtype=np.int64))])
 
 
 def with_unicode_classes(corpus, queries, seed: int = 13):
@@ -124,12 +124,12 @@ def official_pipeline(doc_ids, doc_texts, query_ids, query_texts, top_k=1000):
 def ours_from_tokens(doc_ids, doc_tokens, query_ids, query_tokens, top_k=1000):
     analyzed = _compact(doc_tokens)
     vocab = {term: i for i, term in enumerate(analyzed.vocabulary)}
-    counts = _term_frequencies(analyzed, vocab)
+    counts = term_frequencies(analyzed, vocab)
     df = np.bincount(counts.indices, minlength=len(vocab))
     idf = np.log(len(doc_tokens) + 1.0) - np.log(df + 0.5)
     avgdl = float(counts.sum()) / len(doc_tokens)
-    index = LuceneBM25Index(tuple(doc_ids), vocab, idf, avgdl, _bm25_weights(counts, idf, avgdl, 0.9, 0.4))
-    query_weights = _bm25_weights(_term_frequencies(_compact(query_tokens), vocab), idf, avgdl, 0.9, 0.4)
+    index = LuceneBM25Index(tuple(doc_ids), vocab, idf, avgdl, bm25_weights(counts, idf, avgdl, 0.9, 0.4))
+    query_weights = bm25_weights(term_frequencies(_compact(query_tokens), vocab), idf, avgdl, 0.9, 0.4)
     scores = np.asarray((query_weights @ index.weights.T).toarray(), dtype=np.float32)
     return top_k_run(query_ids, doc_ids, scores, top_k)
 

@@ -88,7 +88,7 @@ def test_long_tokens_are_cut_in_every_chunk_of_a_session():
         ["x" * 600 + " tail", "café " + "é" * 300],
         ["x" * 600, "é" * 300 + " café"],
     ]
-    merged = analyzed_module._merge([analyzed_module.analyze_compact(chunk, session) for chunk in chunks])
+    merged = analyzed_module.merge_analyzed([analyzed_module.analyze_compact(chunk, session) for chunk in chunks])
     assert merged.terms() == [
         ["short", "text"], ["x" * 255, "x" * 255, "x" * 90],
         ["x" * 255, "x" * 255, "x" * 90, "tail"], ["café", "é" * 255, "é" * 45],

@@ -327,7 +327,7 @@ def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.
     import Stemmer
 
     from r2med_plugin import load_task
-    from r2med_plugin.retrieval.bm25 import _robertson_tokens, bm25_search
+    from r2med_plugin.retrieval.bm25 import robertson_tokens, bm25_search
 
     data = load_task("NanoR2MEDBiology")
     capsys.readouterr()
@@ -335,7 +335,7 @@ def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.
     assert _bar_names(capsys.readouterr().err) == {"bm25-robertson"}  # "analysing documents", then "scoring queries"
     texts = data.corpus["text"].to_list()
     one_call = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("porter"), show_progress=False, return_ids=False)
-    assert _robertson_tokens(texts, show_progress=False) == one_call  # the chunked tokens equal bm25s' own
+    assert robertson_tokens(texts, show_progress=False) == one_call  # the chunked tokens equal bm25s' own
 
 
 # --- README tip: the candidate-only path equals mteb's reranking task for a bi-encoder ---------------------------------

@@ -308,6 +308,6 @@ def test_each_prompt_is_filed_under_its_own_model_name(mirror_env: Path):
     expanded = evaluate_task(TASK, HashingEncoder(dim=16, name="m"), expansion="hyde/o3-mini",
                              query_prompt=official_query_prompt(spec), show_progress=False)
     assert result_model_name(expanded) == "hyde/o3-mini+m+instruction"
-    from r2med_plugin.reporting.leaderboard import _split_model
+    from r2med_plugin.reporting.leaderboard import split_model_name
 
-    assert _split_model("hyde/o3-mini+m+instruction") == ("o3-mini", "m", "hyde, with instruction")
+    assert split_model_name("hyde/o3-mini+m+instruction") == ("o3-mini", "m", "hyde, with instruction")

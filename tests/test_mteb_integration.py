@@ -28,7 +28,7 @@ def registered() -> None:
 
 def test_registry_shape_is_what_we_patch():
     # Fails loudly when an mteb release changes the registries this plugin extends in place.
-    registry, build_benchmarks = integration._check_registry_shape()
+    registry, build_benchmarks = integration.check_registry_shape()
     assert all(name in registry for name in ALL_NAMES)
     assert "NanoR2MED" in build_benchmarks() and "R2MED-Full" in build_benchmarks()
 
@@ -232,3 +232,14 @@ def test_descriptive_statistics_stay_out_of_mteb_folder(mirror_env: Path, privat
     assert path == private_cache / "descriptive_stats" / data.result_revision / "NanoR2MEDBiology.json"
     task.calculate_descriptive_statistics()
     assert path.is_file() and json.loads(path.read_text())["test"]["num_samples"] == 200 + 5
+
+
+def test_an_unsupported_host_version_fails_loudly():
+    from r2med_plugin.integrations.compat import SUPPORTED, check_host_version
+
+    assert check_host_version("mteb")  # the installed one is supported
+    with pytest.raises(RuntimeError, match=r"supports mteb>=2\.16,<3\.0, found 3\.1\.0"):
+        check_host_version("mteb", "3.1.0")
+    with pytest.raises(RuntimeError, match=r"supports ir_datasets>=0\.5\.11,<0\.7, found 0\.4\.0"):
+        check_host_version("ir_datasets", "0.4.0")
+    assert set(SUPPORTED) == {"mteb", "ir_datasets"}

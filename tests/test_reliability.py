@@ -233,9 +233,9 @@ def test_no_loading_scripts_or_remote_code_in_the_package():
 
 
 def test_tokens_are_masked_in_messages(monkeypatch: pytest.MonkeyPatch):
-    from r2med_plugin.data.hub import _without_secrets
+    from r2med_plugin.data.hub import without_secrets
 
     monkeypatch.setenv("HF_TOKEN", "custom-secret-value")
     text = "401 for url ... Authorization: Bearer hf_abcdefghijklmnop token=custom-secret-value"
-    masked = _without_secrets(text)
+    masked = without_secrets(text)
     assert "hf_abcdefghijklmnop" not in masked and "custom-secret-value" not in masked

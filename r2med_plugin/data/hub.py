@@ -144,14 +144,14 @@ def _download_from_hub(spec: TaskSpec, extra_configs: Sequence[tuple[str, str]])
                 raise
             raise ConnectionError(
                 f"could not download {spec.hub_repo} at revision {revision} for task {spec.name} "
-                f"({type(error).__name__}: {_without_secrets(str(error))}). Offline or air-gapped? Put a copy of the "
+                f"({type(error).__name__}: {without_secrets(str(error))}). Offline or air-gapped? Put a copy of the "
                 f"repo in the hub layout under a folder and set {DATA_DIR_ENV} to it (<dir>/{spec.hub_repo}/README.md, ...)."
             ) from None
     # <cache>/datasets--org--repo/snapshots/<commit>/ links to <cache>/datasets--org--repo/blobs/
     return LocatedRepo(root=root, revision=root.name if _COMMIT.match(root.name) else revision, source="hub", trusted_root=root.parent.parent)
 
 
-def _without_secrets(message: str) -> str:
+def without_secrets(message: str) -> str:
     """Error texts may echo request details: never let a token through."""
     message = re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", message)
     message = re.sub(r"(?i)(authorization|token)([=:]\s*)(bearer\s+)?\S+", r"\1\2***", message)

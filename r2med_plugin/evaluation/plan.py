@@ -195,7 +195,7 @@ def _subsets(candidates: Sequence[str]) -> tuple[str, ...]:
 
 def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, depth, name, batch_size, hybrid, candidates,
                  expansion, workers, **common) -> EvaluationPlan:
-    from r2med_plugin.retrieval.rerank import _check_depth
+    from r2med_plugin.retrieval.rerank import check_depth
 
     if hybrid or candidates or expansion is not None:
         raise ValueError("reranking takes one first stage: drop hybrid, candidates and expansion (rerank their run file instead)")
@@ -204,7 +204,7 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
     if first_stage is not None and retriever is not None and first_stage != retriever:
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
     get_task_spec(task)
-    _check_depth(depth)
+    check_depth(depth)
     stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,
                            bm25_workers=workers)
     return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), reranker=rerank, rerank_depth=depth,

@@ -28,6 +28,7 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.expansions import list_expansions, load_expansions
 from r2med_plugin.data.hub import data_dir_from_env
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.integrations.compat import irds_registered
 from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskData, TaskSpec
 
@@ -84,22 +85,22 @@ class _TaskSource:
 
 class R2MEDDocs(BaseDocs):
     def __init__(self, source: _TaskSource) -> None:
-        self._source = source
+        self.source = source
 
     def docs_iter(self):
-        for doc_id, text in self._source.data().corpus.iter_rows():
+        for doc_id, text in self.source.data().corpus.iter_rows():
             yield GenericDoc(doc_id, text)
 
     def docs_cls(self):
         return GenericDoc
 
     def docs_count(self):
-        data = self._source.counted()
+        data = self.source.counted()
         return data.corpus.height if data is not None else None  # None: the metadata count answers
 
     def docs_store(self, field: str = "doc_id", options: Any = None):
-        data = self._source.data()
-        spec = self._source.spec
+        data = self.source.data()
+        spec = self.source.spec
         # cache_revision: a mirror without a recorded commit is keyed by its files' fingerprint, never served stale
         path = home_path() / NAMESPACE / spec.hub_repo / data.cache_revision / f"{spec.configs['corpus']['split']}.pklz4"
         return PickleLz4FullStore(
@@ -116,17 +117,17 @@ class R2MEDDocs(BaseDocs):
 
 class R2MEDQueries(BaseQueries):
     def __init__(self, source: _TaskSource) -> None:
-        self._source = source
+        self.source = source
 
     def queries_iter(self):
-        for query_id, text in self._source.data().queries.iter_rows():
+        for query_id, text in self.source.data().queries.iter_rows():
             yield GenericQuery(query_id, text)
 
     def queries_cls(self):
         return GenericQuery
 
     def queries_count(self):
-        data = self._source.counted()
+        data = self.source.counted()
         return data.queries.height if data is not None else None
 
     def queries_namespace(self):
@@ -144,8 +145,8 @@ class R2MEDGarQueries(R2MEDQueries):
         self._expansion = expansion
 
     def queries_iter(self):
-        kept = set(self._source.data().queries["id"].to_list())
-        frame = load_expansions(self._source.spec.name, self._expansion)
+        kept = set(self.source.data().queries["id"].to_list())
+        frame = load_expansions(self.source.spec.name, self._expansion)
         for query_id, text, hy_doc in frame.select("id", "text", "hy_doc").iter_rows():
             if query_id in kept:
                 yield R2MEDGarQuery(query_id, text, hy_doc)
@@ -156,15 +157,15 @@ class R2MEDGarQueries(R2MEDQueries):
 
 class R2MEDQrels(BaseQrels):
     def __init__(self, source: _TaskSource) -> None:
-        self._source = source
+        self.source = source
 
     def qrels_iter(self):
-        for query_id, judged in self._source.data().qrels.items():
+        for query_id, judged in self.source.data().qrels.items():
             for doc_id, relevance in judged.items():
                 yield TrecQrel(query_id, doc_id, relevance, "0")
 
     def qrels_count(self):
-        data = self._source.counted()
+        data = self.source.counted()
         return sum(len(judged) for judged in data.qrels.values()) if data is not None else None
 
     def qrels_defs(self):
@@ -176,11 +177,11 @@ class R2MEDQrels(BaseQrels):
 
 class R2MEDScoredDocs(BaseScoredDocs):
     def __init__(self, source: _TaskSource, key: str) -> None:
-        self._source = source
+        self.source = source
         self._key = key
 
     def scoreddocs_iter(self):
-        data = self._source.data()
+        data = self.source.data()
         top_k = int(data.spec.candidate_profiles[self._key]["top_k"])
         for query_id, ids in data.candidates[self._key].items():
             for position, doc_id in enumerate(ids):
@@ -267,13 +268,12 @@ def _unknown_id(root: str, known: list[str], dataset_id: str, groups: tuple) -> 
 def register() -> list[str]:
     """Add our datasets to ir_datasets' registry (idempotent; existing ids are never overwritten)."""
     registry = ir_datasets.registry
-    if not hasattr(registry, "_registered") or not hasattr(registry, "register_pattern"):
-        raise RuntimeError("ir_datasets changed the shape of its registry; r2med-plugin needs an update for this release")
+    registered = irds_registered()
     datasets, metadata = build_datasets()
     provider = MetadataProvider(lambda: metadata)
     added = []
     for name, dataset in datasets.items():
-        existing = registry._registered.get(name)
+        existing = registered.get(name)
         if existing is not None:
             if not getattr(existing, PLUGIN_MARKER, False):
                 logger.warning("ir_datasets already has a dataset %r; r2med-plugin leaves it in place", name)
@@ -306,14 +306,14 @@ def register_local_expansion(folder: str, task: str) -> str:
     register()
     parent = dataset_id(spec)
     child = f"{parent}/local/{local.method}/{local.llm}@{local.folder_id}"
-    registry = ir_datasets.registry
-    existing = registry._registered.get(child)
+    registry, registered = ir_datasets.registry, irds_registered()
+    existing = registered.get(child)
     if existing is not None:
         if not getattr(existing, PLUGIN_MARKER, False):
             raise ValueError(f"ir_datasets already has a dataset {child!r} that r2med-plugin did not register; rename the LLM folder")
-        del registry._registered[child]
-    parent_dataset = registry._registered[parent]
-    source = parent_dataset.queries_handler()._source
+        del registered[child]
+    parent_dataset = registered[parent]
+    source = parent_dataset.queries_handler().source
     queries = R2MEDGarQueries(source, f"{LOCAL_PREFIX}{local.path.parent}")
     title = f"{spec.description.split(':')[0]} + {local.label}"
     dataset = Dataset(

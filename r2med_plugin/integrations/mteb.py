@@ -8,7 +8,6 @@ mirror (``R2MED_DATA_DIR``) works under ``mteb run``.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import re
@@ -26,6 +25,7 @@ from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.plan import extra_scorers
+from r2med_plugin.integrations.compat import mteb_dataloader, mteb_registries
 from r2med_plugin.integrations.mteb_per_query import save_task_per_query
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
@@ -241,23 +241,9 @@ def build_task_classes() -> dict[str, type[R2MEDRetrievalTask]]:
     return classes
 
 
-def _module(name: str) -> Any:
-    # mteb re-exports functions under its modules' names (mteb.get_tasks is a function): go by module path.
-    return importlib.import_module(name)
-
-
-def _check_registry_shape() -> tuple[dict, Any]:
-    tasks_module = _module("mteb.get_tasks")
-    benchmark_module = _module("mteb.benchmarks.get_benchmark")
-    registry = getattr(tasks_module, "_TASKS_REGISTRY", None)
-    task_list = getattr(tasks_module, "TASK_LIST", None)
-    build_benchmarks = getattr(benchmark_module, "_build_registry", None)
-    if not isinstance(registry, dict) or not isinstance(task_list, tuple) or not callable(build_benchmarks):
-        raise RuntimeError(
-            f"mteb {getattr(mteb, '__version__', '?')} changed the shape of its task or benchmark registry "
-            "(mteb.get_tasks._TASKS_REGISTRY dict, TASK_LIST tuple, mteb.benchmarks.get_benchmark._build_registry); "
-            "r2med-plugin needs an update for this mteb release"
-        )
+def check_registry_shape() -> tuple[dict, Any]:
+    """mteb's task registry and benchmark builder (r2med_plugin.integrations.compat)."""
+    _, registry, build_benchmarks = mteb_registries()
     return registry, build_benchmarks
 
 
@@ -267,8 +253,7 @@ def _owner(obj: Any) -> str:
 
 def register() -> list[str]:
     """Add the 24 tasks and the NanoR2MED / R2MED-Full benchmarks to mteb's registries (idempotent)."""
-    tasks_module = _module("mteb.get_tasks")
-    registry, build_benchmarks = _check_registry_shape()
+    tasks_module, registry, build_benchmarks = mteb_registries()
     classes = build_task_classes() if not _already_registered(registry) else {}
     for name, cls in classes.items():
         if name in registry and not getattr(registry[name], PLUGIN_MARKER, False):
@@ -325,12 +310,11 @@ class MtebPairScorer:
 
     def predict(self, pairs: list[tuple[str, str]]) -> Any:
         import numpy as np
-        from mteb._create_dataloaders import create_dataloader
         from mteb.types import PromptType
 
         def loader(texts: tuple[str, ...], kind: PromptType) -> Any:
             rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
-            return create_dataloader(rows, task_metadata=self.task_metadata, prompt_type=kind, batch_size=self.batch_size)
+            return mteb_dataloader(rows, task_metadata=self.task_metadata, prompt_type=kind, batch_size=self.batch_size)
 
         queries, documents = zip(*pairs) if pairs else ((), ())
         scores = self.model.predict(

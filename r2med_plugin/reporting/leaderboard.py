@@ -169,7 +169,7 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
     raise ValueError(f"{path}: the result holds no scores")
 
 
-def _split_model(model: str) -> tuple[str, str, str]:
+def split_model_name(model: str) -> tuple[str, str, str]:
     """(llm, retriever, note) for a model name (see r2med_plugin.names.ResultName): an expansion run's LLM and
     method, a reranked run's "Reranker | First stage" and depth, and the query prompt's label."""
     name = ResultName.parse(model)
@@ -333,7 +333,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
     rows = []
     for group, per_task in full.items():
         model, builtin, revisions = group.family
-        llm, retriever, method = _split_model(model)
+        llm, retriever, method = split_model_name(model)
         local = _local_note(model)
         several = len(real_sets.get((model, builtin), ())) > 1
         unverified = revisions in (UNVERIFIED_SET, UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET)  # always named

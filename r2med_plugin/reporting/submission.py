@@ -14,7 +14,7 @@ from r2med_plugin.reporting.official_files import official_model_name, write_off
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
 from r2med_plugin.reporting.leaderboard import (
-    SYNTHETIC_REVISION, _split_model, grouped_records, read_result_folders, rank_rows, render, user_rows,
+    SYNTHETIC_REVISION, split_model_name, grouped_records, read_result_folders, rank_rows, render, user_rows,
 )
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def export_submission(
                          "--allow-incomplete to write it anyway (its README says what it lacks)")
     out = Path(out_dir)
     written = []
-    retriever = _split_model(model)[1]
+    retriever = split_model_name(model)[1]
     layout = "bm25" if ResultName.parse(model).is_bm25 else "dense"
     for name, record in ours.items():
         spec = by_task[name]
@@ -95,7 +95,7 @@ def export_submission(
     rows = rank_rows(user_rows([ours[name] for name in ours], "r2med"))
     (out / "summary.md").write_text(render(rows, "md"), encoding="utf-8")
     (out / "summary.csv").write_text(render(rows, "csv"), encoding="utf-8")
-    llm, retriever, method = _split_model(model)
+    llm, retriever, method = split_model_name(model)
     card = {
         "model_name": model,
         "retriever": retriever,

@@ -58,7 +58,7 @@ def analyzer_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _merge(parts) -> AnalyzedTexts:
+def merge_analyzed(parts) -> AnalyzedTexts:
     """One vocabulary from the workers' parts (each sends the terms its session added since its last part)."""
     vocabulary: dict[str, int] = {}
     to_global: dict[int, np.ndarray] = {}  # process id -> its session's term ids -> global ids
@@ -119,7 +119,7 @@ def analyze_texts(texts, *, workers: int | None = None, show_progress: bool = Fa
                 parts.append(part)
                 progress.update(len(chunk))
     progress.close()
-    return _merge(parts)
+    return merge_analyzed(parts)
 
 
 def _cache_path(corpus: pl.DataFrame) -> Path:

@@ -43,7 +43,7 @@ class LuceneBM25Index:
     b: float = LUCENE_B
 
 
-def _term_frequencies(analyzed: AnalyzedTexts, vocabulary: dict[str, int]) -> sp.csr_matrix:
+def term_frequencies(analyzed: AnalyzedTexts, vocabulary: dict[str, int]) -> sp.csr_matrix:
     """rows x terms counts; terms missing from ``vocabulary`` are dropped."""
     local_to_global = np.fromiter((vocabulary.get(term, -1) for term in analyzed.vocabulary), dtype=np.int64,
                                   count=len(analyzed.vocabulary))
@@ -58,7 +58,7 @@ def _term_frequencies(analyzed: AnalyzedTexts, vocabulary: dict[str, int]) -> sp
     return counts
 
 
-def _bm25_weights(counts: sp.csr_matrix, idf: np.ndarray, avgdl: float, k1: float, b: float) -> sp.csr_matrix:
+def bm25_weights(counts: sp.csr_matrix, idf: np.ndarray, avgdl: float, k1: float, b: float) -> sp.csr_matrix:
     lengths = np.asarray(counts.sum(axis=1)).ravel()
     row_of_entry = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
     tf = counts.data
@@ -76,7 +76,7 @@ def index_from_analyzed(
     if not len(doc_ids):
         raise ValueError("the corpus is empty: there is nothing to index")
     vocabulary_map = {term: i for i, term in enumerate(analyzed.vocabulary)}
-    counts = _term_frequencies(analyzed, vocabulary_map)
+    counts = term_frequencies(analyzed, vocabulary_map)
     document_frequency = np.bincount(counts.indices, minlength=len(vocabulary_map))
     idf = np.log(len(doc_ids) + 1.0) - np.log(document_frequency + 0.5)
     avgdl = float(counts.sum()) / len(doc_ids)
@@ -85,7 +85,7 @@ def index_from_analyzed(
         vocabulary=vocabulary_map,
         idf=idf,
         avgdl=avgdl,
-        weights=_bm25_weights(counts, idf, avgdl, k1, b),
+        weights=bm25_weights(counts, idf, avgdl, k1, b),
         k1=k1,
         b=b,
     )
@@ -111,8 +111,8 @@ def build_lucene_index(
 
 def lucene_query_weights(index: LuceneBM25Index, queries: Sequence[str]) -> sp.csr_matrix:
     """Queries x terms BM25 weights: the same formula as the documents, on the query bag of words."""
-    counts = _term_frequencies(analyze_texts(queries, workers=1, show_progress=False), index.vocabulary)
-    return _bm25_weights(counts, index.idf, index.avgdl, index.k1, index.b)
+    counts = term_frequencies(analyze_texts(queries, workers=1, show_progress=False), index.vocabulary)
+    return bm25_weights(counts, index.idf, index.avgdl, index.k1, index.b)
 
 
 def lucene_scores(index: LuceneBM25Index, queries: Sequence[str]) -> np.ndarray:
@@ -177,7 +177,7 @@ def _check_frames(corpus: pl.DataFrame, queries: pl.DataFrame) -> None:
 _TOKENIZE_CHUNK = 2000
 
 
-def _robertson_tokens(texts: Sequence[str], show_progress: bool) -> list[list[str]]:
+def robertson_tokens(texts: Sequence[str], show_progress: bool) -> list[list[str]]:
     """bm25s tokens of each text; one progress bar of our own (bm25s' several nested bars stay off)."""
     import bm25s
     import Stemmer
@@ -200,7 +200,7 @@ def build_robertson_index(documents: Sequence[str], *, show_progress: bool = Tru
     if not documents:
         raise ValueError("the corpus is empty: there is nothing to index")
     retriever = bm25s.BM25(method="robertson", k1=ROBERTSON_K1, b=ROBERTSON_B)
-    retriever.index(_robertson_tokens(documents, show_progress), show_progress=False)
+    retriever.index(robertson_tokens(documents, show_progress), show_progress=False)
     return retriever
 
 
@@ -208,7 +208,7 @@ def robertson_scores(retriever, queries: Sequence[str]) -> np.ndarray:
     """Dense queries x documents scores from bm25s (query terms unknown to the corpus are dropped)."""
     num_docs = retriever.scores["num_docs"]
     rows = []
-    for terms in _robertson_tokens(queries, show_progress=False):
+    for terms in robertson_tokens(queries, show_progress=False):
         known = [term for term in terms if term in retriever.vocab_dict]
         rows.append(retriever.get_scores(known) if known else np.zeros(num_docs, dtype=np.float32))
     return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, num_docs), dtype=np.float32)

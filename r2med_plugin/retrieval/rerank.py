@@ -164,7 +164,7 @@ def official_reranker_name(name: str) -> str:
 
 def top_ranked(run: Mapping[str, Mapping[str, float]], depth: int) -> dict[str, list[str]]:
     """Each query's first ``depth`` document ids, in the run's own (ranking) order."""
-    _check_depth(depth)
+    check_depth(depth)
     return {query_id: list(ranked)[:depth] for query_id, ranked in run.items() if ranked}
 
 
@@ -182,7 +182,7 @@ def rerank_run(
 
     The result holds, per query, exactly those documents, with the cross-encoder's scores.
     """
-    _check_depth(depth)
+    check_depth(depth)
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     scorer, query_prefix, document_prefix = as_pair_scorer(model)
@@ -234,6 +234,6 @@ def _one_score_per_pair(raw: object, count: int, scorer: object) -> np.ndarray:
     return array
 
 
-def _check_depth(depth: object) -> None:
+def check_depth(depth: object) -> None:
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
         raise ValueError(f"the rerank depth must be a positive integer (the official code uses 10 or 100), got {depth!r}")
