@@ -38,7 +38,7 @@ def _check(args: argparse.Namespace) -> int:
         "queries": data.queries.height,
         "qrels_queries": len(data.qrels),
         "candidate_lists": {key: len(lists) for key, lists in data.candidates.items()},
-        "report": data.report,
+        "report": dict(data.report),
     }
     print(json.dumps(summary, indent=2, default=str))
     return 0

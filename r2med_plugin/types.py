@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import polars as pl
@@ -68,6 +69,33 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
+class LoadReport(Mapping[str, Any]):
+    """What loading a task found, beyond the data (readable by attribute; by key as the mapping of earlier releases)."""
+
+    found_counts: Mapping[str, int] = field(default_factory=dict)
+    count_drift: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # counts that differ from the dataset card
+    queries_without_positives: list[str] = field(default_factory=list)
+    queries_without_qrels: list[str] = field(default_factory=list)  # dropped, as MTEB drops them
+    query_ids_in_corpus: list[str] = field(default_factory=list)
+    unknown_candidate_ids: Mapping[str, int] = field(default_factory=dict)
+    synthetic_sample: bool = False
+    revision_verified: bool = True
+    files_fingerprint: str | None = None
+    expansion_file: str | None = None  # a released expansion's file, when a result also read it
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self.__dataclass_fields__)
+
+    def __len__(self) -> int:
+        return len(self.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
 class TaskData:
     """A loaded task: corpus and queries as polars frames with columns ``id`` and ``text``."""
 
@@ -78,7 +106,7 @@ class TaskData:
     candidates: dict[str, Candidates]
     revision: str
     source: str
-    report: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    report: LoadReport = field(default_factory=LoadReport)
     revision_verified: bool = True  # False: a local mirror that does not prove its commit (no download record, or edited)
     files_fingerprint: str | None = None  # content hash of the mirror files read; None for hub snapshots
 
@@ -94,11 +122,11 @@ class TaskData:
         dataset card (evaluated with accept_drift): every result file says so, an ``mteb run`` one too."""
         from r2med_plugin.names import DatasetRevision
 
-        if self.report.get("synthetic_sample"):
+        if self.report.synthetic_sample:
             return self.revision
         marker = self.files_fingerprint
         unproven = not (self.revision_verified or marker is None or marker in self.revision)
-        return DatasetRevision(self.revision, marker if unproven else None, bool(self.report.get("count_drift"))).format()
+        return DatasetRevision(self.revision, marker if unproven else None, bool(self.report.count_drift)).format()
 
     @property
     def cache_revision(self) -> str:

@@ -232,3 +232,16 @@ def test_data_files_may_be_glob_patterns(mirror_copy: Path):
     (mirror_copy / "R2MED" / "Biology" / "corpus-extra.jsonl").write_text('{"id": "x", "text": "y"}\n')
     with pytest.raises(ValueError, match="must name exactly one file"):
         r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
+
+
+def test_the_load_report_is_typed_and_damaged_files_are_their_own_error(mirror_copy: Path):
+    from r2med_plugin.data.readers import DamagedFileError, read_table
+    from r2med_plugin.types import LoadReport
+
+    data = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
+    assert isinstance(data.report, LoadReport)
+    assert data.report.count_drift == data.report["count_drift"] and dict(data.report)["synthetic_sample"] is False
+    broken = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
+    broken.write_text('{"id": "d1", "text": "x"}\n{"id": "d2", "te')
+    with pytest.raises(DamagedFileError, match="corpus.jsonl, line 2: malformed JSON"):
+        read_table(broken, {"id": pl.Utf8, "text": pl.Utf8})

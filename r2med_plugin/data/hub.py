@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from r2med_plugin.data.layout import README, config_files, read_front_matter
+from r2med_plugin.data.layout import README, DatasetCardError, config_files, read_front_matter
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def _download_from_hub(spec: TaskSpec, extra_configs: Sequence[tuple[str, str]])
             root = _download_once(spec, revision, extra_configs)
             break
         except Exception as error:  # noqa: BLE001 - sorted into transient (retried) and final below
-            if isinstance(error, ValueError) and "front matter" in str(error):
+            if isinstance(error, DatasetCardError):
                 raise
             if attempt < attempts and _is_transient(error):
                 logger.warning("download of %s failed (%s); retrying (%d/%d)", spec.hub_repo, type(error).__name__, attempt, attempts - 1)

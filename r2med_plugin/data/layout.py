@@ -11,6 +11,11 @@ README = "README.md"
 MAX_README_BYTES = 1024 * 1024
 
 
+
+class DatasetCardError(ValueError):
+    """A dataset card (README.md) whose front matter cannot be used: downloading again does not mend it."""
+
+
 def read_front_matter(repo_root: Path) -> dict:
     """The YAML front matter of ``<repo_root>/README.md`` (the block between the first two '---' lines)."""
     readme = repo_root / README
@@ -20,24 +25,24 @@ def read_front_matter(repo_root: Path) -> dict:
             "`configs` front matter (download the whole repo, README.md included)"
         )
     if readme.stat().st_size > MAX_README_BYTES:
-        raise ValueError(f"{readme} is over {MAX_README_BYTES:,} bytes: not a dataset card; refusing to parse it")
+        raise DatasetCardError(f"{readme} is over {MAX_README_BYTES:,} bytes: not a dataset card; refusing to parse it")
     text = readme.read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
-        raise ValueError(f"{readme}: no YAML front matter (the file must start with a '---' line)")
+        raise DatasetCardError(f"{readme}: no YAML front matter (the file must start with a '---' line)")
     try:
         end = next(i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---")
     except StopIteration:
-        raise ValueError(f"{readme}: the YAML front matter is not closed by a '---' line") from None
+        raise DatasetCardError(f"{readme}: the YAML front matter is not closed by a '---' line") from None
     header = "\n".join(lines[1:end])
     if "&" in header and "*" in header and _has_aliases(header):
-        raise ValueError(f"{readme}: the YAML front matter uses anchors and aliases; dataset cards do not need them")
+        raise DatasetCardError(f"{readme}: the YAML front matter uses anchors and aliases; dataset cards do not need them")
     try:
         front = yaml.safe_load(header) or {}
     except yaml.YAMLError as error:
-        raise ValueError(f"{readme}: the YAML front matter does not parse ({error})") from error
+        raise DatasetCardError(f"{readme}: the YAML front matter does not parse ({error})") from error
     if not isinstance(front, dict):
-        raise ValueError(f"{readme}: the YAML front matter must be a mapping, got {type(front).__name__}")
+        raise DatasetCardError(f"{readme}: the YAML front matter must be a mapping, got {type(front).__name__}")
     return front
 
 
@@ -54,11 +59,11 @@ def config_files(front_matter: dict, readme: Path) -> dict[str, dict[str, list[s
     """config name -> split -> relative file paths, from the front matter's ``configs`` list."""
     configs = front_matter.get("configs")
     if not isinstance(configs, list):
-        raise ValueError(f"{readme}: the front matter has no `configs` list")
+        raise DatasetCardError(f"{readme}: the front matter has no `configs` list")
     layout: dict[str, dict[str, list[str]]] = {}
     for position, entry in enumerate(configs):
         if not isinstance(entry, dict) or "config_name" not in entry:
-            raise ValueError(f"{readme}: configs[{position}] has no config_name")
+            raise DatasetCardError(f"{readme}: configs[{position}] has no config_name")
         layout[str(entry["config_name"])] = _split_files(entry.get("data_files"), readme, entry["config_name"])
     return layout
 
@@ -67,14 +72,14 @@ def _split_files(data_files: object, readme: Path, config: str) -> dict[str, lis
     if isinstance(data_files, str):
         return {"train": [data_files]}
     if not isinstance(data_files, list):
-        raise ValueError(f"{readme}: config {config!r} has no data_files list")
+        raise DatasetCardError(f"{readme}: config {config!r} has no data_files list")
     splits: dict[str, list[str]] = {}
     for item in data_files:
         if isinstance(item, str):
             splits.setdefault("train", []).append(item)
             continue
         if not isinstance(item, dict) or "split" not in item or "path" not in item:
-            raise ValueError(f"{readme}: config {config!r} has a data_files entry without split/path: {item!r}")
+            raise DatasetCardError(f"{readme}: config {config!r} has a data_files entry without split/path: {item!r}")
         paths = item["path"] if isinstance(item["path"], list) else [item["path"]]
         splits.setdefault(str(item["split"]), []).extend(str(path) for path in paths)
     return splits
@@ -112,10 +117,10 @@ def resolve_split_file(
         )
     paths = _expand_patterns(repo_root, layout[config][split])
     if len(paths) != 1:
-        raise ValueError(f"{readme}: config {config!r} split {split!r} must name exactly one file, got {paths}")
+        raise DatasetCardError(f"{readme}: config {config!r} split {split!r} must name exactly one file, got {paths}")
     declared = Path(os.path.normpath(repo_root / paths[0]))
     if Path(paths[0]).is_absolute() or not declared.is_relative_to(Path(os.path.normpath(repo_root))):
-        raise ValueError(f"{readme}: config {config!r} split {split!r} points outside the repo: {paths[0]!r}")
+        raise DatasetCardError(f"{readme}: config {config!r} split {split!r} points outside the repo: {paths[0]!r}")
     target = declared.resolve()
     boundary = (trusted_root or repo_root).resolve()
     if declared.exists() and not target.is_relative_to(boundary):

@@ -14,10 +14,10 @@ from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.fingerprint import files_fingerprint
 from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, evict_from_hub_cache, locate_repo, mirror_files_verified
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
-from r2med_plugin.data.readers import check_ids, read_table
+from r2med_plugin.data.readers import DamagedFileError, check_ids, read_table
 from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
 from r2med_plugin.names import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION
-from r2med_plugin.types import Candidates, Qrels, TaskData, TaskSpec
+from r2med_plugin.types import Candidates, LoadReport, Qrels, TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -96,17 +96,17 @@ def load_task(
         logger.warning("%s: %d queries are judged but have no positive; kept (they score 0), as MTEB and the official evaluator keep them",
                        spec.name, len(zero_only))
     without_positives = sorted(without_qrels + zero_only)
-    report = {
-        "found_counts": found,
-        "count_drift": drift,
-        "queries_without_positives": without_positives,
-        "queries_without_qrels": without_qrels,
-        "query_ids_in_corpus": sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
-        "unknown_candidate_ids": {key: value[1] for key, value in candidates.items()},
-        "synthetic_sample": synthetic,
-        "revision_verified": verified,
-        "files_fingerprint": fingerprint,
-    }
+    report = LoadReport(
+        found_counts=found,
+        count_drift=drift,
+        queries_without_positives=without_positives,
+        queries_without_qrels=without_qrels,
+        query_ids_in_corpus=sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
+        unknown_candidate_ids={key: value[1] for key, value in candidates.items()},
+        synthetic_sample=synthetic,
+        revision_verified=verified,
+        files_fingerprint=fingerprint,
+    )
     return TaskData(
         spec=spec,
         corpus=corpus,
@@ -141,8 +141,8 @@ def _evicting(source: str, path: Path, read: Callable[[], T]) -> T:
     """Run ``read``; a file from the hub cache that cannot be parsed is removed, so the next run re-downloads it."""
     try:
         return read()
-    except ValueError as error:
-        if source == "hub" and any(marker in str(error) for marker in ("not a readable", "malformed JSON", "could not be read")):
+    except DamagedFileError as error:
+        if source == "hub":
             evict_from_hub_cache(path)
             raise ValueError(f"{error}. The damaged download was removed from the Hugging Face cache: run again to re-download it") from error
         raise

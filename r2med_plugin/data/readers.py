@@ -14,6 +14,11 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 _CONTROL_CHARACTERS = r"[\x00-\x1f\x7f]"
 
 
+
+class DamagedFileError(ValueError):
+    """A data file that cannot be parsed at all (truncated or corrupt): a fresh download may mend it."""
+
+
 def max_line_bytes() -> int:
     return int(os.environ.get(MAX_LINE_BYTES_ENV) or DEFAULT_MAX_LINE_BYTES)
 
@@ -67,17 +72,17 @@ def _locate_jsonl_error(path: Path, error: Exception) -> ValueError:
                 record = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as bad:
                 truncated = " (the line looks truncated: re-download the file)" if not raw.endswith(b"\n") else ""
-                return ValueError(f"{path}, line {line_number}: malformed JSON ({bad}){truncated}")
+                return DamagedFileError(f"{path}, line {line_number}: malformed JSON ({bad}){truncated}")
             if not isinstance(record, dict):
                 return ValueError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}")
-    return ValueError(f"{path}: could not be read as JSON lines ({error})")
+    return DamagedFileError(f"{path}: could not be read as JSON lines ({error})")
 
 
 def _read_parquet(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     try:
         frame = pl.read_parquet(path)
     except Exception as error:
-        raise ValueError(f"{path}: not a readable parquet file ({error}); re-download it") from error
+        raise DamagedFileError(f"{path}: not a readable parquet file ({error}); re-download it") from error
     absent = [name for name in columns if name not in frame.columns]
     if absent:
         raise ValueError(f"{path}: missing column(s) {absent}; found {frame.columns}")

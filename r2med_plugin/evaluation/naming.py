@@ -70,4 +70,4 @@ def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:
 
 def dataset_count_drift(data: TaskData) -> dict[str, dict[str, int]]:
     """How the data's counts differ from the dataset card's (evaluated with --accept-drift); {} when they match."""
-    return {} if data.report.get("synthetic_sample") else dict(data.report.get("count_drift") or {})
+    return {} if data.report.synthetic_sample else dict(data.report.count_drift)

@@ -152,7 +152,7 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
 
 def _checked(data: TaskData, stage: RankedRun) -> Run:
     """The first stage's run for the evaluated queries; unknown ids are errors naming the file and line."""
-    dropped = set(data.report.get("queries_without_positives", ()))
+    dropped = set(data.report.queries_without_positives)
     evaluated = set(data.queries["id"].to_list())
     check_run_ids(stage.run, evaluated | dropped, set(data.corpus["id"].to_list()), source=stage.source, task=data.name)
     missing = [query_id for query_id in data.qrels if not stage.run.get(query_id)]
