@@ -44,3 +44,47 @@ def mirror_copy(fixture_mirror: Path, tmp_path: Path) -> Path:
     target = tmp_path / "mirror"
     shutil.copytree(fixture_mirror, target)
     return target
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's wheel, built once per test session (every wheel test reads this one)."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("dist")
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(root)],
+                   check=True, capture_output=True)
+    return next(out.glob("r2med_plugin-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def fresh_python(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with the wheel installed (the test environment's packages importable, its
+    .pth files not run), once per session."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    root = tmp_path_factory.mktemp("fresh")
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
+    python = root / "venv" / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "zz_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(built_wheel)], check=True)
+    return python
+
+
+@pytest.fixture(scope="session")
+def demo_run(fresh_python: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`r2med demo --quiet` from the installed wheel, run once per session: (completed process, output folder)."""
+    import subprocess
+
+    folder = tmp_path_factory.mktemp("demo")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("R2MED_", "PYTHONPATH"))}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    out = subprocess.run([str(fresh_python), "-m", "r2med_plugin.cli", "demo", "--out", str(folder / "demo"), "--quiet"],
+                         env=env, cwd=folder, capture_output=True, text=True, timeout=600)
+    return out, folder / "demo"

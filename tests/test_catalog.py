@@ -96,14 +96,8 @@ def test_import_is_light():
     assert out.stdout.strip() == ""
 
 
-def test_wheel_ships_task_metadata(tmp_path: Path):
-    root = Path(__file__).resolve().parent.parent
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(root)],
-        check=True, capture_output=True,
-    )
-    wheel = next(tmp_path.glob("r2med_plugin-*.whl"))
-    names = zipfile.ZipFile(wheel).namelist()
+def test_wheel_ships_task_metadata(built_wheel: Path):
+    names = zipfile.ZipFile(built_wheel).namelist()
     shipped = sorted(n for n in names if n.startswith("r2med_plugin/task_metadata/"))
     assert len(shipped) == 17
     assert "r2med_plugin/task_metadata/NanoR2MEDBiology.json" in shipped

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -18,25 +16,9 @@ import pytest
 import r2med_plugin
 from tests.offline_model import MODEL_NAME, MODEL_REVISION, populate_hf_cache
 
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("fresh")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(root / "dist"), str(REPO_ROOT)],
-        check=True, capture_output=True,
-    )
-    wheel = next((root / "dist").glob("r2med_plugin-*.whl"))
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
-    python = root / "venv" / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
-    # A plain path line: the test environment's packages become importable, its .pth files do not run.
-    (site / "zz_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
-    return python
 
 
 @pytest.fixture(scope="module")
@@ -166,9 +148,8 @@ def test_ir_datasets_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: 
     assert "nano-r2med/biology/hybrid" in out.stdout.split()
 
 
-def test_demo_from_the_installed_wheel(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
-    env = {key: value for key, value in cli_env.items() if not key.startswith("R2MED_")}
-    out = _run(fresh_python, ["-m", "r2med_plugin.cli", "demo", "--out", str(tmp_path / "demo"), "--quiet"], env, tmp_path)
+def test_demo_from_the_installed_wheel(demo_run):
+    out, _ = demo_run
     assert out.returncode == 0, out.stderr[-3000:]
     assert "site-packages" in out.stdout.split("== sample: ")[1].splitlines()[0]  # the sample inside the wheel
     assert "| sentence-transformers/all-MiniLM-L6-v2 (synthetic sample) |" in out.stdout and "| bm25-lucene (synthetic sample) |" in out.stdout

@@ -26,6 +26,8 @@ from pathlib import Path
 import mteb
 import pytest
 
+pytestmark = pytest.mark.slow
+
 MTEB_VERSION = version("mteb")
 CACHE = Path(os.environ.get("R2MED_MTEB_SDIST_CACHE") or Path.home() / ".cache" / "r2med-plugin-tests" / "mteb-sdist")
 # A test file that walks every registered task or benchmark is one our 24 tasks and 2 benchmarks can break.

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -201,10 +199,10 @@ def test_demo_without_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     assert paths["chart"].stat().st_size > 10_000
 
 
-def test_demo_command(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("R2MED_")}
-    out = subprocess.run([sys.executable, "-m", "r2med_plugin.cli", "demo", "--out", str(tmp_path / "demo"), "--quiet"],
-                         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+@pytest.mark.slow
+def test_demo_command(demo_run):
+    out, folder = demo_run  # the demo runs once per session (from the installed wheel: tests/conftest.py)
+    tmp_path = folder.parent
     assert out.returncode == 0, out.stderr[-3000:]
     table = out.stdout.split("[3/3] leaderboard")[1]
     assert "SYNTHETIC SAMPLE" in out.stdout

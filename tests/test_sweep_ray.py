@@ -13,6 +13,8 @@ from r2med_plugin.cli import main
 from r2med_plugin.sweep import expand_jobs, load_spec, run_sweep
 from r2med_plugin.sweep.engines import RayEngine
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def ray_session():
