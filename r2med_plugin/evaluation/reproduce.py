@@ -15,7 +15,6 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +66,9 @@ class ReproduceReport:
 
 def published_bm25() -> dict[str, float]:
     """The published BM25 nDCG@10 x 100 per R2MED task (the leaderboard row without an LLM)."""
-    text = (resources.files("r2med_plugin") / "reporting" / "r2med_leaderboard.json").read_text(encoding="utf-8")
-    (row,) = [r for r in json.loads(text)["rows"] if r["llm"] is None and r["retriever"] == "BM25"]
+    from r2med_plugin.reporting.published import published_table
+
+    (row,) = [r for r in published_table()["rows"] if r["llm"] is None and r["retriever"] == "BM25"]
     return _by_task_name(row["scores"], "the published leaderboard")
 
 

@@ -69,21 +69,14 @@ def evaluate_task(
     rerank_batch_size: int = 32,
     bm25_workers: int | None = None,
 ) -> TaskRunResult:
-    """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``.
-
-    Full-corpus scores (main: ndcg_at_10), plus ``hybrid_*`` (RRF with the task's BM25) when ``hybrid``,
-    plus ``candidates_<subset>_*`` for each requested stored list. With ``candidates_only`` an encoder
-    encodes just the union of the candidate documents and the full-corpus scores are skipped.
-    ``expansion`` ("method/llm", R2MED tasks) combines each query with a released LLM expansion by the
-    official rules (see r2med_plugin.retrieval.expansion); "local:<folder>/<method>/<llm>" uses one made
-    by ``r2med generate`` (r2med_plugin.generation) the same way.
-
-    ``rerank`` (a cross-encoder, or its name or folder) switches to the official reranker mode: the top
-    ``rerank_depth`` documents of ``first_stage`` (default: ``retriever``; else a BM25 name, an encoder,
-    a TREC or topk_docs run file or folder, or a run dict) are reranked and only they are scored; the
-    first stage's own scores come as ``first_stage_*`` (see r2med_plugin.evaluation.reranking).
-    ``bm25_workers``: processes for bm25-lucene's corpus analysis (default: all cores).
-    """
+    """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``: full-corpus scores (main:
+    ndcg_at_10), ``hybrid_*`` (RRF with the task's BM25) when ``hybrid``, ``candidates_<subset>_*`` per stored list
+    (``candidates_only``: the lists only, an encoder encodes just their union). ``expansion`` ("method/llm", or
+    "local:<folder>/<method>/<llm>" from ``r2med generate``) combines the queries with an LLM expansion by the
+    official rules. ``rerank`` (a cross-encoder or its name) switches to the official reranker mode: the top
+    ``rerank_depth`` of ``first_stage`` (default ``retriever``; also a run file or folder, or a run dict) are
+    reranked and scored, the first stage's own scores as ``first_stage_*``. ``bm25_workers``: processes for
+    bm25-lucene's corpus analysis (default: all cores). Builds the plan (build_plan) and executes it."""
     return execute(build_plan(
         task, retriever, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only, data_dir=data_dir,
         accept_drift=accept_drift, top_k=top_k, query_prompt=query_prompt, expansion=expansion, show_progress=show_progress,

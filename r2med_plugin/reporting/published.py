@@ -1,0 +1,48 @@
+"""The published R2MED leaderboard and the official reranker results, shipped with the package."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from r2med_plugin.reporting.rows import LeaderboardRow
+
+
+def published_table() -> dict:
+    """The published leaderboard as shipped (reporting/r2med_leaderboard.json, with its source)."""
+    return json.loads((resources.files("r2med_plugin") / "reporting" / "r2med_leaderboard.json").read_text(encoding="utf-8"))
+
+
+def published_rows() -> list[LeaderboardRow]:
+    """The published R2MED leaderboard (shipped with the package)."""
+    return [
+        LeaderboardRow(
+            llm=row["llm"] or "", retriever=row["retriever"], scores=dict(row["scores"]), source="published",
+            published_average=float(row["avg"]),
+        )
+        for row in published_table()["rows"]
+    ]
+
+
+def published_reranker_rows() -> list[LeaderboardRow]:
+    """The official reranker results (results/reranker/<reranker>/<retriever>/top_<k>/, shipped with the
+    package): one "Reranker | First stage" row per reranker, first stage and depth, nDCG@10 x 100."""
+    text = (resources.files("r2med_plugin") / "reporting" / "r2med_reranker_results.json").read_text(encoding="utf-8")
+    facts = json.loads(text)
+    models = facts["models"]
+    grouped: dict[tuple[str, str, int], dict[str, float]] = {}
+    for result in facts["results"]:
+        key = (result["reranker_name"], result["retriever_name"], int(result["topk"]))
+        grouped.setdefault(key, {})[result["dataset_name"]] = 100 * float(result["test"]["NDCG@10"])
+    return [
+        LeaderboardRow(
+            llm="", retriever=f"{_short(models.get(reranker, reranker))} | {_short(models.get(retriever, retriever))}",
+            scores=scores, source="published", note=f"rerank top {depth}",
+        )
+        for (reranker, retriever, depth), scores in grouped.items()
+    ]
+
+
+def _short(model: str) -> str:
+    """The model's name without its hub organisation, as the leaderboard names models (NV-Embed-v2)."""
+    return model.rsplit("/", 1)[-1]

@@ -1,0 +1,102 @@
+"""Rendering leaderboard rows: Markdown, CSV or HTML tables with their notes."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Sequence
+
+from r2med_plugin.reporting.rows import BENCHMARK_TITLES, NANO_EXTRA_COLUMNS, LeaderboardRow, task_columns
+
+_HTML_HEAD = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>R2MED leaderboard</title></head><body>\n"
+_HTML_TAIL = "</body></html>\n"
+
+
+def _partial_extras(row: LeaderboardRow) -> dict[str, int]:
+    """NanoR2MED extra column -> number of tasks holding it, for columns held by some tasks but not all
+    (no average is shown for those: it would mix task sets)."""
+    counts = {column: sum(column in values for values in row.task_extras.values()) for column in NANO_EXTRA_COLUMNS}
+    return {column: count for column, count in counts.items() if count and column not in row.extras}
+
+
+def _header(rows: Sequence[LeaderboardRow]) -> list[str]:
+    extras = [c for c in NANO_EXTRA_COLUMNS if any(c in r.extras or c in _partial_extras(r) for r in rows)]
+    tested = ["vs best"] if any(r.versus_best for r in rows) else []
+    return ["Rank", "LLM", "Retriever", "Avg.", *tested, *task_columns(), *extras]
+
+
+def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[str]]]:
+    header = _header(rows)
+    body, rank = [], 0
+    for row in rows:
+        rank = rank + 1 if row.ranked else rank
+        retriever = row.retriever + (f" ({row.note})" if row.note else "") + (" [published]" if row.source == "published" else "")
+        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, f"{row.average:.2f}" if row.ranked else "-"]
+        if row.interval is not None and row.ranked:
+            cells[-1] += f" [{row.interval[0]:.2f}, {row.interval[1]:.2f}]"
+        if "vs best" in header:
+            cells.append(row.versus_best or "-")
+        cells += [f"{row.scores[c]:.2f}" if c in row.scores else "-" for c in task_columns()]
+        cells += [f"{row.extras[c]:.2f}" if c in row.extras else "-" for c in header[len(cells):]]
+        body.append(cells)
+    return header, body
+
+
+def row_label(row: LeaderboardRow) -> str:
+    """"LLM | Retriever (notes)": the expansion method and revision notes keep otherwise equal rows apart."""
+    name = f"{row.llm} | {row.retriever}" if row.llm else row.retriever
+    return name + (f" ({row.note})" if row.note else "")
+
+
+def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
+    lines = [
+        f"{row_label(row)}: not ranked, " + (row.excluded if row.excluded else f"missing {', '.join(row.missing)}")
+        for row in rows if not row.ranked
+    ]
+    for row in rows:
+        partial = _partial_extras(row)
+        if partial:
+            held = "; ".join(f"{column} on {count} of {len(task_columns())} tasks" for column, count in partial.items())
+            lines.append(f"{row_label(row)}: no average for {held} (averages need every task)")
+    lines += [row.significance for row in rows if row.significance]
+    return lines
+
+
+def _html_body(rows: Sequence[LeaderboardRow]) -> str:
+    header, body = table_cells(rows)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    rows_html = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>" for cells in body)
+    notes_html = "".join(f"<li>{html.escape(n)}</li>" for n in notes(rows))
+    return (f"<table border=\"1\"><thead><tr>{head}</tr></thead><tbody>{rows_html}</tbody></table>\n"
+            + (f"<ul>{notes_html}</ul>\n" if notes_html else ""))
+
+
+def render_many(tables: dict[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
+    """One table as ``render`` gives it; several, each under its benchmark's title."""
+    if len(tables) == 1:
+        return render(next(iter(tables.values())), fmt)
+    if fmt == "html":
+        return _HTML_HEAD + "".join(f"<h2>{html.escape(BENCHMARK_TITLES[b])}</h2>\n{_html_body(rows)}" for b, rows in tables.items()) + _HTML_TAIL
+    titled = {"md": "## {title}\n\n{text}", "csv": "{title}\n{text}"}
+    if fmt not in titled:
+        raise ValueError(f"format must be md, csv or html, got {fmt!r}")
+    return "\n".join(titled[fmt].format(title=BENCHMARK_TITLES[b], text=render(rows, fmt)) for b, rows in tables.items())
+
+
+def render(rows: Sequence[LeaderboardRow], fmt: str = "md") -> str:
+    if fmt == "html":
+        return _HTML_HEAD + _html_body(rows) + _HTML_TAIL
+    header, body = table_cells(rows)
+    if fmt == "md":
+        footnotes = notes(rows)
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |" for cells in body]  # "Reranker | First stage"
+        return "\n".join(lines + ([""] + [f"- {note}" for note in footnotes] if footnotes else [])) + "\n"
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(body)
+        return buffer.getvalue()
+    raise ValueError(f"format must be md, csv or html, got {fmt!r}")

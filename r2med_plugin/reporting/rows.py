@@ -1,0 +1,48 @@
+"""A leaderboard row and the table's columns: what the leaderboard builds and what renders and plots read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from r2med_plugin.catalog import list_tasks
+
+BENCHMARKS = ("r2med", "nano")
+MAIN_METRIC = "ndcg_at_10"
+NANO_EXTRA_COLUMNS = {
+    "Hybrid": "hybrid_ndcg_at_10",
+    "Cand. BM25": "candidates_bm25_ndcg_at_10",
+    "Cand. dense": "candidates_dense_ndcg_at_10",
+    "Cand. hybrid": "candidates_hybrid_ndcg_at_10_with_safeguard",
+}
+BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
+
+
+@dataclass
+class LeaderboardRow:
+    llm: str
+    retriever: str
+    scores: dict[str, float]  # hub name -> nDCG@10 x 100
+    source: str  # "yours" or "published"
+    note: str = ""
+    extras: dict[str, float] = field(default_factory=dict)
+    task_extras: dict[str, dict[str, float]] = field(default_factory=dict)  # hub name -> column -> x100
+    published_average: float | None = None  # the average as published (it may differ in the last digit)
+    average: float | None = None
+    missing: list[str] = field(default_factory=list)
+    excluded: str = ""  # why the row is never ranked, whatever its scores (e.g. synthetic next to real rows)
+    synthetic: bool = False
+    count_drift: bool = False  # computed on data whose counts differ from the dataset card
+    # r2med leaderboard --significance (r2med_plugin.reporting.leaderboard_significance)
+    sources: dict[str, Path] = field(default_factory=dict)  # hub name -> the result file of that task's score
+    interval: tuple[float, float] | None = None  # 95% interval of the average
+    versus_best: str = ""  # "best", "tied", "below", or "-" (not tested: the reason is in significance)
+    significance: str = ""  # a note under the table (the method, or why the row was not tested)
+
+    @property
+    def ranked(self) -> bool:
+        return self.average is not None
+
+
+def task_columns() -> list[str]:
+    return [spec.hub_name for spec in list_tasks("r2med")]
