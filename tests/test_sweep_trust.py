@@ -227,3 +227,24 @@ def test_values_that_would_fail_at_run_time_fail_at_spec_check(tmp_path: Path):
     with pytest.raises(SpecError) as raised:
         parse_spec({**base, "retrievers": ["bm25-lucene"], "taks": 1}, tmp_path / "sweep.yaml")
     assert str(raised.value).count("taks") == 1  # said once
+
+
+def test_job_ids_of_fixed_specs_never_change():
+    """Job schema version 1: these ids were computed by r2med-plugin before the redesign (commit 45f3fc2); existing
+    sweep folders resume only while they hold."""
+    from r2med_plugin.sweep.spec import JOB_SCHEMA_VERSION, expand_jobs, parse_spec
+
+    specs = {
+        "bm25": ({"tasks": ["NanoR2MEDBiology", "R2MEDBiology"], "retrievers": ["bm25-lucene", "bm25-robertson"], "hybrid": True},
+                 ["1c5feddaa56c4204", "e8adf630e7727f7e", "95e45cf81a5d671e", "29e8f7a7478c6ca9"]),
+        "model": ({"tasks": ["NanoR2MEDBiology"], "retrievers": [{"model": "org/model", "revision": "abc", "instruction": True}],
+                   "candidates": ["bm25", "hybrid"], "top_k": 100}, ["6e15f80d75fa263d"]),
+        "expansion": ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "expansions": [None, "hyde/gpt4"]},
+                      ["eacc5b8a3f635c62", "bc7643e8ca5d873c"]),
+        "rerank": ({"tasks": ["R2MEDBiology"], "rerankers": [{"model": "org/ce", "first_stage": "bm25-lucene", "depth": 10}]},
+                   ["62570b6d8cd9ac92"]),
+    }
+    assert JOB_SCHEMA_VERSION == 1
+    for name, (raw, expected) in specs.items():
+        jobs = expand_jobs(parse_spec({"output": "/tmp/o", **raw}, "/tmp/spec.yaml"))
+        assert [job.job_id for job in jobs] == expected, name

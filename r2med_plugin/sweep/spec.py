@@ -94,11 +94,15 @@ class Job:
         return cls(**dict(payload))
 
 
+JOB_SCHEMA_VERSION = 1  # a new version is a new identity formula; existing sweep folders keep resuming under version 1
+
+
 def job_identity(job: Job) -> str:
-    """A stable id for what a job computes: task, retriever (name, revision, instruction) and options."""
-    retriever = dict(job.retriever or {})
-    retriever.pop("devices", None)
-    retriever.pop("batch_size", None)
+    """A stable id for what a job computes (job schema version 1): the JSON of [task, retriever, instruction,
+    options] with sorted keys, where retriever is {"bm25": name} or {"model", "revision"} (never devices or batch
+    size, which change no score) and options are what the job computes with (never where the data lives:
+    data_dir, accept_drift, show_progress). Pinned by tests/test_sweep_trust.py: ids of fixed specs never change."""
+    retriever = {key: value for key, value in (job.retriever or {}).items() if key not in ("devices", "batch_size")}
     options = {key: value for key, value in job.options.items() if key not in NOT_IN_IDENTITY}
     payload = json.dumps([job.task, retriever, job.instruction, options], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
