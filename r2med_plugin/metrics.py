@@ -6,7 +6,9 @@ A query of the qrels that is missing from the run scores 0 on every metric.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +19,37 @@ MIN_TOP_K = 10  # the main score is ndcg_at_10: a shallower run cannot report it
 # mteb's retrieval cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official R2MED BM25 ones (25, 50).
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 20, 25, 50, 100, 1000)
 _FAMILIES = {"ndcg_cut": "ndcg_at", "map_cut": "map_at", "recall": "recall_at", "P": "precision_at", "success": "hit_at"}
+
+
+_METRIC_KEY = re.compile(
+    r"^(?P<prefix>(?:hybrid_|first_stage_|candidates_[a-z]+_)?)(?P<family>ndcg_at|map_at|recall_at|precision_at|hit_at|mrr_at|mrr)"
+    r"(?:_(?P<cutoff>\d+))?(?:_(?P<variant>with_safeguard|without_safeguard))?$"
+)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A reported score's key as parts, as ir_measures names measures: family, cutoff and variant give the key
+    (``candidates_hybrid_`` + ``ndcg_at`` + ``_10`` + ``_with_safeguard``)."""
+
+    family: str  # ndcg_at, map_at, recall_at, precision_at, hit_at, mrr_at, mrr
+    cutoff: int | None = None
+    variant: str = ""  # with_safeguard, without_safeguard
+    prefix: str = ""  # hybrid_, first_stage_, candidates_<list>_
+
+    @property
+    def key(self) -> str:
+        cutoff = f"_{self.cutoff}" if self.cutoff is not None else ""
+        return f"{self.prefix}{self.family}{cutoff}" + (f"_{self.variant}" if self.variant else "")
+
+    @classmethod
+    def parse(cls, key: str) -> Metric | None:
+        """The parts of a score key, or None for a key that is not a metric (main_score, hf_subset, ...)."""
+        match = _METRIC_KEY.match(key)
+        if match is None:
+            return None
+        cutoff = int(match["cutoff"]) if match["cutoff"] else None
+        return cls(match["family"], cutoff, match["variant"] or "", match["prefix"])
 
 
 def metric_names(k_values: Iterable[int] = DEFAULT_K_VALUES) -> list[str]:

@@ -132,3 +132,13 @@ def test_bad_inputs():
         evaluate_run(QRELS, {"q1": {"d1": float("nan")}})
     with pytest.raises(TypeError, match="relevance that is not an integer"):
         evaluate_run({"q1": {"d1": "high"}}, RUN)  # type: ignore[dict-item]
+
+
+def test_metric_keys_as_parts_round_trip():
+    from r2med_plugin.metrics import Metric, metric_names
+
+    for key in [*metric_names(), "candidates_hybrid_ndcg_at_1000_with_safeguard", "hybrid_mrr", "first_stage_recall_at_25"]:
+        metric = Metric.parse(key)
+        assert metric is not None and metric.key == key
+    assert Metric.parse("candidates_hybrid_ndcg_at_1000_with_safeguard") == Metric("ndcg_at", 1000, "with_safeguard", "candidates_hybrid_")
+    assert Metric.parse("main_score") is None and Metric.parse("mrr").cutoff is None

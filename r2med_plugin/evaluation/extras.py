@@ -19,7 +19,7 @@ from r2med_plugin.cache import cached_run, fingerprint, key_of
 from r2med_plugin.metrics import evaluate_run
 from r2med_plugin.retrieval.analyzed import analyzer_version
 from r2med_plugin.retrieval.bm25 import bm25_search
-from r2med_plugin.retrieval.candidates import restrict_run
+from r2med_plugin.retrieval.candidates import restrict_run, safeguard_split
 from r2med_plugin.retrieval.fusion import rrf
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
@@ -77,14 +77,12 @@ def candidate_scores(data: TaskData, model_run: Run, subsets: Sequence[str] | No
     for key, lists in data.candidates.items():
         if subsets is not None and key not in subsets:
             continue
-        restricted = restrict_run(model_run, lists)
         if key == "hybrid":
-            top_k = int(data.spec.candidate_profiles[key]["top_k"])
-            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, restricted), "_with_safeguard")
-            without = restrict_run(model_run, lists, limit=top_k)
+            with_row, without = safeguard_split(model_run, lists, int(data.spec.candidate_profiles[key]["top_k"]))
+            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, with_row), "_with_safeguard")
             scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, without), "_without_safeguard")
         else:
-            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, restricted))
+            scores |= _prefixed(f"candidates_{key}_", evaluate_run(data.qrels, restrict_run(model_run, lists)))
     return scores
 
 

@@ -11,7 +11,6 @@ the runner merges them in the plan's order (the order of the keys in the result 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -27,7 +26,7 @@ from r2med_plugin.evaluation.official import (
     official_dense_scores,
     official_reranker_scores,
 )
-from r2med_plugin.metrics import evaluate_run
+from r2med_plugin.metrics import Metric, evaluate_run
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
 
@@ -59,12 +58,15 @@ class Scorer(Protocol):
     def score(self, retrieved: Retrieved) -> Scores: ...
 
 
-_CUTOFF = re.compile(r"_at_(\d+)(?:_with(?:out)?_safeguard)?$")
-
-
 def within_depth(scores: Mapping[str, float], top_k: int) -> dict[str, float]:
-    """Drop metrics at cutoffs deeper than the run (with top_k=100, "recall_at_1000" would equal recall_at_100)."""
-    return {key: value for key, value in scores.items() if not ((m := _CUTOFF.search(key)) and int(m.group(1)) > top_k)}
+    """Drop metrics at cutoffs deeper than the run (with top_k=100, "recall_at_1000" would equal recall_at_100),
+    by each metric's own cutoff (``Metric.parse``: ``*_at_1000_with_safeguard`` too)."""
+    kept = {}
+    for key, value in scores.items():
+        metric = Metric.parse(key)
+        if metric is None or metric.cutoff is None or metric.cutoff <= top_k:
+            kept[key] = value
+    return kept
 
 
 @dataclass(frozen=True)

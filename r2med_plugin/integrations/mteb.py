@@ -29,7 +29,7 @@ from r2med_plugin.integrations.compat import mteb_dataloader, mteb_registries
 from r2med_plugin.integrations.mteb_per_query import save_task_per_query
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
-from r2med_plugin.retrieval.candidates import restrict_run
+from r2med_plugin.retrieval.candidates import safeguard_split
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import TaskSpec
 
@@ -162,7 +162,7 @@ class R2MEDRerankingTask(R2MEDRetrievalTask):
     ) -> dict[str, float]:
         candidates = self.task_data.candidates[self.candidate_key]
         top_k = int(self.task_data.spec.candidate_profiles[self.candidate_key]["top_k"])
-        without = restrict_run(results, candidates, limit=top_k)
+        _, without = safeguard_split(results, candidates, top_k)  # mteb's results hold the whole lists already
         with_safeguard = evaluate_run(qrels, results, self.k_values)
         without_safeguard = evaluate_run(qrels, without, self.k_values)
         runs = {"": results, "_with_safeguard": results, "_without_safeguard": without}

@@ -73,6 +73,12 @@ def restrict_run(run: Mapping[str, Mapping[str, float]], candidates: Mapping[str
     return restricted
 
 
+def safeguard_split(run: Mapping[str, Mapping[str, float]], candidates: Mapping[str, Sequence[str]], top_k: int) -> tuple[Run, Run]:
+    """(with, without) the safeguard row: the run restricted to each query's whole list (candidate ``top_k + 1``,
+    a positive added to the hybrid lists, included), and to its first ``top_k`` candidates."""
+    return restrict_run(run, candidates), restrict_run(run, candidates, limit=top_k)
+
+
 def candidate_profile(candidates: Mapping[str, Sequence[str]], qrels: Qrels, *, top_k: int | None = None) -> dict:
     """nDCG@10, hit@10 and recall@100 of the stored order, counts, coverage and safeguard rows.
 
