@@ -63,24 +63,24 @@ def evaluate_run_per_query(
     k_values: Iterable[int] = DEFAULT_K_VALUES,
 ) -> dict[str, dict[str, float]]:
     """query id -> metric -> value, for every query of ``qrels``; the inputs are not modified."""
-    import pytrec_eval
-
     k_values = _check_k_values(k_values)
-    clean_qrels = _clean_qrels(qrels)
-    clean_run = _clean_run(run, clean_qrels)
     measures = {f"{family}.{','.join(map(str, k_values))}" for family in _FAMILIES} | {"recip_rank"}
-    raw = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run) if clean_run else {}
+    raw = pytrec_eval_per_query(qrels, run, measures)
     zeros = dict.fromkeys(metric_names(k_values), 0.0)
-    return {query_id: _rename(raw[query_id], k_values) if query_id in raw else dict(zeros) for query_id in clean_qrels}
+    return {query_id: _rename(raw[query_id], k_values) if query_id in raw else dict(zeros) for query_id in _clean_qrels(qrels)}
 
 
 def pytrec_eval_per_query(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
     measures: Iterable[str],
+    *,
+    keep_empty: bool = False,
 ) -> dict[str, dict[str, float]]:
     """pytrec_eval's own per-query values, unchanged: query id -> pytrec_eval measure ("ndcg_cut_10",
-    "recip_rank", ...) -> value, for the queries pytrec_eval evaluates (run queries that have qrels).
+    "recip_rank", ...) -> value, for the queries pytrec_eval evaluates (run queries that have qrels; with
+    ``keep_empty``, also those the run lists without documents, as pytrec_eval scores them: 0). The one
+    place this package calls pytrec_eval.
 
     No zero-filling and no renaming: these are the values the official R2MED evaluators average
     (official_means). Use evaluate_run_per_query for MTEB-style keys over every qrels query.
@@ -88,7 +88,7 @@ def pytrec_eval_per_query(
     import pytrec_eval
 
     clean_qrels = _clean_qrels(qrels)
-    clean_run = _clean_run(run, clean_qrels)
+    clean_run = _clean_run(run, clean_qrels, keep_empty=keep_empty)
     measures = set(measures)
     if not measures:
         raise ValueError("measures is empty: name pytrec_eval measures, e.g. {'ndcg_cut.10', 'recip_rank'}")
@@ -143,7 +143,7 @@ def _clean_qrels(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
     return clean
 
 
-def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels) -> Run:
+def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels, *, keep_empty: bool = False) -> Run:
     if not isinstance(run, Mapping):
         raise TypeError(f"run must be a dict of dicts (query id -> doc id -> score), got {type(run).__name__}")
     clean: Run = {}
@@ -153,6 +153,8 @@ def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels) -> Run:
         if not isinstance(ranked, Mapping):
             raise TypeError(f"run[{query_id!r}] must be a dict doc id -> score, got {type(ranked).__name__}")
         if not ranked:
+            if keep_empty:
+                clean[str(query_id)] = {}
             continue
         try:
             values = np.fromiter(ranked.values(), dtype=np.float64, count=len(ranked))
@@ -185,13 +187,9 @@ def official_means(
     Keys: ndcg_at_k, map_at_k, recall_at_k, precision_at_k for each k, then mrr (``recip_rank``) when asked.
     This is the other aggregation policy next to ``evaluate_run`` (MTEB's mean over every qrels query).
     """
-    import pytrec_eval
-
     k_values = tuple(k_values)
-    clean_qrels = {str(q): {str(d): int(r) for d, r in judged.items()} for q, judged in qrels.items()}
-    clean_run = {str(q): {str(d): float(s) for d, s in ranked.items()} for q, ranked in run.items()}
     measures = {f"{family}.{','.join(map(str, k_values))}" for family, _ in _OFFICIAL_FAMILIES} | ({"recip_rank"} if with_mrr else set())
-    per_query = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run)
+    per_query = pytrec_eval_per_query(qrels, run, measures, keep_empty=True)
     if not per_query:
         raise ValueError("no query of the run has qrels: the official evaluator would divide by zero; the run is for "
                          "another task, or empty")
