@@ -13,48 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import polars as pl
 
-from r2med_plugin.cache import cached_run, fingerprint, key_of
 from r2med_plugin.metrics import evaluate_run
-from r2med_plugin.retrieval.analyzed import analyzer_version
-from r2med_plugin.retrieval.bm25 import bm25_search
+from r2med_plugin.retrieval.bm25_cache import RUN_DEPTH, bm25_run, bm25_variant_for  # noqa: F401 - where earlier callers found them
 from r2med_plugin.retrieval.candidates import restrict_run, safeguard_split
 from r2med_plugin.retrieval.fusion import rrf
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
-from r2med_plugin.names import Bm25Variant, TieOrder
 
 EXTRA_METRICS = ("ndcg_at_10", "ndcg_at_100", "map_at_10", "recall_at_10", "recall_at_100", "precision_at_10", "hit_at_10", "mrr")
 HYBRID_RRF_K = 60
-RUN_DEPTH = 1000
-
-
-def bm25_variant_for(data: TaskData) -> str:
-    return "robertson" if data.spec.kind == "nano" else "lucene"
-
-
-def bm25_run(
-    data: TaskData,
-    variant: Bm25Variant | None = None,
-    *,
-    top_k: int = RUN_DEPTH,
-    queries: pl.DataFrame | None = None,
-    show_progress: bool = True,
-    ties: TieOrder = "doc_id",
-    workers: int | None = None,
-) -> Run:
-    """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,
-    variant, depth, tie order, text fingerprints and (bm25-lucene) the analyzer version."""
-    variant = variant or bm25_variant_for(data)
-    queries = data.queries if queries is None else queries
-    tie_part = () if ties == "doc_id" else (f"ties={ties}",)
-    analyzer = analyzer_version() if variant == "lucene" else ""
-    key = key_of(data.name, data.cache_revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries), analyzer)
-    return cached_run(
-        f"bm25-{variant}", key,
-        lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties, workers=workers),
-    )
 
 
 def _prefixed(prefix: str, scores: Mapping[str, float], suffix: str = "") -> dict[str, float]:

@@ -21,7 +21,7 @@ import polars as pl
 
 from r2med_plugin.data.expansions import is_local, load_expansions, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
-from r2med_plugin.evaluation.extras import bm25_run
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.names import BM25_VARIANTS, TieOrder
 from r2med_plugin.retrieval.candidates import restrict_run

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
+from r2med_plugin.evaluation.extras import candidate_scores, hybrid_scores
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, Bm25
 from r2med_plugin.evaluation.official import (
     BM25_DEPTH,
