@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,7 +13,7 @@ import polars as pl
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.fingerprint import files_fingerprint
-from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, evict_from_hub_cache, locate_repo, mirror_files_verified
+from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, LocatedRepo, evict_from_hub_cache, locate_repo, mirror_files_verified
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import DamagedFileError, check_ids, read_table
 from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
@@ -42,51 +43,114 @@ def load_task(
     """Load and validate task ``name`` from the hub (pinned revision) or from ``data_dir`` / R2MED_DATA_DIR.
 
     ``accept_drift=True`` (default: the R2MED_ACCEPT_DRIFT environment variable) turns count and revision
-    mismatches into entries of ``TaskData.report`` instead of errors.
+    mismatches into entries of ``TaskData.report`` instead of errors. Four steps: locate the repo, read its
+    files, validate what was read, and record where it came from (revision, fingerprint, verification).
     """
     accept_drift = drift_accepted(accept_drift)
     spec = get_task_spec(name)
+    files = _locate(spec, data_dir, accept_drift)
+    read = _read(spec, files)
+    drift = _validate(spec, files, read, accept_drift)
+    revision, fingerprint, verified = _provenance(spec, files)
+    queries, without_qrels, without_positives = _evaluated_queries(spec, read.queries, read.qrels)
+    report = LoadReport(
+        found_counts=read.counts, count_drift=drift, queries_without_positives=without_positives,
+        queries_without_qrels=without_qrels,
+        query_ids_in_corpus=sorted(queries.filter(pl.col("id").is_in(read.corpus["id"].implode()))["id"].to_list()),
+        unknown_candidate_ids={key: unknown for key, (_, unknown) in read.candidates.items()},
+        synthetic_sample=files.synthetic, revision_verified=verified, files_fingerprint=fingerprint,
+    )
+    return TaskData(
+        spec=spec, corpus=read.corpus, queries=queries, qrels=read.qrels, report=report,
+        candidates={key: _only(lists, read.qrels) for key, (lists, _) in read.candidates.items()},
+        revision=revision, source=files.repo.source, revision_verified=verified, files_fingerprint=fingerprint,
+    )
+
+
+@dataclass(frozen=True)
+class _TaskFiles:
+    """Step 1: where the task's files are."""
+
+    repo: LocatedRepo
+    corpus: Path
+    queries: Path
+    qrels: Path
+    candidates: dict[str, Path]
+    synthetic: bool  # the demo sample: made-up data in the hub layout
+
+    @property
+    def all(self) -> list[Path]:
+        return [self.repo.root / README, self.corpus, self.queries, self.qrels, *self.candidates.values()]
+
+
+@dataclass(frozen=True)
+class _ReadTask:
+    """Step 2: what the files hold, parsed and checked row by row."""
+
+    corpus: pl.DataFrame
+    queries: pl.DataFrame
+    qrels: Qrels
+    candidates: dict[str, tuple[Candidates, int]]  # list key -> (lists, ids not in the corpus)
+    counts: dict[str, int]
+
+
+def _locate(spec: TaskSpec, data_dir: str | os.PathLike | None, accept_drift: bool) -> _TaskFiles:
     repo = locate_repo(spec, data_dir, accept_drift=accept_drift)
     front = read_front_matter(repo.root)
     layout = config_files(front, repo.root / README)
-    synthetic = front.get("synthetic_sample") is True  # the demo sample: made-up data in the hub layout
 
     def file_of(entry: Any) -> Path:
         return resolve_split_file(repo.root, layout, entry["config"], entry["split"], repo.trusted_root)
 
-    corpus_path, queries_path, qrels_path = (file_of(spec.configs[key]) for key in ("corpus", "queries", "qrels"))
-    corpus = _evicting(repo.source, corpus_path, lambda: _read_texts(corpus_path, spec, "document id"))
-    queries = _evicting(repo.source, queries_path, lambda: _read_texts(queries_path, spec, "query id"))
-    qrels_frame = _evicting(repo.source, qrels_path, lambda: _read_qrels(qrels_path, spec))
-    check_known(qrels_frame["query_id"], queries["id"], qrels_path, "query id")
-    check_known(qrels_frame["doc_id"], corpus["id"], qrels_path, "document id")
+    return _TaskFiles(repo, *(file_of(spec.configs[key]) for key in ("corpus", "queries", "qrels")),
+                      candidates={key: file_of(entry) for key, entry in spec.candidate_configs.items()},
+                      synthetic=front.get("synthetic_sample") is True)
 
-    found = {"queries": queries.height, "documents": corpus.height, "qrels": qrels_frame.height}
-    drift = count_differences(dict(spec.expected_counts), found)
-    if drift and not synthetic:
-        logger.warning("%s: counts differ from task_metadata: %s", spec.name, drift)
-    if drift and not accept_drift and not synthetic:
+
+def _read(spec: TaskSpec, files: _TaskFiles) -> _ReadTask:
+    source = files.repo.source
+    corpus = _evicting(source, files.corpus, lambda: _read_texts(files.corpus, spec, "document id"))
+    queries = _evicting(source, files.queries, lambda: _read_texts(files.queries, spec, "query id"))
+    qrels_frame = _evicting(source, files.qrels, lambda: _read_qrels(files.qrels, spec))
+    check_known(qrels_frame["query_id"], queries["id"], files.qrels, "query id")
+    check_known(qrels_frame["doc_id"], corpus["id"], files.qrels, "document id")
+    candidates = {key: _evicting(source, path, lambda path=path: _read_candidates(path, queries, corpus))
+                  for key, path in files.candidates.items()}
+    counts = {"queries": queries.height, "documents": corpus.height, "qrels": qrels_frame.height}
+    return _ReadTask(corpus, queries, qrels_to_dict(qrels_frame), candidates, counts)
+
+
+def _validate(spec: TaskSpec, files: _TaskFiles, read: _ReadTask, accept_drift: bool) -> dict[str, dict[str, int]]:
+    """Counts against the dataset card: differences are refused, or (accept_drift) reported."""
+    drift = count_differences(dict(spec.expected_counts), read.counts)
+    if not drift or files.synthetic:
+        return drift
+    logger.warning("%s: counts differ from task_metadata: %s", spec.name, drift)
+    if not accept_drift:
         details = "; ".join(f"{key}: expected {v['expected']}, found {v['found']}" for key, v in drift.items())
         raise ValueError(
-            f"{repo.root}: task {spec.name} counts differ from task_metadata ({details}). The mirror is incomplete "
+            f"{files.repo.root}: task {spec.name} counts differ from task_metadata ({details}). The mirror is incomplete "
             "or from another revision; re-download it, or pass accept_drift=True (--accept-drift) to evaluate anyway (or set R2MED_ACCEPT_DRIFT=1)"
         )
+    return drift
 
-    candidates = {
-        key: _evicting(repo.source, file_of(entry), lambda entry=entry: _read_candidates(file_of(entry), queries, corpus))
-        for key, entry in spec.candidate_configs.items()
-    }
-    qrels = qrels_to_dict(qrels_frame)
-    read = [repo.root / README, corpus_path, queries_path, qrels_path, *(file_of(e) for e in spec.candidate_configs.values())]
-    # Without a commit that vouches for them, a task's results are named by the files that task reads: editing
-    # one NanoR2MED split moves that task's results only, never the other tasks of the same repo.
-    fingerprint = files_fingerprint(read, repo.root) if repo.source == "mirror" else None
-    revision = SYNTHETIC_REVISION if synthetic else repo.revision
+
+def _provenance(spec: TaskSpec, files: _TaskFiles) -> tuple[str, str | None, bool]:
+    """(revision, files fingerprint, verified). Without a commit that vouches for them, a task's results are named
+    by the files that task reads: editing one NanoR2MED split moves that task's results only."""
+    repo = files.repo
+    fingerprint = files_fingerprint(files.all, repo.root) if repo.source == "mirror" else None
+    revision = SYNTHETIC_REVISION if files.synthetic else repo.revision
     if revision == UNKNOWN_MIRROR_REVISION:
         revision = LOCAL_REVISION_PREFIX + fingerprint
-    verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, read, repo.revision))
-    if not verified and not synthetic:
+    verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, files.all, repo.revision))
+    if not verified and not files.synthetic:
         _warn_unverified(repo.root, spec.name, revision)
+    return revision, fingerprint, verified
+
+
+def _evaluated_queries(spec: TaskSpec, queries: pl.DataFrame, qrels: Qrels) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """(queries kept, queries without qrels (dropped, as MTEB drops them), queries without a positive)."""
     without_qrels = sorted(set(queries["id"].to_list()) - set(qrels))
     if without_qrels:
         logger.warning("%s: %d queries have no qrels and are dropped", spec.name, len(without_qrels))
@@ -95,30 +159,7 @@ def load_task(
     if zero_only:
         logger.warning("%s: %d queries are judged but have no positive; kept (they score 0), as MTEB and the official evaluator keep them",
                        spec.name, len(zero_only))
-    without_positives = sorted(without_qrels + zero_only)
-    report = LoadReport(
-        found_counts=found,
-        count_drift=drift,
-        queries_without_positives=without_positives,
-        queries_without_qrels=without_qrels,
-        query_ids_in_corpus=sorted(queries.filter(pl.col("id").is_in(corpus["id"].implode()))["id"].to_list()),
-        unknown_candidate_ids={key: value[1] for key, value in candidates.items()},
-        synthetic_sample=synthetic,
-        revision_verified=verified,
-        files_fingerprint=fingerprint,
-    )
-    return TaskData(
-        spec=spec,
-        corpus=corpus,
-        queries=queries,
-        qrels=qrels,
-        candidates={key: _only(value[0], qrels) for key, value in candidates.items()},
-        revision=revision,
-        source=repo.source,
-        report=report,
-        revision_verified=verified,
-        files_fingerprint=fingerprint,
-    )
+    return queries, without_qrels, sorted(without_qrels + zero_only)
 
 
 def _warn_unverified(root: Path, task: str, revision: str) -> None:
