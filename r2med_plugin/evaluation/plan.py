@@ -23,7 +23,9 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
+from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
+from r2med_plugin.llm.rerankers import is_llm_reranker_name
 from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.retrieval.dense import Encoder
@@ -207,6 +209,8 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
     check_depth(depth)
     stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,
                            bm25_workers=workers)
+    if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
+        rerank = as_reranker(rerank)
     return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), reranker=rerank, rerank_depth=depth,
                           rerank_batch_size=batch_size, **common)
 

@@ -3,7 +3,10 @@
 ``Reranker.rerank(first_stage, queries, documents, depth=...)`` returns, per query, the first ``depth``
 documents of ``first_stage`` (in its order) with the reranker's scores, as the official
 ``eval_reranker`` keeps them. :class:`CrossEncoderReranker` wraps any pair scorer (``predict(pairs)``):
-a sentence-transformers CrossEncoder, :class:`SentenceTransformerCrossEncoder`, mteb's wrapper.
+a sentence-transformers CrossEncoder, :class:`SentenceTransformerCrossEncoder`, mteb's wrapper. The LLM rerankers
+(r2med_plugin.llm: "llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>") are chosen by name
+with their endpoint settings (``llm=LLMRerankerConfig(...)``). A reranker may expose ``last_report`` (usage and
+reasoning traces of its last ``rerank``): the result records it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import os
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from r2med_plugin.llm.config import LLMRerankerConfig
+from r2med_plugin.llm.rerankers import is_llm_reranker_name, llm_reranker
 from r2med_plugin.retrieval.rerank import as_pair_scorer, rerank_run, reranker_name, reranker_revision
 from r2med_plugin.types import Run
 
@@ -41,10 +46,20 @@ class CrossEncoderReranker:
                           show_progress=show_progress)
 
 
-def as_reranker(value: object, *, batch_size: int = 32) -> Reranker:
-    """A Reranker from what a user gives: a Reranker, a pair scorer, or a cross-encoder's name or folder (loaded here)."""
+def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig | None = None) -> Reranker:
+    """A Reranker from what a user gives: a Reranker, a pair scorer, an LLM reranker's name ("llm-listwise:<model>",
+    "llm-pointwise:<model>", "llm-reasoning:<model>", with ``llm`` saying where and how to ask), or a cross-encoder's
+    name or folder (loaded here)."""
     if isinstance(value, Reranker):
+        if llm is not None:
+            raise ValueError("llm (the endpoint settings) configures an LLM reranker named as 'llm-<kind>:<model>'; "
+                             f"{type(value).__name__} is already built: drop llm")
         return value
+    if is_llm_reranker_name(value):
+        return llm_reranker(value, llm)
+    if llm is not None:
+        raise ValueError(f"llm (the endpoint settings: --base-url, --window, ...) applies to LLM rerankers only; {value!r} is "
+                         "a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop llm")
     if isinstance(value, (str, os.PathLike)):
         from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
 

@@ -16,6 +16,8 @@ class RerankInfo:
     first_stage_run: Run
     reranker_revision: str = ""
     first_stage_revision: str = ""
+    usage: dict[str, object] | None = None  # an LLM reranker's rerank_usage (requests, tokens, wall time)
+    traces: list[dict[str, object]] | None = None  # a reasoning reranker's traces (written beside the result)
 
 
 @dataclass(frozen=True)

@@ -133,13 +133,15 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
     reranked = reranker.rerank(run, _texts(data.queries, set(run)), _texts(data.corpus, documents), depth=depth,
                                show_progress=plan.show_progress)
     scores = merged(plan.scorers, Retrieved(data, run, depth, plan.show_progress, reranked=reranked, rerank_depth=depth))
+    report = getattr(reranker, "last_report", None)  # an LLM reranker's usage and traces
     return TaskRunResult(
         task=data.name, retriever=reranked_model_name(reranker.name, stage.name, depth), expansion=None,
         model_revision=reranked_revision(reranker.revision, stage.revision), dataset_revision=data.revision,
         scores=scores.metrics, main_score="ndcg_at_10", run=reranked, evaluation_time=time.perf_counter() - started,
         data=data, dataset_revision_verified=data.revision_verified,
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
-                          first_stage_run=run, reranker_revision=reranker.revision, first_stage_revision=stage.revision),
+                          first_stage_run=run, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
+                          usage=getattr(report, "usage", None), traces=getattr(report, "traces", None)),
     )
 
 

@@ -4,7 +4,8 @@
   candidate-only result;
 - :func:`write_official` — the official R2MED JSON and its ``.metadata.json`` (full-corpus results), or the
   official reranker JSON;
-- :func:`write_trec` — the TREC run (and a reranked result's first-stage run beside it).
+- :func:`write_trec` — the TREC run (and a reranked result's first-stage run beside it);
+- :func:`write_reasoning` — a reasoning reranker's traces, beside the MTEB result.
 
 ``write_outputs`` runs them in that order. Files are filed by model and model revision, as MTEB's
 ``results/<model>/<revision>/`` is, so another revision never overwrites them.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -19,7 +21,7 @@ from pathlib import Path
 from r2med_plugin.evaluation.naming import dataset_count_drift, result_model_name
 from r2med_plugin.evaluation.per_query import write_result_per_query
 from r2med_plugin.evaluation.result import TaskRunResult
-from r2med_plugin.io import write_json_atomic
+from r2med_plugin.io import write_json_atomic, write_text_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, model_folder_name, trec_tag, write_mteb_result, write_trec_run
 from r2med_plugin.reporting.official_files import (
     official_model_name,
@@ -42,7 +44,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
             "first_stage_revision": info.first_stage_revision, "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
             "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
             "dataset_count_drift": dataset_count_drift(result.data),
-        }
+        } | ({"rerank_usage": info.usage} if info.usage is not None else {})
     return {
         "model_name": result_model_name(result),
         "model_revision": result.model_revision,
@@ -72,6 +74,17 @@ def write_mteb(result: TaskRunResult, output: Path) -> dict[str, Path]:
         candidates_only=result.candidates_only, extra_fields=extra,
     )
     return {"mteb": path}
+
+
+def write_reasoning(result: TaskRunResult, mteb_path: Path) -> dict[str, Path]:
+    """A reasoning reranker's traces (one JSON line per query and passage: score, answer, reasoning) beside the
+    MTEB result, as ``<Task>.reasoning.jsonl``; nothing for other results."""
+    traces = result.rerank.traces if result.rerank is not None else None
+    if not traces:
+        return {}
+    ordered = sorted(traces, key=lambda trace: (str(trace["query_id"]), -float(trace["score"]), str(trace["doc_id"])))
+    text = "".join(json.dumps(trace, ensure_ascii=False) + "\n" for trace in ordered)
+    return {"reasoning": write_text_atomic(mteb_path.with_name(f"{result.task}.reasoning.jsonl"), text)}
 
 
 def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:
@@ -137,6 +150,7 @@ def write_outputs(
     output = Path(output_dir)
     paths = write_mteb(result, output)
     paths["per_query"] = write_result_per_query(result, paths["mteb"])  # beside it: <Task>.per_query.parquet
+    paths |= write_reasoning(result, paths["mteb"])  # beside it too: <Task>.reasoning.jsonl (reasoning rerankers)
     paths |= write_official(result, output)
     if trec:
         paths |= write_trec(result, output, trec_depth)

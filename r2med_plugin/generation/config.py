@@ -12,25 +12,11 @@ from typing import Any
 
 from r2med_plugin.generation.prompts import check_method, prompts_hash, sampling_preset
 from r2med_plugin.generation.store import check_name, slug_name
+from r2med_plugin.llm.config import Endpoint  # noqa: F401 - defined with the LLM rerankers' settings; earlier callers import it here
 from r2med_plugin.types import TaskSpec
 
 BM25_FIRST_STAGE = "bm25-lucene"
 IDENTITY_KEYS = ("task", "method", "model", "llm", "prompts_sha256", "sampling", "first_stage", "extra_body", "dataset_revision")
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """An OpenAI-compatible endpoint; the key is read from ``api_key_env`` (default OPENAI_API_KEY), never stored."""
-
-    base_url: str
-    api_key_env: str | None = None
-    concurrency: int = 8
-    max_retries: int = 6
-    timeout: float = 600.0
-
-    def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,19 @@
+"""LLM rerankers (listwise, pointwise, reasoning) and the OpenAI-compatible client they share with ``r2med generate``.
+
+Nothing here imports ``openai`` at import time; it is loaded when a request is first sent.
+"""
+
+from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
+from r2med_plugin.llm.rerankers import (
+    LLM_RERANKER_KINDS,
+    ListwiseLLMReranker,
+    PointwiseLLMReranker,
+    ReasoningLLMReranker,
+    RerankReport,
+    llm_reranker,
+)
+
+__all__ = [
+    "Endpoint", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker", "PointwiseLLMReranker",
+    "ReasoningLLMReranker", "RerankReport", "llm_reranker",
+]

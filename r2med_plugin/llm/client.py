@@ -1,0 +1,209 @@
+"""Calls to an OpenAI-compatible chat-completions endpoint, through the ``openai`` client library: the one
+client of the package (``r2med generate`` and the LLM rerankers both call through it).
+
+Retries (429, 5xx, 408/409, timeouts, dropped connections) are the client's own: exponential
+backoff from 0.5 s up to 8 s with jitter, honouring ``Retry-After``. A bad key (401/403) or an
+unknown model (404) stops the run with a message that names the fix. The API key is read from an
+environment variable (never from the command line) and is removed from every message we raise.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+NO_KEY = "EMPTY"  # what local servers (vLLM, llama.cpp, Ollama) accept when they check no key
+
+
+class GenerationError(RuntimeError):
+    """A run that cannot go on (bad key, unknown model, endpoint failing); the message says what to do."""
+
+
+EndpointError = GenerationError  # the name the LLM rerankers use
+
+
+@dataclass(frozen=True)
+class Completion:
+    hy_doc: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
+    served_model: str | None
+    seconds: float
+    reasoning: bool  # the server returned a separate reasoning part (kept as <think>...</think>)
+
+
+def endpoint_host(base_url: str) -> str:
+    """scheme://host[:port] of the endpoint: no user info, path, query or fragment (they may hold credentials)."""
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        # httpx would send user:password as Basic auth in place of the key, and a query string breaks the
+        # request paths; neither part is repeated here, as either may be a credential.
+        raise ValueError("--base-url must be a plain http(s) URL without user:password@, ?query or #fragment "
+                         "(put the key in the environment variable named by --api-key-env)")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"--base-url must be an http(s) URL such as http://localhost:8000/v1, got {base_url!r}")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def api_key(env_var: str | None) -> str:
+    """The key from ``env_var`` (default OPENAI_API_KEY); "EMPTY" when the default variable is unset."""
+    name = env_var or DEFAULT_KEY_ENV
+    value = os.environ.get(name, "").strip()
+    if value:
+        return value
+    if env_var and env_var != DEFAULT_KEY_ENV:
+        raise ValueError(f"--api-key-env {env_var}: the environment variable {env_var} is not set; export it first")
+    return NO_KEY
+
+
+def make_client(base_url: str, key: str, *, timeout: float, max_retries: int) -> Any:
+    try:
+        from openai import AsyncOpenAI
+    except ImportError as error:  # the [generate] extra
+        raise ImportError("r2med generate and the LLM rerankers need the openai client: pip install 'r2med-plugin[generate]'") from error
+    return AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+
+
+def _text_of(message: Any) -> tuple[str, bool]:
+    """The output text; a separate reasoning part (vLLM/DeepSeek ``reasoning_content``, ``reasoning``) is
+    prepended as ``<think>...</think>``, the form the released reasoning-LLM files have."""
+    content = message.content or ""
+    extra = getattr(message, "model_extra", None) or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+    if isinstance(reasoning, str) and reasoning.strip():
+        return f"<think>\n{reasoning.strip()}\n</think>\n\n{content.strip()}", True
+    return content, False
+
+
+async def complete(client: Any, model: str, messages: list[dict[str, str]], sampling: dict[str, Any], extra_body: dict | None) -> Completion:
+    """One chat completion (the client retries transient faults itself)."""
+    started = time.perf_counter()
+    arguments = {key: value for key, value in sampling.items() if value is not None}
+    response = await client.chat.completions.create(model=model, messages=messages, extra_body=extra_body or None, **arguments)
+    if not response.choices:
+        raise ValueError("the endpoint answered with no choices")
+    choice = response.choices[0]
+    text, reasoning = _text_of(choice.message)
+    if not text.strip():
+        raise ValueError(f"empty completion (finish_reason={choice.finish_reason}); raise --max-tokens or check the model")
+    usage = response.usage
+    return Completion(
+        hy_doc=text,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        finish_reason=choice.finish_reason,
+        served_model=response.model,
+        seconds=time.perf_counter() - started,
+        reasoning=reasoning,
+    )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One chat completion as the rerankers keep it (and cache it): the answer apart from any reasoning part, and
+    the log-probabilities of the answer's tokens when the endpoint returned them."""
+
+    content: str
+    reasoning: str | None
+    logprobs: list[dict[str, Any]] | None  # per answer token: {"token", "logprob", "top": {token: logprob}}
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"content": self.content, "reasoning": self.reasoning, "logprobs": self.logprobs, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "finish_reason": self.finish_reason}
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> "Answer":
+        return cls(**{key: payload.get(key) for key in ("content", "reasoning", "logprobs", "finish_reason")},
+                   prompt_tokens=int(payload.get("prompt_tokens") or 0), completion_tokens=int(payload.get("completion_tokens") or 0))
+
+
+async def answer(client: Any, model: str, messages: list[dict[str, str]], parameters: dict[str, Any]) -> Answer:
+    """One chat completion, empty answers included (the rerankers decide what an empty answer means); the client
+    retries transient faults itself."""
+    response = await client.chat.completions.create(model=model, messages=messages, **parameters)
+    if not response.choices:
+        return Answer("", None, None, 0, 0, None)
+    choice = response.choices[0]
+    extra = getattr(choice.message, "model_extra", None) or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+    tokens = None
+    content_logprobs = getattr(getattr(choice, "logprobs", None), "content", None)
+    if content_logprobs:
+        tokens = [{"token": item.token, "logprob": float(item.logprob),
+                   "top": {top.token: float(top.logprob) for top in (item.top_logprobs or [])}} for item in content_logprobs]
+    usage = response.usage
+    return Answer(
+        content=choice.message.content or "", reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
+        logprobs=tokens, prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0), finish_reason=choice.finish_reason,
+    )
+
+
+def classify(error: BaseException) -> str:
+    """"fatal" (stop the run), "query" (this query failed after the client's retries), or "other"."""
+    import openai
+
+    if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)):
+        return "fatal"
+    if isinstance(error, (openai.APIError, ValueError)):
+        return "query"
+    return "other"
+
+
+def describe(error: BaseException, *, model: str, key_env: str, base_url: str, secrets: list[str], model_option: str = "--llm") -> str:
+    """A message for ``error`` with the fix, never holding the key."""
+    import openai
+
+    status = getattr(error, "status_code", None)
+    detail = _server_message(error)
+    if isinstance(error, openai.AuthenticationError):
+        text = f"the endpoint rejected the API key (HTTP 401): check the key in ${key_env}, or pass --api-key-env VAR"
+    elif isinstance(error, openai.PermissionDeniedError):
+        text = f"the API key may not use this endpoint or model (HTTP 403): check the key in ${key_env}"
+    elif isinstance(error, openai.NotFoundError):
+        text = f"unknown model {model!r} or wrong endpoint (HTTP 404); check {model_option} and that --base-url ends in /v1"
+    elif isinstance(error, openai.APITimeoutError):
+        text = "the request timed out on every retry; raise --timeout or lower --concurrency"
+    elif isinstance(error, openai.APIConnectionError):
+        text = f"cannot reach the endpoint {endpoint_host(base_url)} (connection failed on every retry)"
+    elif status is not None:
+        text = f"the endpoint answered HTTP {status} on every retry"
+    else:
+        text = str(error)
+    if detail:
+        text += f" (server said: {detail})"
+    return redact(text, secrets)
+
+
+def _server_message(error: BaseException) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:300]
+    return ""
+
+
+async def available_models(client: Any) -> list[str]:
+    """The endpoint's model ids (GET /models), or [] when it does not list them."""
+    try:
+        page = await client.models.list()
+        return sorted(model.id for model in page.data)
+    except Exception:  # noqa: BLE001 - a hint only; the 404 message stands without it
+        return []

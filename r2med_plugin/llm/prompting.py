@@ -1,0 +1,136 @@
+"""Prompts (stored as data, each with its published source, in prompts.json) and the pure logic around them:
+RankGPT's sliding windows and permutation parsing, and relevance from log-probabilities or labels."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+KINDS = ("listwise", "pointwise", "reasoning")
+
+
+@lru_cache(maxsize=1)
+def llm_prompts() -> dict[str, dict[str, Any]]:
+    """The prompts of the LLM rerankers, each with its "source"."""
+    return json.loads((resources.files("r2med_plugin") / "llm" / "prompts.json").read_text(encoding="utf-8"))
+
+
+def prompts_sha256(*names: str) -> str:
+    """A hash of the named prompts (what a reranker's revision records: another prompt, another revision)."""
+    chosen = {name: llm_prompts()[name] for name in names}
+    return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# --- listwise (RankGPT) -----------------------------------------------------------------------------------------
+
+def _no_brackets(text: str) -> str:
+    """"[3]" in a passage or query would read as an identifier: RankGPT writes it "(3)"."""
+    return re.sub(r"\[(\d+)\]", r"(\1)", text)
+
+
+def listwise_messages(query: str, passages: Sequence[str], window: int) -> list[dict[str, str]]:
+    """RankGPT's conversation for one window: each passage in its own turn, cut to 300 words (more when the
+    window is shorter than ``window``, as rank-llm does: 300 x (window // passages))."""
+    prompt = llm_prompts()["listwise"]
+    words = prompt["words_per_passage"] * max(1, window // max(1, len(passages)))
+    query = _no_brackets(query)
+    num = len(passages)
+    messages = [
+        {"role": "system", "content": prompt["system"]},
+        {"role": "user", "content": prompt["prefix_user"].format(num=num, query=query)},
+        {"role": "assistant", "content": prompt["prefix_assistant"].format(num=num, query=query)},
+    ]
+    for rank, passage in enumerate(passages, start=1):
+        content = _no_brackets(" ".join(passage.strip().split()[:words]))
+        messages.append({"role": "user", "content": prompt["body_user"].format(rank=rank, passage=content)})
+        messages.append({"role": "assistant", "content": prompt["body_assistant"].format(rank=rank)})
+    messages.append({"role": "user", "content": prompt["suffix_user"].format(num=num, query=query)})
+    return messages
+
+
+_FAKE_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉０１２３４５６７８９", "012345678901234567890123456789")
+
+
+def parse_permutation(answer: str, size: int) -> list[int]:
+    """The order (0-based positions) a listwise answer gives a window of ``size`` passages, parsed as RankGPT does:
+    every run of digits is an identifier; repeated ones count once, out-of-range ones are dropped, and the
+    passages the answer does not mention follow in their original order. An empty or unreadable answer keeps
+    the window as it was. A reasoning model's ``<think>...</think>`` part is ignored."""
+    if "</think>" in answer:
+        answer = answer.split("</think>")[-1]
+    numbers = [int(digits) - 1 for digits in re.findall(r"\d+", answer.translate(_FAKE_DIGITS))]
+    order = [position for position in dict.fromkeys(numbers) if 0 <= position < size]
+    return order + [position for position in range(size) if position not in set(order)]
+
+
+def windows(count: int, window: int, step: int) -> list[tuple[int, int]]:
+    """RankGPT's sliding windows over ``count`` ranked passages, from the bottom up: (start, end) pairs, the last
+    one starting at 0 (so the best passages of every window can climb to the top)."""
+    size = min(window, count)
+    spans, end, start = [], count, count - size
+    while end > 0:
+        start = max(start, 0)
+        spans.append((start, end))
+        if start == 0:
+            break
+        end, start = end - step, start - step
+    return spans
+
+
+def apply_permutation(order: Sequence[str], start: int, end: int, permutation: Sequence[int]) -> list[str]:
+    window = list(order[start:end])
+    return [*order[:start], *(window[position] for position in permutation), *order[end:]]
+
+
+# --- pointwise and reasoning --------------------------------------------------------------------------------------
+
+def pair_messages(kind: str, query: str, passage: str) -> list[dict[str, str]]:
+    """The single user turn of a pointwise ("pointwise", "pointwise_graded") or reasoning prompt."""
+    return [{"role": "user", "content": llm_prompts()[kind]["user"].format(query=query, passage=passage)}]
+
+
+def two_way_probability(logprobs: Sequence[dict[str, Any]] | None, positive: str, negative: str,
+                        *, after: str | None = None, text: str = "") -> float | None:
+    """P(positive) / (P(positive) + P(negative)) at the first answer token whose alternatives hold either word
+    (case and surrounding spaces ignored; the variants of a word add up), or None when no token does.
+
+    ``after``: only tokens after this marker in ``text`` (the answer) count, e.g. "</think>" when a reasoning
+    model's thinking is part of the answer."""
+    if not logprobs:
+        return None
+    skip = text.index(after) + len(after) if after and after in text else 0
+    seen = 0
+    for item in logprobs:
+        seen += len(item["token"])
+        if seen <= skip:
+            continue
+        alternatives = dict(item.get("top") or {})
+        alternatives.setdefault(item["token"], item["logprob"])
+        mass = {positive: 0.0, negative: 0.0}
+        for token, logprob in alternatives.items():
+            word = token.strip().lower()
+            if word in mass:
+                mass[word] += math.exp(logprob)
+        if mass[positive] + mass[negative] > 0:
+            return mass[positive] / (mass[positive] + mass[negative])
+    return None
+
+
+def word_answer(text: str, words: Iterable[str], *, after: str | None = None) -> str | None:
+    """The first of ``words`` the answer says (after ``after`` when it holds it), or None."""
+    if after and after in text:
+        text = text.split(after)[-1]
+    match = re.search(r"\b(" + "|".join(map(re.escape, words)) + r")\b", text, flags=re.IGNORECASE)
+    return match.group(1).lower() if match else None
+
+
+def graded_label(text: str) -> int | None:
+    """The 0-3 label of a graded answer, or None when it holds none."""
+    match = re.search(r"\b([0-3])\b", text.split("</think>")[-1])
+    return int(match.group(1)) if match else None

@@ -1,0 +1,157 @@
+"""Requests to an OpenAI-compatible endpoint for the LLM rerankers: concurrent, retried, cached and counted.
+
+Every answer is written to the cache the moment it arrives (one file per request, atomically), keyed by the
+model, the messages (which hold the query and passage texts) and the request parameters. A run killed half way
+resumes from what it had; a rerun of a finished run sends no request. The endpoint's URL and key are not part of
+the key, and the key is never written: the cache holds answers only.
+
+Retries on 429, 5xx, timeouts and dropped connections are the ``openai`` client's own (r2med_plugin.llm.client).
+A request that still fails stops the run after the others finished (their answers are cached); a rejected key or
+an unknown model stops it at once. Usage (requests sent, answers from the cache, tokens, wall time) is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import time
+import zlib
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from r2med_plugin.cache import cache_dir, cache_enabled
+from r2med_plugin.io import write_json_atomic
+from r2med_plugin.llm import client as api
+from r2med_plugin.llm.config import Endpoint
+
+T = TypeVar("T")
+CACHE_KIND = "llm-responses"
+CACHE_FORMAT = 1
+
+
+class ResponseCache:
+    """Answers on disk, one JSON file per request under ``folder/<key[:2]>/<key>.json``."""
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else cache_dir() / CACHE_KIND
+        self.enabled = folder is not None or cache_enabled()
+
+    @staticmethod
+    def key(model: str, messages: list[dict[str, str]], parameters: dict[str, Any]) -> str:
+        payload = {"format": CACHE_FORMAT, "model": model, "messages": messages, "parameters": parameters}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> api.Answer | None:
+        path = self.path(key)
+        if not self.enabled or not path.is_file():
+            return None
+        try:
+            return api.Answer.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, zlib.error):
+            return None  # unreadable: asked again and replaced
+
+    def put(self, key: str, answer: api.Answer) -> None:
+        if self.enabled:
+            write_json_atomic(self.path(key), answer.to_json(), indent=None)
+
+
+@dataclass
+class Usage:
+    """What a rerank cost: requests sent (answers from the cache are counted apart), tokens and wall time."""
+
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"requests": self.requests, "cached_answers": self.cached, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "wall_seconds": round(self.wall_seconds, 3)}
+
+
+class Requester:
+    """Sends chat requests for one model through one client, at most ``endpoint.concurrency`` in flight."""
+
+    def __init__(self, model: str, endpoint: Endpoint, cache: ResponseCache, *, model_option: str = "--rerank") -> None:
+        api.endpoint_host(endpoint.base_url)  # a malformed URL is refused before anything is sent
+        self.model = model
+        self.endpoint = endpoint
+        self.cache = cache
+        self.model_option = model_option
+        self.usage = Usage()
+        self.failures: list[str] = []
+        self._client: Any = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
+        self._secrets: list[str] = []
+
+    async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any]) -> api.Answer | None:
+        """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
+        retry (recorded in ``failures``; the run stops once the other requests are done)."""
+        key = ResponseCache.key(self.model, messages, parameters)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.usage.cached += 1
+            return cached
+        assert self._semaphore is not None and self._client is not None
+        async with self._semaphore:
+            try:
+                answer = await api.answer(self._client, self.model, messages, parameters)
+            except Exception as error:  # noqa: BLE001 - classified: fatal errors stop the run, others are counted
+                self._failed(error)
+                return None
+        self.usage.requests += 1
+        self.usage.prompt_tokens += answer.prompt_tokens
+        self.usage.completion_tokens += answer.completion_tokens
+        self.cache.put(key, answer)
+        return answer
+
+    def _failed(self, error: BaseException) -> None:
+        message = api.describe(error, model=self.model, key_env=self._key_env, base_url=self.endpoint.base_url,
+                               secrets=self._secrets, model_option=self.model_option)
+        if api.classify(error) == "fatal":
+            raise api.EndpointError(message) from None
+        self.failures.append(message)
+
+    def run(self, main: Callable[[], Awaitable[T]]) -> T:
+        """Run ``main()`` (which calls ``ask``) with a fresh client; raise if any request failed every retry."""
+        started = time.perf_counter()
+        try:
+            return run_coroutine(self._run(main))
+        finally:
+            self.usage.wall_seconds += time.perf_counter() - started
+
+    async def _run(self, main: Callable[[], Awaitable[T]]) -> T:
+        key = api.api_key(self.endpoint.api_key_env)
+        self._secrets = [key]
+        self._client = api.make_client(self.endpoint.base_url, key, timeout=self.endpoint.timeout, max_retries=self.endpoint.max_retries)
+        self._semaphore = asyncio.Semaphore(self.endpoint.concurrency)
+        self.failures = []
+        try:
+            result = await main()
+        finally:
+            await self._client.close()
+            self._client = None
+        if self.failures:
+            raise api.EndpointError(
+                f"{len(self.failures)} request(s) to {api.endpoint_host(self.endpoint.base_url)} failed on every retry "
+                f"(first: {self.failures[0]}); the answers received are cached: run the same command again to continue")
+        return result
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, also from code that already runs an event loop (Jupyter): then in a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -1,0 +1,270 @@
+"""LLM rerankers behind any OpenAI-compatible endpoint, as Rerankers (r2med_plugin.evaluation.rerankers):
+
+- ``llm-listwise:<model>`` — RankGPT (Sun et al., 2023): sliding windows (20, step 10) from the bottom of the first
+  stage's top k to the top, each window permuted by the LLM; the final order gives the scores (k, k-1, ..., 1).
+- ``llm-pointwise:<model>`` — one request per (query, passage): P(Yes) from the answer token's log-probabilities,
+  or, where the endpoint returns none, a 0-3 relevance label / 3.
+- ``llm-reasoning:<model>`` — Rank1 style (Weller et al., 2025): the model reasons, then answers true or false;
+  the score is P(true) from the answer token's log-probabilities (the said word where there are none). The
+  reasoning traces are kept (``last_report.traces``) and written beside the result.
+
+A pair whose answer says neither word (an empty answer, a reasoning budget spent before the answer) scores 0.5 and
+is counted as ``undecided``; a listwise answer with no usable identifier keeps its window's order and is counted
+as ``unparsed_answers``. Prompts: prompts.json (each with its published source).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig
+from r2med_plugin.llm.prompting import (
+    apply_permutation,
+    graded_label,
+    listwise_messages,
+    pair_messages,
+    parse_permutation,
+    prompts_sha256,
+    two_way_probability,
+    windows,
+    word_answer,
+)
+from r2med_plugin.llm.requests import Requester, ResponseCache
+from r2med_plugin.retrieval.rerank import top_ranked
+from r2med_plugin.types import Run
+
+TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the OpenAI API's maximum
+UNDECIDED = 0.5
+
+
+@dataclass(frozen=True)
+class RerankReport:
+    """What the last ``rerank`` cost and noticed (``usage``), and the reasoning traces of a reasoning reranker."""
+
+    usage: dict[str, Any]
+    traces: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class _Counts:
+    notes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, count: int = 1) -> None:
+        self.notes[name] = self.notes.get(name, 0) + count
+
+
+class LLMReranker:
+    """What the three kinds share: the checks, the requests, the report. ``kind`` is set by each subclass."""
+
+    kind = ""
+    option = ""
+
+    def __init__(self, model: str, config: LLMRerankerConfig) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"--rerank llm-{self.kind}:<model> needs the model id the endpoint serves, e.g. "
+                             f"llm-{self.kind}:Qwen/Qwen3-8B")
+        if not isinstance(config, LLMRerankerConfig):
+            raise TypeError("config must be an LLMRerankerConfig(Endpoint(base_url), ...)")
+        self.model = model.strip()
+        self.config = config
+        self.name = f"{self.model} ({self.kind})"
+        self.revision = self._revision()
+        self.last_report: RerankReport | None = None
+
+    def _revision(self) -> str:
+        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}"
+
+    prompt_names: tuple[str, ...] = ()
+
+    def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
+               show_progress: bool = True) -> Run:
+        lists = top_ranked(first_stage, depth)
+        missing = [query_id for query_id in lists if query_id not in queries]
+        if missing:
+            raise ValueError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")
+        unknown = [doc_id for doc_ids in lists.values() for doc_id in doc_ids if doc_id not in documents]
+        if unknown:
+            raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
+        requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path))
+        counts, traces = _Counts(), []
+        with tqdm(total=self._total(lists), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
+            try:
+                run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
+            finally:
+                self.last_report = RerankReport(usage=requester.usage.as_dict() | counts.notes,
+                                                traces=traces if self.kind == "reasoning" else None)
+        return run
+
+    def _total(self, lists: Mapping[str, list[str]]) -> int:
+        return sum(len(doc_ids) for doc_ids in lists.values())
+
+    async def _rerank_all(self, requester: Requester, lists: Mapping[str, list[str]], queries: Mapping[str, str],
+                          documents: Mapping[str, str], bar: tqdm, counts: _Counts, traces: list) -> Run:
+        raise NotImplementedError
+
+
+class ListwiseLLMReranker(LLMReranker):
+    """RankGPT's sliding-window listwise reranking (window and step from the config)."""
+
+    kind = "listwise"
+    prompt_names = ("listwise",)
+
+    def _revision(self) -> str:
+        budget = f"-max{self.config.max_tokens}" if self.config.max_tokens else ""
+        return f"{super()._revision()}-w{self.config.window}s{self.config.step}{budget}"
+
+    def _parameters(self) -> dict[str, Any]:
+        parameters: dict[str, Any] = {"temperature": 0}
+        if self.config.max_tokens:
+            parameters["max_tokens"] = self.config.max_tokens
+        return parameters
+
+    def _spans(self, count: int) -> list[tuple[int, int]]:
+        return [(start, end) for start, end in windows(count, self.config.window, self.config.step) if end - start > 1]
+
+    def _total(self, lists: Mapping[str, list[str]]) -> int:
+        return sum(len(self._spans(len(doc_ids))) for doc_ids in lists.values())
+
+    async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
+        parameters = self._parameters()
+
+        async def one(query_id: str) -> tuple[str, list[str]]:
+            order = list(lists[query_id])
+            for start, end in self._spans(len(order)):
+                passages = [documents[doc_id] for doc_id in order[start:end]]
+                answer = await requester.ask(listwise_messages(queries[query_id], passages, self.config.window), parameters)
+                bar.update(1)
+                if answer is None:  # failed every retry: the run stops once the others are done
+                    break
+                permutation = parse_permutation(answer.content, end - start)
+                if not answer.content.strip():
+                    counts.add("empty_answers")
+                elif permutation == list(range(end - start)) and not any(ch.isdigit() for ch in answer.content):
+                    counts.add("unparsed_answers")
+                order = apply_permutation(order, start, end, permutation)
+            return query_id, order
+
+        ranked = await asyncio.gather(*(one(query_id) for query_id in lists))
+        return {query_id: {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)} for query_id, order in ranked}
+
+
+class _PairwiseScored(LLMReranker):
+    """One request per (query, passage), all concurrent; scores per query sorted descending."""
+
+    async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
+        async def one(query_id: str, doc_id: str) -> tuple[str, str, float | None]:
+            score = await self._score(requester, query_id, queries[query_id], doc_id, documents[doc_id], counts, traces)
+            bar.update(1)
+            return query_id, doc_id, score
+
+        scored = await asyncio.gather(*(one(query_id, doc_id) for query_id, doc_ids in lists.items() for doc_id in doc_ids))
+        run: Run = {query_id: {} for query_id in lists}
+        for query_id, doc_id, score in scored:
+            if score is not None:
+                run[query_id][doc_id] = score
+        return {query_id: dict(sorted(ranked.items(), key=lambda item: item[1], reverse=True)) for query_id, ranked in run.items()}
+
+    async def _score(self, requester, query_id, query, doc_id, passage, counts, traces) -> float | None:
+        raise NotImplementedError
+
+
+class PointwiseLLMReranker(_PairwiseScored):
+    """P(Yes) of a yes/no relevance question; a 0-3 label / 3 where the endpoint returns no log-probabilities."""
+
+    kind = "pointwise"
+    prompt_names = ("pointwise", "pointwise_graded")
+    YES_NO = {"temperature": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    GRADED = {"temperature": 0, "max_tokens": 8}
+
+    def __init__(self, model: str, config: LLMRerankerConfig) -> None:
+        super().__init__(model, config)
+        self._no_logprobs = False  # the endpoint answered without log-probabilities: ask for labels from then on
+
+    async def _score(self, requester, query_id, query, doc_id, passage, counts, traces) -> float | None:
+        if not self._no_logprobs:
+            answer = await requester.ask(pair_messages("pointwise", query, passage), dict(self.YES_NO))
+            if answer is None:
+                return None
+            probability = two_way_probability(answer.logprobs, "yes", "no")
+            if probability is not None:
+                counts.add("scored_by_logprobs")
+                return probability
+            if not answer.logprobs:
+                self._no_logprobs = True
+        graded = await requester.ask(pair_messages("pointwise_graded", query, passage), dict(self.GRADED))
+        if graded is None:
+            return None
+        label = graded_label(graded.content)
+        if label is None:
+            counts.add("undecided")
+            return UNDECIDED
+        counts.add("scored_by_label")
+        return label / 3
+
+
+class ReasoningLLMReranker(_PairwiseScored):
+    """Rank1: reasoning, then true/false; P(true) from the answer token's log-probabilities."""
+
+    kind = "reasoning"
+    prompt_names = ("reasoning",)
+
+    def _revision(self) -> str:
+        return f"{super()._revision()}-max{self.budget}"
+
+    @property
+    def budget(self) -> int:
+        return self.config.max_tokens or DEFAULT_REASONING_TOKENS
+
+    async def _score(self, requester, query_id, query, doc_id, passage, counts, traces) -> float | None:
+        parameters = {"temperature": 0, "max_tokens": self.budget, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        answer = await requester.ask(pair_messages("reasoning", query, passage), parameters)
+        if answer is None:
+            return None
+        text = answer.content
+        thought_inline = "</think>" in text
+        reasoning = answer.reasoning if answer.reasoning is not None else (text.split("</think>")[0] if thought_inline else "")
+        final = text.split("</think>")[-1].strip()
+        unfinished = answer.reasoning is None and not thought_inline and answer.finish_reason == "length"
+        score = None if unfinished else two_way_probability(answer.logprobs, "true", "false",
+                                                             after="</think>" if thought_inline else None, text=text)
+        if score is not None:
+            counts.add("scored_by_logprobs")
+        else:
+            said = None if unfinished else word_answer(text, ("true", "false"), after="</think>")
+            score = {"true": 1.0, "false": 0.0}.get(said or "", UNDECIDED)
+            counts.add("undecided" if said is None else "scored_by_answer")
+        traces.append({"query_id": query_id, "doc_id": doc_id, "score": score, "answer": final, "reasoning": reasoning.strip(),
+                       "finish_reason": answer.finish_reason, "completion_tokens": answer.completion_tokens})
+        return score
+
+
+LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
+    "llm-listwise": ListwiseLLMReranker, "llm-pointwise": PointwiseLLMReranker, "llm-reasoning": ReasoningLLMReranker,
+}
+
+
+def is_llm_reranker_name(value: object) -> bool:
+    """Whether ``value`` names an LLM reranker ("llm-listwise:<model>", or a near miss of one)."""
+    return isinstance(value, str) and value.split(":", 1)[0].lower().startswith("llm-")
+
+
+def llm_reranker(spec: str, config: LLMRerankerConfig | None) -> LLMReranker:
+    """The reranker ``spec`` names ("llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>")."""
+    kind, _, model = spec.partition(":")
+    if kind not in LLM_RERANKER_KINDS:
+        close = difflib.get_close_matches(kind.lower(), list(LLM_RERANKER_KINDS), n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]}:<model>?)" if close else ""
+        raise ValueError(f"unknown LLM reranker {kind!r} in --rerank {spec}{hint}: choose llm-listwise:<model>, "
+                         "llm-pointwise:<model> or llm-reasoning:<model>")
+    if not model.strip():
+        raise ValueError(f"--rerank {spec} names no model: write {kind}:<model id the endpoint serves>, e.g. {kind}:Qwen/Qwen3-8B")
+    if config is None:
+        raise ValueError(f"--rerank {spec} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM); "
+                         f"in Python pass rerank=as_reranker({spec!r}, llm=LLMRerankerConfig(Endpoint(base_url)))")
+    return LLM_RERANKER_KINDS[kind](model, config)
