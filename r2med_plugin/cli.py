@@ -84,11 +84,65 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None) -> di
     else:
         unreached |= {"top_k": "reranking keeps the first stage's top --rerank-depth",
                       "depth": "a reranked run (and its TREC file) holds each query's reranked top --rerank-depth only"}
+    unreached |= _llm_unreached(args, encoder)
     if args.candidates_only:
         unreached["top_k"] = "--candidates-only ranks the stored candidate lists, not the corpus"
     if not _computes_bm25_lucene(args, first_stage):
         unreached["workers"] = "it sets the processes of bm25-lucene's corpus analysis, and this command runs no bm25-lucene"
     return unreached
+
+
+LLM_OPTIONS = ("base_url", "api_key_env", "concurrency", "window", "step", "max_tokens")
+
+
+def _llm_kind(args: argparse.Namespace) -> str | None:
+    """"listwise", "pointwise" or "reasoning" when --rerank names an LLM reranker, else None."""
+    from r2med_plugin.llm.rerankers import is_llm_reranker_name
+
+    if not is_llm_reranker_name(args.rerank):
+        return None
+    return args.rerank.split(":", 1)[0].lower().removeprefix("llm-")
+
+
+def _llm_unreached(args: argparse.Namespace, encoder: bool) -> dict[str, str]:
+    """The LLM reranker options that reach no code: all of them without an LLM reranker, and per kind."""
+    kind = _llm_kind(args)
+    if kind is None:
+        what = f"--rerank {args.rerank} is a cross-encoder" if args.rerank else "no --rerank is given"
+        return {dest: f"it configures an LLM reranker (--rerank llm-listwise:<model>, llm-pointwise or llm-reasoning), and {what}"
+                for dest in LLM_OPTIONS}
+    unreached = {"rerank_revision": "an LLM endpoint serves one revision of its model; it is recorded by the prompt and settings"}
+    if not encoder:
+        unreached |= {"device": "the LLM runs behind --base-url, and this first stage loads no model",
+                      "batch_size": "LLM requests go --concurrency at a time, and this first stage encodes nothing"}
+    if kind != "listwise":
+        unreached |= {dest: f"RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time" for dest in ("window", "step")}
+    if kind == "pointwise":
+        unreached["max_tokens"] = "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label"
+    return unreached
+
+
+def _llm_reranker(args: argparse.Namespace):
+    """The LLM reranker --rerank names, with its endpoint and settings (checked before any data loads)."""
+    from r2med_plugin.evaluation.rerankers import as_reranker
+    from r2med_plugin.llm.client import api_key, endpoint_host
+    from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
+
+    if not args.base_url:
+        raise ValueError(f"--rerank {args.rerank} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
+    endpoint_host(args.base_url)  # a malformed URL is refused before any data loads
+    api_key(args.api_key_env)  # so is an unset --api-key-env variable (the key itself is not kept)
+    endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency)
+    config = LLMRerankerConfig(endpoint, window=args.window, step=args.step, max_tokens=args.max_tokens)
+    return as_reranker(args.rerank, llm=config)
+
+
+def _print_usage(result) -> None:
+    """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing)."""
+    usage = getattr(getattr(result, "rerank", None), "usage", None)
+    if usage:
+        print(f"  rerank usage: {usage['requests']} requests ({usage['cached_answers']} answers from the cache), "
+              f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s")
 
 
 def _check_model_options(args: argparse.Namespace) -> None:
@@ -213,6 +267,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     if args.model_name is not None and first_stage is not None:  # a flag that would reach no code
         raise ValueError("--model-name names an encoder first stage; name a BM25 or run-file first stage with --first-stage-name")
     refuse_unreached(args, _evaluate_unreached(args, first_stage))
+    llm = _llm_reranker(args) if _llm_kind(args) is not None else None  # checked before any model or data loads
     _check_model_options(args)
     _check_output(args)
     first_stage = first_stage if first_stage is not None else _first_stage(source, args)
@@ -223,7 +278,8 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
         for task in args.task:
             spec = get_task_spec(task)
             read_run_file(task_run_file(Path(first_stage), spec.name, spec.hub_name))
-    reranker = SentenceTransformerCrossEncoder(args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
+    reranker = llm if llm is not None else SentenceTransformerCrossEncoder(
+        args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
     plans = [(task, build_plan(
         task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
         rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift,
@@ -243,6 +299,7 @@ def _run_plans(args: argparse.Namespace, plans: list, keys_of) -> int:
         result = execute(plan)
         _announce_end(args, plan.task, started)
         _print_scores(result, keys_of(result))
+        _print_usage(result)
         if args.output:
             depth = {} if plan.reranker is not None else {"trec_depth": args.depth}
             for kind, path in write_outputs(result, args.output, trec=args.trec, **depth).items():
@@ -259,7 +316,13 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         silence_libraries()
     if args.rerank:
-        return _evaluate_reranked(args)
+        from r2med_plugin.llm.client import EndpointError
+
+        try:
+            return _evaluate_reranked(args)
+        except EndpointError as error:  # an LLM reranker's endpoint refused or kept failing; answers so far are cached
+            print(f"r2med: error: {error}", file=sys.stderr)
+            return 1
     if args.first_stage or args.first_stage_name:
         raise ValueError("--first-stage is what --rerank reranks: add --rerank <cross-encoder>")
     if not args.retriever:
@@ -490,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")
     check.add_argument("--accept-drift", action="store_true", default=None, help="accept counts/revision that differ from task_metadata")
     check.set_defaults(func=_check)
-    evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks")
+    evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks; rerank with a cross-encoder or an LLM")
     evaluate.add_argument("--task", nargs="+", required=True, help="task name(s), e.g. NanoR2MEDBiology")
     evaluate.add_argument("--retriever", default=None, help="bm25-lucene, bm25-robertson, or a model name or folder (required without --rerank)")
     evaluate.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
@@ -515,14 +578,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--accept-drift", action="store_true", default=None,
                           help="evaluate data whose counts/revision differ from task_metadata (marked +count-drift; never submittable)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
-    evaluate.add_argument("--rerank", default=None, metavar="CROSS_ENCODER",
-                          help="rerank the top --rerank-depth of --first-stage with this sentence-transformers CrossEncoder (name or folder)")
+    evaluate.add_argument("--rerank", default=None, metavar="RERANKER",
+                          help="rerank the top --rerank-depth of --first-stage with this sentence-transformers CrossEncoder (name or "
+                               "folder), or an LLM behind --base-url: llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>")
     evaluate.add_argument("--first-stage", default=None,
                           help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
     evaluate.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
     evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
     evaluate.add_argument("--workers", type=_positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
+    evaluate.add_argument("--base-url", default=None, help="LLM rerankers: the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    evaluate.add_argument("--api-key-env", default=None, help="LLM rerankers: environment variable holding the API key (default OPENAI_API_KEY)")
+    evaluate.add_argument("--concurrency", type=_positive_int, default=8, help="LLM rerankers: requests in flight at once (default 8)")
+    evaluate.add_argument("--window", type=_positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
+    evaluate.add_argument("--step", type=_positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
+    evaluate.add_argument("--max-tokens", type=_positive_int, default=None,
+                          help="llm-reasoning: the reasoning budget (default 8192); llm-listwise: the answer's budget (default: the server's)")
     evaluate.set_defaults(func=_evaluate)
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")

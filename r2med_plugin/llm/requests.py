@@ -87,8 +87,9 @@ class Requester:
         self.cache = cache
         self.model_option = model_option
         self.usage = Usage()
-        self.failures: list[str] = []
+        self.failures: dict[str, str] = {}  # request key -> why it failed (dropped when asked again with success)
         self._client: Any = None
+        self._answered: dict[str, api.Answer] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
         self._secrets: list[str] = []
@@ -97,29 +98,35 @@ class Requester:
         """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
         retry (recorded in ``failures``; the run stops once the other requests are done)."""
         key = ResponseCache.key(self.model, messages, parameters)
+        if key in self._answered:  # asked before in this run (a probe): not a request, not a cache hit
+            return self._answered[key]
         cached = self.cache.get(key)
         if cached is not None:
             self.usage.cached += 1
+            self._answered[key] = cached
             return cached
-        assert self._semaphore is not None and self._client is not None
+        if self._semaphore is None or self._client is None:
+            raise RuntimeError("Requester.ask runs inside Requester.run")
         async with self._semaphore:
             try:
                 answer = await api.answer(self._client, self.model, messages, parameters)
             except Exception as error:  # noqa: BLE001 - classified: fatal errors stop the run, others are counted
-                self._failed(error)
+                self.failures[key] = self._failed(error)
                 return None
+        self.failures.pop(key, None)
         self.usage.requests += 1
         self.usage.prompt_tokens += answer.prompt_tokens
         self.usage.completion_tokens += answer.completion_tokens
         self.cache.put(key, answer)
+        self._answered[key] = answer
         return answer
 
-    def _failed(self, error: BaseException) -> None:
+    def _failed(self, error: BaseException) -> str:
         message = api.describe(error, model=self.model, key_env=self._key_env, base_url=self.endpoint.base_url,
                                secrets=self._secrets, model_option=self.model_option)
         if api.classify(error) == "fatal":
             raise api.EndpointError(message) from None
-        self.failures.append(message)
+        return message
 
     def run(self, main: Callable[[], Awaitable[T]]) -> T:
         """Run ``main()`` (which calls ``ask``) with a fresh client; raise if any request failed every retry."""
@@ -134,7 +141,7 @@ class Requester:
         self._secrets = [key]
         self._client = api.make_client(self.endpoint.base_url, key, timeout=self.endpoint.timeout, max_retries=self.endpoint.max_retries)
         self._semaphore = asyncio.Semaphore(self.endpoint.concurrency)
-        self.failures = []
+        self.failures = {}
         try:
             result = await main()
         finally:
@@ -143,7 +150,7 @@ class Requester:
         if self.failures:
             raise api.EndpointError(
                 f"{len(self.failures)} request(s) to {api.endpoint_host(self.endpoint.base_url)} failed on every retry "
-                f"(first: {self.failures[0]}); the answers received are cached: run the same command again to continue")
+                f"(first: {next(iter(self.failures.values()))}); the answers received are cached: run the same command again to continue")
         return result
 
 

@@ -77,6 +77,9 @@ class LLMReranker:
         self.revision = self._revision()
         self.last_report: RerankReport | None = None
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r}, {self.config!r})"
+
     def _revision(self) -> str:
         return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}"
 
@@ -185,6 +188,14 @@ class PointwiseLLMReranker(_PairwiseScored):
     def __init__(self, model: str, config: LLMRerankerConfig) -> None:
         super().__init__(model, config)
         self._no_logprobs = False  # the endpoint answered without log-probabilities: ask for labels from then on
+
+    async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
+        self._no_logprobs = False
+        first = next(((query_id, doc_ids[0]) for query_id, doc_ids in lists.items() if doc_ids), None)
+        if first is not None:  # one question first: does the endpoint return log-probabilities at all?
+            probe = await requester.ask(pair_messages("pointwise", queries[first[0]], documents[first[1]]), dict(self.YES_NO))
+            self._no_logprobs = probe is not None and not probe.logprobs
+        return await super()._rerank_all(requester, lists, queries, documents, bar, counts, traces)
 
     async def _score(self, requester, query_id, query, doc_id, passage, counts, traces) -> float | None:
         if not self._no_logprobs:

@@ -1,6 +1,7 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
 
-It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` the way vLLM and the OpenAI API do,
+It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` the way vLLM and the OpenAI API do (log-probabilities
+included, when a reply gives them: ``logprobs_of``),
 records every request (path, JSON body, whether the key matched), and can misbehave on purpose:
 queued faults for the next completions ("429", "500", "drop" a connection, "slow:<seconds>"), a
 delay on every answer, 401 for a wrong key (echoing the key it was given, so tests can prove the
@@ -23,6 +24,21 @@ def echo_query_reply(body: dict[str, Any]) -> str:
     """Default answer: a passage made of the last 40 words of the user prompt (deterministic)."""
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     return "Passage: " + " ".join(user.split()[-40:])
+
+
+def logprobs_of(tokens: list[tuple[str, float, dict[str, float]]]) -> dict[str, Any]:
+    """A choice's ``logprobs`` as the OpenAI API and vLLM send them: per answer token, its log-probability and
+    the top alternatives (``[(token, logprob, {alternative: logprob})]``)."""
+    return {"content": [
+        {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8")),
+         "top_logprobs": [{"token": other, "logprob": value, "bytes": list(other.encode("utf-8"))} for other, value in top.items()]}
+        for token, logprob, top in tokens
+    ]}
+
+
+def listwise_passages(body: dict[str, Any]) -> list[str]:
+    """The passages of a RankGPT conversation, in their [1], [2], ... order."""
+    return [m["content"].split("] ", 1)[1] for m in body["messages"] if m["role"] == "user" and m["content"].startswith("[")]
 
 
 @dataclass
@@ -125,12 +141,18 @@ class LoopbackOpenAI:
         if self.delay:
             time.sleep(self.delay)
         answer = self.reply(body)
-        message = {"role": "assistant", "content": answer} if isinstance(answer, str) else {"role": "assistant", **answer}
+        choice_fields: dict[str, Any] = {"finish_reason": "stop"}
+        if isinstance(answer, str):
+            message = {"role": "assistant", "content": answer}
+        else:  # "logprobs" (see logprobs_of) and "finish_reason" belong to the choice, the rest to the message
+            answer = dict(answer)
+            choice_fields |= {key: answer.pop(key) for key in ("logprobs", "finish_reason") if key in answer}
+            message = {"role": "assistant", **answer}
         prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
         completion_tokens = len(" ".join(str(v) for v in message.values() if v != "assistant").split())
         payload = {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, **choice_fields}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
         }
         self._send(handler, 200, payload)

@@ -1,0 +1,375 @@
+"""LLM rerankers (issue 23) against a loopback OpenAI-compatible server: listwise (RankGPT), pointwise (P(yes))
+and reasoning (Rank1), end to end through `r2med evaluate`, with faults (429, dropped connections, malformed and
+empty answers) and a SIGKILL followed by a resume."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from r2med_plugin.cli import main
+from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.llm import Endpoint, LLMRerankerConfig, ListwiseLLMReranker, PointwiseLLMReranker, ReasoningLLMReranker
+from r2med_plugin.llm.prompting import apply_permutation, llm_prompts, parse_permutation, windows
+from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of
+
+TASK = "NanoR2MEDBiology"
+
+
+def _hidden(text: str) -> str:
+    """The server's hidden relevance order: a hash of the passage (any fixed total order will do)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def rankgpt_reply(body: dict) -> str:
+    """A well-behaved RankGPT answer: the window's passages by the hidden order."""
+    passages = listwise_passages(body)
+    order = sorted(range(len(passages)), key=lambda i: _hidden(passages[i]))
+    return " > ".join(f"[{i + 1}]" for i in order)
+
+
+def _passage(body: dict) -> str:
+    return body["messages"][-1]["content"].split("Passage: ", 1)[1].split("\n")[0]
+
+
+def _yes_no_logprobs(passage: str) -> tuple[float, float, float]:
+    """The log-probabilities the server gives "Yes", " yes" and "No" for a passage (from its hash)."""
+    digest = hashlib.sha256(passage.encode("utf-8")).digest()
+    return -digest[0] / 40 - 0.01, -digest[1] / 30 - 2.0, -digest[2] / 40 - 0.01
+
+
+def pointwise_reply(body: dict) -> dict:
+    yes, yes_spaced, no = _yes_no_logprobs(_passage(body))
+    top = {"Yes": yes, " yes": yes_spaced, "No": no, "Maybe": -6.0}
+    first = "Yes" if yes >= no else "No"
+    return {"content": first, "logprobs": logprobs_of([(first, top[first], top)])}
+
+
+@pytest.fixture()
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Answers cached in this test's folder only (the session cache would answer another test's prompts)."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("R2MED_CACHE_DIR", str(path))
+    return path
+
+
+def _config(server: LoopbackOpenAI, cache: Path | None = None, **settings) -> LLMRerankerConfig:
+    concurrency = settings.pop("concurrency", 4)
+    return LLMRerankerConfig(Endpoint(server.base_url, concurrency=concurrency, max_retries=4), cache_dir=cache, **settings)
+
+
+def _toy(count: int = 30, queries: int = 2) -> tuple[dict, dict, dict]:
+    documents = {f"d{i:02d}": f"passage {i} about gene {i * 7 % 11} and protein [{i}]" for i in range(count)}
+    query_texts = {f"q{j}": f"which gene [{j}] binds protein {j}" for j in range(queries)}
+    first_stage = {query_id: {doc_id: float(count - rank) for rank, doc_id in enumerate(documents)} for query_id in query_texts}
+    return first_stage, query_texts, documents
+
+
+# --- pure logic -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, expected", [
+    ("[2] > [1] > [3]", [1, 0, 2]),
+    ("[2] > [2] > [1] > [3]", [1, 0, 2]),       # repeated: counted once
+    ("[5] > [1] > [0]", [0, 1, 2]),             # out of range: dropped
+    ("[3]", [2, 0, 1]),                          # missing: the rest follow in their order
+    ("I cannot rank these passages.", [0, 1, 2]),  # no identifier: the window keeps its order
+    ("", [0, 1, 2]),
+    ("<think>[1] looks best</think>\n[3] > [2]", [2, 1, 0]),
+    ("［２］ > ［３］", [1, 2, 0]),                # full-width digits, as RankGPT normalises them
+])
+def test_permutations_are_parsed_as_rankgpt_does(answer: str, expected: list[int]):
+    assert parse_permutation(answer, 3) == expected
+
+
+def test_sliding_windows_go_from_the_bottom_to_the_top():
+    assert windows(30, 20, 10) == [(10, 30), (0, 20)]
+    assert windows(25, 20, 10) == [(5, 25), (0, 15)]
+    assert windows(10, 20, 10) == [(0, 10)]
+    assert windows(0, 20, 10) == []
+    spans = windows(100, 20, 10)
+    assert spans[0] == (80, 100) and spans[-1] == (0, 20) and len(spans) == 9
+    assert apply_permutation(list("abcde"), 1, 4, [2, 0, 1]) == list("adbce")
+
+
+def test_every_prompt_names_its_published_source():
+    prompts = llm_prompts()
+    assert set(prompts) == {"listwise", "pointwise", "pointwise_graded", "reasoning"}
+    assert all(len(prompt["source"]) > 40 for prompt in prompts.values())
+
+
+def test_settings_are_checked_with_the_fix():
+    endpoint = Endpoint("http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="--step .* smaller than --window"):
+        LLMRerankerConfig(endpoint, window=10, step=10)
+    with pytest.raises(ValueError, match="--concurrency"):
+        Endpoint("http://127.0.0.1:9/v1", concurrency=0)
+    with pytest.raises(ValueError, match="needs an endpoint: add --base-url"):
+        as_reranker("llm-listwise:m")
+    with pytest.raises(ValueError, match="did you mean llm-listwise"):
+        as_reranker("llm-listwize:m", llm=LLMRerankerConfig(endpoint))
+    with pytest.raises(ValueError, match="names no model"):
+        as_reranker("llm-pointwise:", llm=LLMRerankerConfig(endpoint))
+    reranker = as_reranker("llm-reasoning:Qwen/Qwen3-8B", llm=LLMRerankerConfig(endpoint, max_tokens=512))
+    assert isinstance(reranker, ReasoningLLMReranker) and reranker.name == "Qwen/Qwen3-8B (reasoning)"
+    assert reranker.revision.endswith("-max512")
+
+
+# --- listwise -----------------------------------------------------------------------------------------------------
+
+def test_listwise_end_to_end_with_429s_and_dropped_connections(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch, capsys):
+    with LoopbackOpenAI(reply=rankgpt_reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        server.add_faults("429", "drop", "500", "429")
+        argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:test-llm", "--first-stage", "bm25-robertson",
+                "--rerank-depth", "30", "--base-url", server.base_url, "--output", str(tmp_path / "out"), "--trec", "--quiet"]
+        assert main(argv) == 0
+        first = capsys.readouterr().out
+        sent = len(server.completions())
+        assert main(argv) == 0  # a rerun: every answer from the cache
+        second = capsys.readouterr().out
+        assert len(server.completions()) == sent
+    from r2med_plugin.data.loader import load_task
+    data = load_task(TASK)
+    windows_sent = 2 * data.queries.height  # two windows per query: 10-30, then 0-20
+    assert sent == windows_sent + 4  # and the four faults, retried by the client
+    assert f"rerank usage: {windows_sent} requests (0 answers from the cache)" in first
+    assert f"rerank usage: 0 requests ({windows_sent} answers from the cache)" in second
+    (path,) = (tmp_path / "out" / "results" / "test-llm_(listwise)--bm25-robertson--top_30").glob(f"*/{TASK}.json")
+    written = json.loads(path.read_text())
+    provenance = written["r2med_provenance"]
+    assert (provenance["reranker"], provenance["first_stage"], provenance["rerank_depth"]) == ("test-llm (listwise)", "bm25-robertson", 30)
+    usage = written["r2med_provenance"]["rerank_usage"]  # the rerun's
+    assert usage["requests"] == 0 and usage["cached_answers"] == windows_sent and usage["prompt_tokens"] == 0
+    # The windows carried the best passages up: each query's top 10 is the server's top 10 of its 30, in order.
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    first_stage, reranked = _trec(next(path.parent.parent.parent.parent.rglob(f"{TASK}.first_stage.trec"))), _trec(
+        next((tmp_path / "out" / "runs").rglob(f"{TASK}.trec")))
+    assert set(reranked) == set(first_stage) and len(reranked) == data.queries.height
+    for query_id, ranked in reranked.items():  # (the first stage's file orders its score ties by id, not as the run)
+        assert len(ranked) == 30 and set(ranked) <= set(first_stage[query_id])
+        assert ranked[:10] == sorted(ranked, key=lambda doc_id: _hidden(" ".join(texts[doc_id].strip().split()[:300])))[:10]
+
+
+def _trec(path: Path) -> dict[str, list[str]]:
+    """query -> documents in rank order."""
+    rows: dict[str, list[tuple[int, str]]] = {}
+    for line in path.read_text().splitlines():
+        query_id, _, doc_id, rank, *_ = line.split()
+        rows.setdefault(query_id, []).append((int(rank), doc_id))
+    return {query_id: [doc_id for _, doc_id in sorted(pairs)] for query_id, pairs in rows.items()}
+
+
+def test_malformed_and_empty_permutations_keep_unmentioned_passages_in_order(own_cache: Path, monkeypatch):
+    answers = iter(["[3] > [3] > [1] > [99]", "", "no ranking, sorry", "[2]"])
+
+    def reply(body: dict) -> str:
+        return next(answers)
+
+    first_stage, queries, documents = _toy(count=6, queries=4)
+    with LoopbackOpenAI(reply=reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = ListwiseLLMReranker("test-llm", _config(server, concurrency=1))
+        run = reranker.rerank(first_stage, queries, documents, depth=3, show_progress=False)
+    ids = ["d00", "d01", "d02"]
+    orders = sorted(list(ranked) for ranked in run.values())
+    assert sorted(orders) == sorted([["d02", "d00", "d01"], ids, ids, ["d01", "d00", "d02"]])
+    assert reranker.last_report.usage["empty_answers"] == 1 and reranker.last_report.usage["unparsed_answers"] == 1
+    assert all(list(scores.values()) == [3.0, 2.0, 1.0] for scores in run.values())
+
+
+# --- pointwise ----------------------------------------------------------------------------------------------------
+
+def test_pointwise_p_yes_is_the_hand_computed_share_of_yes(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch, capsys):
+    with LoopbackOpenAI(reply=pointwise_reply) as server:
+        monkeypatch.setenv("R2MED_TEST_KEY", server.api_key)
+        server.add_faults("drop", "429")
+        argv = ["evaluate", "--task", TASK, "--rerank", "llm-pointwise:test-llm", "--first-stage", "bm25-robertson",
+                "--base-url", server.base_url, "--api-key-env", "R2MED_TEST_KEY", "--concurrency", "3",
+                "--output", str(tmp_path / "out"), "--trec", "--quiet"]
+        assert main(argv) == 0
+        bodies = server.completions()
+    assert all(body["logprobs"] is True and body["max_tokens"] == 1 and body["top_logprobs"] == 20 for body in bodies)
+    run_file = next((tmp_path / "out" / "runs").rglob(f"{TASK}.trec"))
+    scores = {(line.split()[0], line.split()[2]): float(line.split()[4]) for line in run_file.read_text().splitlines()}
+    from r2med_plugin.data.loader import load_task
+
+    data = load_task(TASK)
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    assert len(scores) == 10 * data.queries.height
+    for (query_id, doc_id), score in scores.items():
+        yes, yes_spaced, no = _yes_no_logprobs(texts[doc_id])
+        expected = (math.exp(yes) + math.exp(yes_spaced)) / (math.exp(yes) + math.exp(yes_spaced) + math.exp(no))
+        assert score == pytest.approx(expected, abs=1e-6)  # the TREC file keeps 6 decimals or more
+    written = json.loads(next((tmp_path / "out" / "results").rglob(f"{TASK}.json")).read_text())
+    assert written["r2med_provenance"]["rerank_usage"]["scored_by_logprobs"] == len(scores)
+    assert written["r2med_provenance"]["reranker"] == "test-llm (pointwise)"
+    assert next((tmp_path / "out" / "results").rglob(f"{TASK}.json")).parts[-3] == "test-llm_(pointwise)--bm25-robertson--top_10"
+
+
+def test_pointwise_falls_back_to_graded_labels_without_logprobs(own_cache: Path, monkeypatch):
+    def reply(body: dict) -> str:
+        content = body["messages"][-1]["content"]
+        if "scale of 0 to 3" not in content:
+            return "Yes"
+        number = int(_passage(body).split()[1])
+        return "" if number == 5 else f"Relevance: {number % 4}"
+
+    first_stage, queries, documents = _toy(count=8, queries=1)
+    with LoopbackOpenAI(reply=reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = PointwiseLLMReranker("test-llm", _config(server, concurrency=1))
+        run = reranker.rerank(first_stage, queries, documents, depth=8, show_progress=False)
+    expected = {f"d{i:02d}": (0.5 if i == 5 else (i % 4) / 3) for i in range(8)}
+    assert run["q0"] == pytest.approx(expected)
+    usage = reranker.last_report.usage
+    assert usage["scored_by_label"] == 7 and usage["undecided"] == 1 and usage["requests"] == 9  # one yes/no, then labels
+
+
+# --- reasoning ----------------------------------------------------------------------------------------------------
+
+def _true_false(passage: str) -> tuple[float, float]:
+    digest = hashlib.sha256(passage.encode("utf-8")).digest()
+    return -digest[0] / 50 - 0.01, -digest[1] / 50 - 0.01
+
+
+def reasoning_reply(body: dict) -> dict:
+    passage = _passage(body)
+    if "budget" in passage:  # thinks past the budget: no answer
+        return {"reasoning_content": "Let me think about " + passage, "content": "", "finish_reason": "length"}
+    true, false = _true_false(passage)
+    word = "true" if true >= false else "false"
+    return {"reasoning_content": f"The query asks about genes; {passage} mentions one.", "content": word,
+            "logprobs": logprobs_of([(word, max(true, false), {"true": true, "false": false, "True": -9.0})])}
+
+
+def test_reasoning_end_to_end_saves_traces_beside_the_result(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, capsys):
+    with LoopbackOpenAI(reply=reasoning_reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        server.add_faults("500")
+        argv = ["evaluate", "--task", TASK, "--rerank", "llm-reasoning:test-llm", "--first-stage", "bm25-robertson",
+                "--base-url", server.base_url, "--max-tokens", "256", "--output", str(tmp_path / "out"), "--quiet"]
+        assert main(argv) == 0
+        assert {body["max_tokens"] for body in server.completions()} == {256}
+    assert "rerank usage:" in capsys.readouterr().out
+    result = next((tmp_path / "out" / "results").rglob(f"{TASK}.json"))
+    traces = [json.loads(line) for line in result.with_name(f"{TASK}.reasoning.jsonl").read_text().splitlines()]
+    from r2med_plugin.data.loader import load_task
+
+    data = load_task(TASK)
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    assert len(traces) == 10 * data.queries.height
+    for trace in traces:
+        true, false = _true_false(texts[trace["doc_id"]])
+        p_true = math.exp(true) + math.exp(-9.0)  # "true" and "True" add up
+        assert trace["score"] == pytest.approx(p_true / (p_true + math.exp(false)), abs=1e-12)
+        assert trace["reasoning"].startswith("The query asks about genes") and trace["answer"] in ("true", "false")
+    assert "-max256" in json.loads(result.read_text())["r2med_provenance"]["reranker_revision"]
+
+
+def test_reasoning_answers_inline_think_and_spent_budgets(own_cache: Path, monkeypatch):
+    def reply(body: dict) -> dict:
+        passage = _passage(body)
+        number = int(passage.split()[1])
+        if number == 0:
+            return {"content": "thinking on and on", "finish_reason": "length"}
+        if number == 1:
+            return {"content": "maybe true?</think>\nfalse"}  # no logprobs: the word after </think>
+        return {"content": "it says true.</think> true",
+                "logprobs": logprobs_of([("it", -0.1, {}), (" says", -0.1, {}), (" true", -0.2, {" true": -0.2}), (".</think>", -0.1, {}),
+                                         (" true", -0.3, {" true": -0.3, " false": -1.5})])}
+
+    first_stage, queries, documents = _toy(count=3, queries=1)
+    with LoopbackOpenAI(reply=reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = ReasoningLLMReranker("test-llm", _config(server))
+        run = reranker.rerank(first_stage, queries, documents, depth=3, show_progress=False)
+    p_true = math.exp(-0.3) / (math.exp(-0.3) + math.exp(-1.5))  # the token after </think>, not the one inside the thought
+    assert run["q0"] == pytest.approx({"d00": 0.5, "d01": 0.0, "d02": p_true})
+    usage = reranker.last_report.usage
+    assert usage["undecided"] == 1 and usage["scored_by_answer"] == 1 and usage["scored_by_logprobs"] == 1
+
+
+# --- requests: keys, failures, SIGKILL ----------------------------------------------------------------------------
+
+def test_the_key_is_never_written_and_a_refused_key_is_redacted(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, capsys):
+    with LoopbackOpenAI(reply=pointwise_reply, api_key="sk-the-real-secret-key") as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-the-real-secret-key")
+        base = ["evaluate", "--task", TASK, "--rerank", "llm-pointwise:test-llm", "--first-stage", "bm25-robertson",
+                "--base-url", server.base_url, "--output", str(tmp_path / "out"), "--quiet"]
+        assert main(base) == 0
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-a-wrong-secret-key")
+        capsys.readouterr()
+        assert main([*base[:-3], "--rerank-depth", "12", "--quiet"]) == 1  # pairs 11 and 12 are not cached: asked, refused
+    message = capsys.readouterr().err
+    assert "HTTP 401" in message and "sk-a-wrong-secret-key" not in message
+    for path in [*(tmp_path / "out").rglob("*"), *own_cache.rglob("*")]:
+        if path.is_file():
+            data = path.read_bytes()
+            assert b"sk-the-real-secret-key" not in data and b"sk-a-wrong-secret-key" not in data, path
+
+
+def test_a_request_failing_every_retry_stops_the_run_and_keeps_the_answers(own_cache: Path, monkeypatch):
+    first_stage, queries, documents = _toy(count=4, queries=1)
+    with LoopbackOpenAI(reply=pointwise_reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = PointwiseLLMReranker("test-llm", _config(server, concurrency=1))
+        reranker.rerank(first_stage, queries, documents, depth=1, show_progress=False)  # the first pair: answered
+        server.add_faults(*["500"] * 5)  # the next request gets all five: max_retries=4
+        with pytest.raises(RuntimeError, match="1 request\\(s\\) .* failed on every retry.*run the same command again"):
+            reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
+        assert reranker.last_report.usage["requests"] == 2 and reranker.last_report.usage["cached_answers"] == 1
+        run = reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
+        assert reranker.last_report.usage["requests"] == 1 and reranker.last_report.usage["cached_answers"] == 3
+    assert len(run["q0"]) == 4
+
+
+RESUMED = """
+import json, sys
+from r2med_plugin.llm import Endpoint, LLMRerankerConfig, PointwiseLLMReranker
+url, cache, toy = sys.argv[1:4]
+first_stage, queries, documents = json.loads(open(toy).read())
+reranker = PointwiseLLMReranker("test-llm", LLMRerankerConfig(Endpoint(url, concurrency=2), cache_dir=cache))
+reranker.rerank(first_stage, queries, documents, depth=40, show_progress=False)
+"""
+
+
+def test_a_run_killed_with_sigkill_resumes_from_its_cached_answers(own_cache: Path, tmp_path: Path, monkeypatch):
+    first_stage, queries, documents = _toy(count=40, queries=1)
+    toy = tmp_path / "toy.json"
+    toy.write_text(json.dumps([first_stage, queries, documents]))
+    cache = tmp_path / "answers"
+    with LoopbackOpenAI(reply=pointwise_reply, delay=0.05) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        child = subprocess.Popen([sys.executable, "-c", RESUMED, server.base_url, str(cache), str(toy)],
+                                 env={**os.environ, "OPENAI_API_KEY": server.api_key}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while len(list(cache.rglob("*.json"))) < 12 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        assert child.returncode == -signal.SIGKILL
+        kept = len(list(cache.rglob("*.json")))
+        assert 12 <= kept < 40 and not list(cache.rglob("*.tmp"))  # whole answers only, no half-written file
+        sent_before = len(server.completions())
+        reranker = PointwiseLLMReranker("test-llm", _config(server, cache, concurrency=2))
+        resumed = reranker.rerank(first_stage, queries, documents, depth=40, show_progress=False)
+        assert reranker.last_report.usage["cached_answers"] == kept
+        assert len(server.completions()) - sent_before == 40 - kept == reranker.last_report.usage["requests"]
+    with LoopbackOpenAI(reply=pointwise_reply) as fresh:
+        monkeypatch.setenv("OPENAI_API_KEY", fresh.api_key)
+        reference = PointwiseLLMReranker("test-llm", _config(fresh, tmp_path / "fresh")).rerank(
+            first_stage, queries, documents, depth=40, show_progress=False)
+    assert resumed == reference
