@@ -91,6 +91,8 @@ EXPANSION = list_expansions(R2MED_TASK)[0]
 BM25 = ["evaluate", "--task", TASK, "--retriever", "bm25-lucene"]
 MODEL = ["evaluate", "--task", TASK, "--retriever", "org/model"]
 RERANK = ["evaluate", "--task", TASK, "--rerank", "org/ce", "--first-stage", "bm25-lucene"]
+LLM = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:m", "--first-stage", "bm25-lucene", "--base-url", "http://127.0.0.1:9/v1"]
+LLM_POINTWISE = [*LLM[:4], "llm-pointwise:m", *LLM[5:]]
 GENERATE = ["generate", "--task", R2MED_TASK, "--method", "lamer", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1"]
 SWEEP = ["sweep", "spec.yaml"]
 COMPARE = ["compare", "a"]
@@ -125,6 +127,12 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "rerank_revision"): (RERANK, RERANK + ["--rerank-revision", "v2"]),
     ("evaluate", "first_stage_name"): (RERANK, RERANK + ["--first-stage-name", "my-bm25"]),
     ("evaluate", "workers"): (BM25, BM25 + ["--workers", "1"]),
+    ("evaluate", "base_url"): (LLM, [*LLM[:-1], "http://127.0.0.1:8/v1"]),
+    ("evaluate", "api_key_env"): (LLM, LLM + ["--api-key-env", "PATH"]),
+    ("evaluate", "concurrency"): (LLM, LLM + ["--concurrency", "16"]),
+    ("evaluate", "window"): (LLM, LLM + ["--window", "30"]),
+    ("evaluate", "step"): (LLM, LLM + ["--step", "5"]),
+    ("evaluate", "max_tokens"): (LLM, LLM + ["--max-tokens", "64"]),
     ("generate", "task"): (GENERATE, [*GENERATE[:2], "R2MEDMedQADiag", *GENERATE[3:]]),
     ("generate", "method"): (GENERATE, [*GENERATE[:4], "hyde", *GENERATE[5:]]),
     ("generate", "llm"): (GENERATE, [*GENERATE[:6], "other", *GENERATE[7:]]),
@@ -223,6 +231,13 @@ REFUSED: list[tuple[list[str], str]] = [
     (RERANK + ["--output", "{tmp}/o", "--trec", "--depth", "5"], "--depth"),
     (RERANK + ["--batch", "8", "--model-revision", "v"], "--model-revision"),  # a BM25 first stage loads no encoder
     (["evaluate", "--task", TASK, "--rerank", "org/ce", "--first-stage", "{tmp}/run.trec", "--instruction"], "--instruction"),
+    (RERANK + ["--window", "30"], "--window"),  # a cross-encoder has no window
+    (RERANK + ["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),
+    (BM25 + ["--concurrency", "4"], "--concurrency"),
+    (LLM_POINTWISE + ["--step", "5"], "--step"),
+    (LLM_POINTWISE + ["--max-tokens", "5"], "--max-tokens"),
+    (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing
+    (LLM + ["--rerank-revision", "v2"], "--rerank-revision"),
     ([*GENERATE[:4], "hyde", *GENERATE[5:], "--first-stage", "bm25-lucene"], "--first-stage"),
     (["leaderboard", "a", "--plot-rows", "all"], "--plot-rows"),
     (["export", "--trec", "a", "--out", "o", "--model", "m"], "--model"),
