@@ -74,19 +74,34 @@ def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
     return run
 
 
-def cached_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
-    """The array stored under (kind, key), computed and stored on a miss."""
+def read_cached_array(kind: str, key: str) -> np.ndarray | None:
+    """The array stored under (kind, key), or None (a miss, an unreadable entry, or the cache switched off)."""
     path = cache_dir() / kind / f"{key}.npy"
     if cache_enabled() and path.is_file():
         try:
             return np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError):
-            pass  # unreadable (or removed meanwhile): recompute and replace it below
-    array = compute()
-    if cache_enabled():
-        def write(temporary: Path) -> None:
-            with temporary.open("wb") as stream:
-                np.save(stream, array, allow_pickle=False)
+            return None  # unreadable (or removed meanwhile): the caller recomputes and stores it again
+    return None
 
-        atomic_write(path, write)
+
+def store_array(kind: str, key: str, array: np.ndarray) -> None:
+    """Store ``array`` under (kind, key), atomically (nothing when the cache is switched off)."""
+    if not cache_enabled():
+        return
+
+    def write(temporary: Path) -> None:
+        with temporary.open("wb") as stream:
+            np.save(stream, array, allow_pickle=False)
+
+    atomic_write(cache_dir() / kind / f"{key}.npy", write)
+
+
+def cached_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """The array stored under (kind, key), computed and stored on a miss."""
+    found = read_cached_array(kind, key)
+    if found is not None:
+        return found
+    array = compute()
+    store_array(kind, key, array)
     return array

@@ -25,7 +25,7 @@ from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.names import BM25_VARIANTS, TieOrder
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, dense_search, effective_prompt, score_candidates
+from r2med_plugin.retrieval.dense import Encoder, bound_to_task, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__
@@ -141,14 +141,15 @@ class Dense:
 
     def search(self, data: TaskData, depth: int, *, show_progress: bool = True) -> Run:
         search = dict(dataset_revision=data.revision, query_prompt=self.query_prompt, top_k=depth)
+        encoder = bound_to_task(self.encoder, data.name)  # an encoder whose prompts depend on the task (mteb's)
         if self.expansion is None:
-            return dense_search(self.encoder, data.corpus, data.queries, **search)
+            return dense_search(encoder, data.corpus, data.queries, **search)
         method, reasoning, texts, expansions = expanded_queries(data, self.expansion, self.data_dir)
         single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
         if single and single[0] is not None:
             queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
-            return dense_search(self.encoder, data.corpus, queries, **search)
-        return dense_search(self.encoder, data.corpus, data.queries, mix_with=expansions, **search)
+            return dense_search(encoder, data.corpus, queries, **search)
+        return dense_search(encoder, data.corpus, data.queries, mix_with=expansions, **search)
 
     def ranked(self, data: TaskData, depth: int, *, show_progress: bool = True) -> RankedRun:
         run = self.search(data, depth, show_progress=show_progress)
@@ -177,7 +178,7 @@ class StoredCandidates:
         if isinstance(self.retriever, Bm25):
             return self.retriever.search(data, data.corpus.height, show_progress=show_progress)
         union = {q: [d for key in self.subsets for d in data.candidates[key].get(q, [])] for q in data.qrels}
-        encoder = self.retriever.encoder
+        encoder = bound_to_task(self.retriever.encoder, data.name)
         return score_candidates(encoder, data.corpus, data.queries, union, dataset_revision=data.revision,
                                 query_prompt=self.retriever.query_prompt)
 

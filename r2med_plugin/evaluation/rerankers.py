@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.rerankers import is_llm_reranker_name, llm_reranker
+from r2med_plugin.retrieval.dense import bound_to_task
 from r2med_plugin.retrieval.rerank import as_pair_scorer, rerank_run, reranker_name, reranker_revision
 from r2med_plugin.types import Run
 
@@ -40,6 +41,11 @@ class CrossEncoderReranker:
         self.name = reranker_name(model)
         self.revision = reranker_revision(model)
 
+    def for_task(self, task: str) -> "CrossEncoderReranker":
+        """This reranker with its pair scorer bound to ``task`` (a scorer whose prompts depend on the task: mteb's)."""
+        bound = bound_to_task(self.model, task)
+        return self if bound is self.model else CrossEncoderReranker(bound, batch_size=self.batch_size)
+
     def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
                show_progress: bool = True) -> Run:
         return rerank_run(first_stage, queries, documents, self.model, depth=depth, batch_size=self.batch_size,
@@ -49,7 +55,8 @@ class CrossEncoderReranker:
 def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig | None = None) -> Reranker:
     """A Reranker from what a user gives: a Reranker, a pair scorer, an LLM reranker's name ("llm-listwise:<model>",
     "llm-pointwise:<model>", "llm-reasoning:<model>", with ``llm`` saying where and how to ask), or a cross-encoder's
-    name or folder (loaded here)."""
+    name or folder (loaded here, resolved like every name: r2med_plugin.retrieval.registry, so a name mteb knows
+    loads through mteb)."""
     if isinstance(value, Reranker):
         if llm is not None:
             raise ValueError("llm (the endpoint settings) configures an LLM reranker named as 'llm-<kind>:<model>'; "
@@ -61,7 +68,9 @@ def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig |
         raise ValueError(f"llm (the endpoint settings: --base-url, --window, ...) applies to LLM rerankers only; {value!r} is "
                          "a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop llm")
     if isinstance(value, (str, os.PathLike)):
-        from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+        from r2med_plugin.retrieval.registry import resolve
 
-        value = SentenceTransformerCrossEncoder(str(value), batch_size=batch_size)
+        value = resolve(str(value)).load_cross_encoder(batch_size=batch_size)
+        if isinstance(value, Reranker):
+            return value
     return CrossEncoderReranker(value, batch_size=batch_size)

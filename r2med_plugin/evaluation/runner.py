@@ -33,7 +33,7 @@ from r2med_plugin.evaluation.scorers import Retrieved, merged, within_depth
 from r2med_plugin.evaluation.writers import provenance, write_outputs
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, score_candidates
+from r2med_plugin.retrieval.dense import Encoder, bound_to_task, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.retrieval.rerank import top_ranked
 from r2med_plugin.names import CANDIDATE_SUBSETS
@@ -125,7 +125,7 @@ def _check_against_data(plan: EvaluationPlan, data: TaskData) -> None:
 
 def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunResult:
     """The official reranker mode: the first stage's top ``rerank_depth`` reranked; only they are scored."""
-    reranker = as_reranker(plan.reranker, batch_size=plan.rerank_batch_size)
+    reranker = bound_to_task(as_reranker(plan.reranker, batch_size=plan.rerank_batch_size), data.name)
     depth = plan.rerank_depth
     stage = plan.first_stage.ranked(data, max(depth, OFFICIAL_TOPK_DOCS_DEPTH), show_progress=plan.show_progress)
     run = _checked(data, stage)
@@ -186,7 +186,7 @@ def score_candidate_lists(
     if isinstance(model_or_retriever, str):
         full = Bm25(model_or_retriever).search(data, data.corpus.height, show_progress=False)
         return restrict_run(full, lists)
-    return score_candidates(model_or_retriever, data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)
+    return score_candidates(bound_to_task(model_or_retriever, data.name), data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)
 
 
 def rerank_candidates(*args, **kwargs) -> Run:

@@ -308,6 +308,14 @@ class MtebPairScorer:
         self.task_metadata = mteb.get_task(task).metadata
         self.batch_size = batch_size
 
+    def for_task(self, task: str) -> "MtebPairScorer":
+        """The same model, fed with ``task``'s metadata (its prompts); the reranker mode binds each task's own."""
+        import copy
+
+        bound = copy.copy(self)
+        bound.task_metadata = mteb.get_task(task).metadata
+        return bound
+
     def predict(self, pairs: list[tuple[str, str]]) -> Any:
         import numpy as np
         from mteb.types import PromptType

@@ -69,11 +69,12 @@ def api_key(env_var: str | None) -> str:
     return NO_KEY
 
 
-def make_client(base_url: str, key: str, *, timeout: float, max_retries: int) -> Any:
+def make_client(base_url: str, key: str, *, timeout: float, max_retries: int,
+                feature: str = "r2med generate and the LLM rerankers") -> Any:
     try:
         from openai import AsyncOpenAI
     except ImportError as error:  # the [generate] extra
-        raise ImportError("r2med generate and the LLM rerankers need the openai client: pip install 'r2med-plugin[generate]'") from error
+        raise ImportError(f"{feature} needs the openai client: pip install 'r2med-plugin[generate]'") from error
     return AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
 
 
@@ -166,8 +167,9 @@ def classify(error: BaseException) -> str:
     return "other"
 
 
-def describe(error: BaseException, *, model: str, key_env: str, base_url: str, secrets: list[str], model_option: str = "--llm") -> str:
-    """A message for ``error`` with the fix, never holding the key."""
+def describe(error: BaseException, *, model: str, key_env: str, base_url: str, secrets: list[str], model_option: str = "--llm",
+             timeout_fix: str = "raise --timeout or lower --concurrency") -> str:
+    """A message for ``error`` with the fix, never holding the key (``model_option``: the option that names the model)."""
     import openai
 
     status = getattr(error, "status_code", None)
@@ -179,7 +181,7 @@ def describe(error: BaseException, *, model: str, key_env: str, base_url: str, s
     elif isinstance(error, openai.NotFoundError):
         text = f"unknown model {model!r} or wrong endpoint (HTTP 404); check {model_option} and that --base-url ends in /v1"
     elif isinstance(error, openai.APITimeoutError):
-        text = "the request timed out on every retry; raise --timeout or lower --concurrency"
+        text = f"the request timed out on every retry; {timeout_fix}"
     elif isinstance(error, openai.APIConnectionError):
         text = f"cannot reach the endpoint {endpoint_host(base_url)} (connection failed on every retry)"
     elif status is not None:

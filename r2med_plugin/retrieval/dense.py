@@ -2,8 +2,9 @@
 
 An encoder is any object with ``name``, ``revision`` and ``encode(texts, kind=...)`` returning one
 row per text (``kind`` is "query" or "document"). Optional: a ``prompt=`` argument of ``encode`` (else
-a prompt is prepended to each text), a ``query_prompt`` default and a ``cache_identity`` string that
-changes whenever its embeddings would (weights, settings). ``SentenceTransformerEncoder`` adapts a
+a prompt is prepended to each text), a ``query_prompt`` default, a ``cache_identity`` string that
+changes whenever its embeddings would (weights, settings), and ``for_task(task_name)`` returning the
+encoder bound to a task whose prompts it applies itself (``bound_to_task``; mteb's models). ``SentenceTransformerEncoder`` adapts a
 sentence-transformers model the way MTEB runs one (``encode_query`` / ``encode_document``; a prompt
 only when asked for). ``HashingEncoder`` is a fast deterministic stand-in for tests and benchmarks.
 
@@ -148,6 +149,12 @@ class SentenceTransformerEncoder:
         return np.asarray(
             encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
         )
+
+
+def bound_to_task(model: object, task: str) -> object:
+    """``model.for_task(task)`` where the model offers it (its prompts depend on the task: mteb's models), else ``model``."""
+    bind = getattr(model, "for_task", None)
+    return bind(task) if callable(bind) else model
 
 
 def check_model_name(name: str) -> None:

@@ -1,38 +1,55 @@
 """One registry of retrievers and rerankers: ``resolve(name)`` says what a name is (a BM25, a model that
-ships in a package, a local folder, or a hub model), how to load it, and what identifies it before loading.
+ships in a package, a local folder, a hub model, or a name a model loader claims: one mteb knows, an
+``openai:<model>`` endpoint), how to load it, and what identifies it before loading.
 
 Every command resolves names here: ``r2med evaluate``, ``r2med sweep`` (its "already done" stamps) and
-the Python API, so one name means one thing everywhere.
+the Python API (``load_encoder``, ``load_reranker``), so one name means one thing everywhere.
+
+Model loaders beyond sentence-transformers are plugins (``ModelLoader``): this module never imports
+them. They are found through the entry-point group ``r2med_plugin.model_loaders`` (this package declares
+``mteb`` and ``openai`` there, in r2med_plugin/integrations/) or added with ``register_loader``. With
+``loader="auto"`` a hub name goes to the first loader whose ``auto`` flag is set and that claims it
+(mteb, when it has a ModelMeta for the name), else to sentence-transformers; ``name:...`` goes to the
+loader whose ``scheme`` is ``name`` (``openai:text-embedding-3-small``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from r2med_plugin.names import BM25_VARIANTS
 from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, packaged_model_folder
 from r2med_plugin.version import __version__
 
-RetrieverKind = Literal["bm25", "packaged", "folder", "hub"]
+RetrieverKind = Literal["bm25", "packaged", "folder", "hub", "plugin"]
+SENTENCE_TRANSFORMERS = "sentence-transformers"
+AUTO = "auto"
+ENTRY_POINT_GROUP = "r2med_plugin.model_loaders"
 
 
 @dataclass(frozen=True)
 class RetrieverRef:
     name: str  # as given
     kind: RetrieverKind
-    source: str  # what loads: the BM25 name, the folder, or the hub id
+    source: str  # what loads: the BM25 name, the folder, the hub id, or the id the plugin loader gets
     revision: str | None = None  # the requested hub revision (a folder's label)
+    loader: str = SENTENCE_TRANSFORMERS  # who loads it: sentence-transformers, or a plugin loader's name
+    settings: tuple[tuple[str, Any], ...] = ()  # a plugin loader's settings (endpoint URL, dimensions, ...)
 
     def stamp(self) -> str:
         """What the model is, without loading it: the plugin version (how the numbers are computed), then the
-        files (size and time) of a folder or package, or the commit the hub cache holds for the revision."""
+        files (size and time) of a folder or package, or the commit the hub cache holds for the revision
+        (a plugin loader says its own: mteb's ModelMeta name and revision, an endpoint's host and model)."""
         code = f"r2med-plugin-{__version__}"
         if self.kind == "bm25":
             return code
+        if self.kind == "plugin":
+            return f"{code}:{self.loader}:{loader_named(self.loader).stamp(self)}"
         if self.kind in ("folder", "packaged"):
             folder = Path(self.source)
             return f"{code}:path:{self.revision or '-'}:{files_stamp(folder) if folder.is_dir() else files_stamp(folder.parent)}"
@@ -42,27 +59,130 @@ class RetrieverRef:
         return f"{code}:hub:{commit or 'unresolved'}"
 
     def load_encoder(self, **options: Any):
-        """A SentenceTransformerEncoder (options: device, devices, batch_size, show_progress, name)."""
-        from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
-
+        """An Encoder (r2med_plugin.retrieval.dense): a SentenceTransformerEncoder (options: device, devices,
+        batch_size, show_progress, name), or what the plugin loader builds (it takes the same options)."""
         if self.kind == "bm25":
             raise ValueError(f"{self.name} is a BM25 retriever, not a model to encode with")
+        if self.kind == "plugin":
+            return loader_named(self.loader).load_encoder(self, **options)
+        from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
         return SentenceTransformerEncoder(self.name, revision=self.revision, **options)
 
     def load_cross_encoder(self, **options: Any):
-        """A SentenceTransformerCrossEncoder (options: device, batch_size, max_length)."""
-        from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
-
+        """A pair scorer or Reranker: a SentenceTransformerCrossEncoder (options: device, batch_size, max_length),
+        or what the plugin loader builds."""
         if self.kind == "bm25":
             raise ValueError(f"{self.name} is a BM25 retriever, not a cross-encoder")
+        if self.kind == "plugin":
+            return loader_named(self.loader).load_cross_encoder(self, **options)
+        from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+
         return SentenceTransformerCrossEncoder(self.name, revision=self.revision, **options)
 
 
-def resolve(name: str, revision: str | None = None) -> RetrieverRef:
-    """What ``name`` is: bm25-lucene / bm25-robertson, a packaged model alias (minilm-packaged), an existing
-    folder, else a hub model id."""
+# --- model loaders (plugins) ------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ModelLoader(Protocol):
+    """A way to load models by name, beside sentence-transformers (mteb's registry, an embedding endpoint).
+
+    ``name``: what ``loader=`` / ``--loader`` calls it. ``scheme``: names of the form ``<scheme>:<id>`` are
+    its own (None: none). ``auto``: whether ``loader="auto"`` offers it plain hub names first.
+    ``claim(name, revision, settings)`` returns a RetrieverRef (kind "plugin", loader=self.name) for a name
+    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load."""
+
+    name: str
+    scheme: str | None
+    auto: bool
+
+    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None: ...
+
+    def stamp(self, ref: RetrieverRef) -> str: ...
+
+    def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
+
+    def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
+
+
+_LOADERS: dict[str, ModelLoader] = {}
+_DISCOVERED = False
+
+
+def register_loader(loader: ModelLoader) -> None:
+    """Add (or replace) a model loader under ``loader.name`` (entry points do this for the package's own)."""
+    if not isinstance(loader, ModelLoader):
+        raise TypeError(f"{type(loader).__name__} is not a ModelLoader (name, scheme, auto, claim, stamp, load_encoder, load_cross_encoder)")
+    if loader.name in (AUTO, SENTENCE_TRANSFORMERS):
+        raise ValueError(f"the loader name {loader.name!r} is reserved")
+    _LOADERS[loader.name] = loader
+
+
+def loaders() -> dict[str, ModelLoader]:
+    """The plugin loaders: those of the entry-point group (loaded once, on first use), and registered ones."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        _DISCOVERED = True
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=ENTRY_POINT_GROUP):
+            if point.name not in _LOADERS:
+                _LOADERS.setdefault(point.name, point.load())
+    return dict(_LOADERS)
+
+
+def loader_named(name: str) -> ModelLoader:
+    found = loaders().get(name)
+    if found is None:
+        raise ValueError(f"no model loader named {name!r}: use {', '.join(loader_choices())} "
+                         "(reinstall r2med-plugin if mteb or openai are missing from this list)")
+    return found
+
+
+def loader_choices() -> list[str]:
+    """What ``--loader`` accepts."""
+    return [AUTO, SENTENCE_TRANSFORMERS, *sorted(loaders())]
+
+
+def _scheme_loader(name: str) -> ModelLoader | None:
+    scheme, colon, rest = name.partition(":")
+    if not colon or not rest or "/" in scheme or len(scheme) < 2:
+        return None
+    return next((loader for loader in loaders().values() if loader.scheme == scheme), None)
+
+
+def resolve(name: str, revision: str | None = None, *, loader: str | None = None,
+            settings: Mapping[str, Any] | None = None) -> RetrieverRef:
+    """What ``name`` is: bm25-lucene / bm25-robertson, ``<scheme>:<id>`` of a plugin loader (openai:<model>), a
+    packaged model alias (minilm-packaged), an existing folder, a name a plugin loader claims (mteb's registry),
+    else a hub model id for sentence-transformers.
+
+    ``loader`` ("auto" when None) forces one: "sentence-transformers", or a plugin loader's name ("mteb").
+    ``settings`` are a plugin loader's (base_url, dimensions, ...); a name that loads otherwise refuses them."""
+    loader = loader or AUTO
+    settings = {key: value for key, value in (settings or {}).items() if value is not None}
+    if loader not in (AUTO, SENTENCE_TRANSFORMERS):
+        loader_named(loader)  # an unknown loader name is refused first
     if name in BM25_VARIANTS:
+        if loader != AUTO:
+            raise ValueError(f"--loader {loader} chooses how a model loads; {name} is a BM25 retriever: drop --loader")
+        _no_settings(name, settings, "a BM25 retriever")
         return RetrieverRef(name, "bm25", name)
+    by_scheme = _scheme_loader(name)
+    if by_scheme is not None:
+        if loader not in (AUTO, by_scheme.name):
+            raise ValueError(f"{name!r} is loaded by the {by_scheme.name} loader; drop --loader {loader}")
+        return _claimed(by_scheme, name, revision, settings)
+    if loader not in (AUTO, SENTENCE_TRANSFORMERS):
+        return _claimed(loader_named(loader), name, revision, settings)
+    if loader == AUTO and name not in PACKAGED_MODELS and not Path(name).expanduser().exists():
+        for candidate in loaders().values():
+            if candidate.auto:
+                ref = candidate.claim(name, revision, settings)
+                if ref is not None:
+                    return ref
+    _no_settings(name, settings, "a sentence-transformers model")
     if name in PACKAGED_MODELS:
         if revision is not None:
             raise ValueError(f"{name} is one set of packaged weights: drop its revision ({revision!r})")
@@ -70,6 +190,31 @@ def resolve(name: str, revision: str | None = None) -> RetrieverRef:
     if Path(name).expanduser().exists():
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
     return RetrieverRef(name, "hub", name, revision)
+
+
+def _claimed(loader: ModelLoader, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef:
+    ref = loader.claim(name, revision, settings)
+    if ref is None:
+        raise ValueError(f"the {loader.name} loader does not know the model {name!r}; drop --loader {loader.name} "
+                         f"(or loader={loader.name!r}) to load it through sentence-transformers")
+    return ref
+
+
+def _no_settings(name: str, settings: Mapping[str, Any], what: str) -> None:
+    if settings:
+        flags = ", ".join("--" + key.replace("_", "-") for key in sorted(settings))
+        raise ValueError(f"{flags} configure an embedding endpoint (openai:<model>); {name!r} is {what}: drop {flags}")
+
+
+def load_encoder(name: str, revision: str | None = None, *, loader: str | None = None,
+                 settings: Mapping[str, Any] | None = None, **options: Any):
+    """The Encoder ``name`` stands for, loaded as ``r2med evaluate --retriever name`` loads it (Python API)."""
+    return resolve(name, revision, loader=loader, settings=settings).load_encoder(**options)
+
+
+def load_reranker(name: str, revision: str | None = None, *, loader: str | None = None, **options: Any):
+    """The cross-encoder (pair scorer or Reranker) ``name`` stands for, as ``r2med evaluate --rerank name`` loads it."""
+    return resolve(name, revision, loader=loader).load_cross_encoder(**options)
 
 
 # --- identity without loading ------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""A small OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
+"""A small OpenAI-compatible chat-completions and embeddings server on 127.0.0.1 for tests.
 
-It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` the way vLLM and the OpenAI API do (log-probabilities
-included, when a reply gives them: ``logprobs_of``),
+It answers ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and ``GET /v1/models`` the way vLLM and the OpenAI
+API do (log-probabilities included, when a reply gives them: ``logprobs_of``),
 records every request (path, JSON body, whether the key matched), and can misbehave on purpose:
 queued faults for the next completions ("429", "500", "drop" a connection, "slow:<seconds>"), a
-delay on every answer, 401 for a wrong key (echoing the key it was given, so tests can prove the
+delay on every answer; for embeddings also "nonjson" (a 200 whose body is not JSON), "baddim" (vectors
+one dimension short) and "fewer" (one row missing); 401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
 it and answers 503 after ``max_seconds``.
 """
@@ -50,6 +51,7 @@ class LoopbackOpenAI:
     max_seconds: float = 300.0
     requests: list[dict[str, Any]] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
+    embedding_dim: int = 16  # the width of an embedding when the request names no `dimensions`
 
     def __post_init__(self) -> None:
         server = self
@@ -94,6 +96,21 @@ class LoopbackOpenAI:
         """The JSON bodies of every chat-completion request received, in arrival order."""
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every embeddings request received, in arrival order."""
+        return [r["body"] for r in self.requests if r["path"].endswith("/embeddings")]
+
+    @staticmethod
+    def embedding(text: str, dim: int) -> list[float]:
+        """The server's embedding of ``text``: hashed words into ``dim`` buckets (deterministic; similar texts are close)."""
+        import hashlib
+
+        vector = [0.0] * dim
+        for word in text.lower().split():
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dim] += 1.0
+        vector[0] += 0.5  # no text embeds to zeros
+        return vector
+
     # --- request handling ---------------------------------------------------------------------------
 
     def _authorized(self, handler: BaseHTTPRequestHandler) -> tuple[bool, str]:
@@ -121,7 +138,8 @@ class LoopbackOpenAI:
         self.requests.append({"method": "POST", "path": handler.path, "body": body, "authorized": authorized, "fault": fault})
         if time.monotonic() > self._deadline:
             return self._send(handler, 503, {"error": {"message": "loopback server expired"}})
-        if not handler.path.rstrip("/").endswith("/chat/completions"):
+        embeddings = handler.path.rstrip("/").endswith("/embeddings")
+        if not embeddings and not handler.path.rstrip("/").endswith("/chat/completions"):
             return self._send(handler, 404, {"error": {"message": "not found", "type": "invalid_request_error"}})
         if not authorized:  # like the real API, say which key was refused (the client must never repeat it)
             message = f"Incorrect API key provided: {presented}. You can find your API key at your provider."
@@ -140,6 +158,8 @@ class LoopbackOpenAI:
             time.sleep(float(fault.split(":", 1)[1]))
         if self.delay:
             time.sleep(self.delay)
+        if embeddings:
+            return self._embeddings(handler, body, fault)
         answer = self.reply(body)
         choice_fields: dict[str, Any] = {"finish_reason": "stop"}
         if isinstance(answer, str):
@@ -155,6 +175,25 @@ class LoopbackOpenAI:
             "choices": [{"index": 0, "message": message, **choice_fields}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
         }
+        self._send(handler, 200, payload)
+
+    def _embeddings(self, handler: BaseHTTPRequestHandler, body: dict, fault: str | None) -> None:
+        if fault == "nonjson":
+            raw = b"<html>502 Bad Gateway (from a proxy)</html>"
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(raw)))
+            handler.end_headers()
+            handler.wfile.write(raw)
+            return None
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        dim = int(body.get("dimensions") or self.embedding_dim) - (1 if fault == "baddim" else 0)
+        rows = [{"object": "embedding", "index": i, "embedding": self.embedding(t, dim)} for i, t in enumerate(texts)]
+        if fault == "fewer":
+            rows = rows[:-1]
+        rows.reverse()  # servers may answer out of order: the index says which input a row is
+        tokens = sum(len(t.split()) for t in texts)
+        payload = {"object": "list", "data": rows, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
         self._send(handler, 200, payload)
 
     @staticmethod

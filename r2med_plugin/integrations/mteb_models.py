@@ -1,0 +1,198 @@
+"""mteb's model registry as a model loader: ``--retriever NAME`` / ``--rerank NAME`` load NAME the way
+``mteb run -m NAME`` does whenever mteb has a ModelMeta for it (its loader, prompts, instructions,
+pooling, revision), and the result is filed under mteb's model name and revision.
+
+``MtebEncoder`` implements the plugin's Encoder protocol (``encode(texts, *, kind, prompt=None)``,
+``cache_identity``) over mteb's ``encode(DataLoader, task_metadata=..., prompt_type=...)``, fed exactly as
+mteb's retrieval evaluator feeds it (``create_dataloader`` over id/text rows, split "test", subset
+"default"). Prompts depend on the task, so the Dense stage binds the encoder to its task first
+(``for_task``): the task metadata is our registered mteb task's (its ``prompt`` is the official
+instruction). Cross-encoders load as mteb's wrapper (a sentence-transformers CrossEncoder inside is
+scored on raw logits, as the official reranker does) or, for mteb's own implementations, through
+``MtebPairScorer``.
+
+Registered as the ``mteb`` loader through the ``r2med_plugin.model_loaders`` entry point; mteb is
+imported only when a name is resolved, never at import.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+
+from r2med_plugin.retrieval.dense import EncodeKind, check_device, check_model_name
+from r2med_plugin.retrieval.registry import RetrieverRef, cached_hub_commit
+
+NAME = "mteb"
+SPLIT, SUBSET = "test", "default"
+
+
+def model_meta(name: str) -> Any | None:
+    """mteb's ModelMeta for ``name`` (or for sentence-transformers/<name>, the completion sentence-transformers
+    makes), None when mteb's registry has none. Never reaches the hub."""
+    import warnings
+
+    import mteb
+
+    for candidate in (name, f"sentence-transformers/{name}") if "/" not in name else (name,):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # renamed models resolve to their new name
+                return mteb.get_model_meta(candidate)
+        except KeyError:
+            continue
+    return None
+
+
+class MtebLoader:
+    """The ``mteb`` model loader (see r2med_plugin.retrieval.registry.ModelLoader)."""
+
+    name = NAME
+    scheme = None
+    auto = True  # loader="auto": a name mteb knows is loaded through mteb
+
+    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
+        meta = model_meta(name)
+        if meta is None:
+            return None
+        if settings:
+            flags = ", ".join("--" + key.replace("_", "-") for key in sorted(settings))
+            raise ValueError(f"{flags} configure an embedding endpoint (openai:<model>); {name!r} is a model of mteb's registry: drop {flags}")
+        if revision is not None and meta.revision is not None and revision != meta.revision:
+            raise ValueError(
+                f"mteb's ModelMeta for {meta.name} pins revision {meta.revision}, not {revision}: drop --model-revision "
+                f"(mteb's loader, prompts and revision), or add --loader sentence-transformers to load revision {revision} "
+                "as a plain sentence-transformers model"
+            )
+        return RetrieverRef(name, "plugin", meta.name, meta.revision, loader=NAME)
+
+    def stamp(self, ref: RetrieverRef) -> str:
+        commit = ref.revision or cached_hub_commit(ref.source, "model", "main") or "unresolved"
+        return f"mteb-{version('mteb')}:{ref.source}@{commit}"
+
+    def load_encoder(self, ref: RetrieverRef, **options: Any) -> MtebEncoder:
+        meta = _loadable(ref)
+        if meta.is_cross_encoder:
+            raise ValueError(f"{meta.name} is a cross-encoder in mteb's registry: rerank with it (--rerank {ref.name}), "
+                             "it does not embed texts for a first stage")
+        device = _one_device(options.pop("device", None), options.pop("devices", None))
+        model = _load(meta, ref, device)
+        return MtebEncoder(model, meta, **options)
+
+    def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", batch_size: int = 32,
+                           max_length: int | None = None) -> Any:
+        meta = _loadable(ref)
+        if not meta.is_cross_encoder:
+            raise ValueError(f"{meta.name} is an embedding model in mteb's registry, not a cross-encoder: use it as the "
+                             f"first stage (--first-stage {ref.name}) and rerank with a cross-encoder")
+        if max_length is not None:
+            raise ValueError("max_length is set by mteb's loader for models of its registry; leave it out")
+        check_device(device)
+        model = _load(meta, ref, device)
+        from r2med_plugin.integrations.mteb import MtebPairScorer
+        from r2med_plugin.retrieval.rerank import as_pair_scorer
+
+        try:
+            as_pair_scorer(model)  # mteb's CrossEncoderWrapper: its sentence-transformers model, raw logits
+            return model
+        except TypeError:
+            return MtebPairScorer(model, batch_size=batch_size)  # mteb's own implementation, fed DataLoaders
+
+
+LOADER = MtebLoader()
+
+
+def _loadable(ref: RetrieverRef) -> Any:
+    meta = model_meta(ref.source)
+    if meta is None or meta.loader is None:
+        raise ValueError(
+            f"mteb knows {ref.name!r} but has no implementation to load it (its ModelMeta has no loader); add "
+            "--loader sentence-transformers to load it as a plain sentence-transformers model, if it is one"
+        )
+    return meta
+
+
+def _one_device(device: str | None, devices: Sequence[str] | None) -> str | None:
+    if devices and len(devices) > 1:
+        raise ValueError(f"models of mteb's registry encode on one device; got devices {list(devices)}: give one")
+    chosen = devices[0] if devices else device
+    check_device(chosen)
+    return chosen
+
+
+def _load(meta: Any, ref: RetrieverRef, device: str | None) -> Any:
+    try:
+        return meta.load_model(device=device)
+    except OSError as error:
+        raise ValueError(
+            f"mteb could not load {meta.name} at revision {meta.revision} ({error}); it must be in the Hugging Face "
+            "cache at that revision (HF_HUB_OFFLINE=1 needs it cached), or add --loader sentence-transformers"
+        ) from error
+
+
+class MtebEncoder:
+    """A model of mteb's registry as an Encoder; ``for_task(name)`` binds the task whose prompts it uses."""
+
+    query_prompt = None  # mteb chooses the prompts (model prompts, the task's instruction)
+
+    def __init__(self, model: Any, meta: Any, *, batch_size: int = 32, show_progress: bool = True,
+                 name: str | None = None, task: str | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if name is not None:
+            check_model_name(name)
+        self.model = model
+        self.meta = meta
+        self.name = name or meta.name
+        self.revision = meta.revision or cached_hub_commit(meta.name, "model", "main") or "unknown-revision"
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.task = task
+
+    def for_task(self, task: str) -> MtebEncoder:
+        bound = copy.copy(self)
+        bound.task = task
+        return bound
+
+    @property
+    def cache_identity(self) -> str:
+        """mteb's version, the ModelMeta (name, revision, loader and its settings, prompts) and the task."""
+        settings = json.dumps([self.meta.name, self.meta.revision, str(getattr(self.meta, "loader", "")),
+                               getattr(self.meta, "loader_kwargs", None)], sort_keys=True, default=repr)
+        digest = hashlib.sha256(settings.encode("utf-8")).hexdigest()[:16]
+        return f"mteb-{version('mteb')}/{digest}/task:{self.task}"
+
+    def task_metadata(self) -> Any:
+        if self.task is None:
+            raise ValueError("an mteb encoder uses its task's prompts: bind one first, encoder.for_task('NanoR2MEDBiology') "
+                             "(the Dense first stage does this itself)")
+        import mteb
+
+        return mteb.get_task(self.task).metadata
+
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
+        if prompt is not None:
+            raise ValueError(
+                f"{self.name} is loaded through mteb, which applies the model's own prompts and the task's instruction; "
+                "a prompt of ours would be ignored: drop --instruction (or query_prompt=), or add --loader "
+                "sentence-transformers to prepend the official prompt"
+            )
+        import datasets
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.types import PromptType
+
+        metadata = self.task_metadata()
+        prompt_type = PromptType.query if kind == "query" else PromptType.document
+        rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
+        loader = create_dataloader(rows, task_metadata=metadata, prompt_type=prompt_type, batch_size=self.batch_size)
+        embeddings = self.model.encode(loader, task_metadata=metadata, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type,
+                                       batch_size=self.batch_size, show_progress_bar=self.show_progress)
+        if hasattr(embeddings, "detach"):
+            embeddings = embeddings.detach().float().cpu().numpy()
+        return np.asarray(embeddings, dtype=np.float32)
