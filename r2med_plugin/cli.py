@@ -62,14 +62,34 @@ def _computes_bm25_lucene(args: argparse.Namespace, first_stage: str | None) -> 
     return False
 
 
-def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None) -> dict[str, str]:
+ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency")
+
+
+def _endpoint_settings(args: argparse.Namespace) -> dict[str, object]:
+    return {dest: getattr(args, dest) for dest in ENDPOINT_OPTIONS}
+
+
+def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encoder_name: str | None = None) -> dict[str, str]:
     """Option -> why it reaches no code, for the mode chosen: ``first_stage`` is the BM25 name or run file
-    that is searched or reranked, None for an encoder."""
+    that is searched or reranked, None for an encoder (``encoder_name``: its name)."""
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
+    from r2med_plugin.retrieval.registry import scheme_loader
 
     encoder = first_stage is None
     bm25 = first_stage in BM25_RETRIEVERS
     unreached = {}
+    endpoint = encoder and encoder_name is not None and scheme_loader(encoder_name) is not None
+    endpoint_unreached = {}
+    if not endpoint:
+        what = "an encoder first stage" if encoder else "the BM25 retriever" if bm25 else "a run-file first stage"
+        for dest in ENDPOINT_OPTIONS:
+            endpoint_unreached[dest] = f"it configures an embedding endpoint (--retriever openai:<model>), and {what} is not one"
+    else:
+        unreached["device"] = f"{encoder_name} runs on the endpoint's server"
+        if not args.rerank:
+            unreached["loader"] = f"{encoder_name} names its loader itself (openai:)"
+    if not encoder and not args.rerank:
+        unreached["loader"] = f"it chooses how a model loads, and {'the BM25 retriever' if bm25 else 'a run file'} loads none"
     if not encoder:
         what = "the BM25 retriever" if bm25 else "a run-file first stage"
         for dest in ("model_revision", "model_name"):
@@ -84,7 +104,13 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None) -> di
     else:
         unreached |= {"top_k": "reranking keeps the first stage's top --rerank-depth",
                       "depth": "a reranked run (and its TREC file) holds each query's reranked top --rerank-depth only"}
-    unreached |= _llm_unreached(args, encoder)
+    llm_unreached = _llm_unreached(args, encoder)
+    for dest in {**endpoint_unreached, **llm_unreached}:
+        if dest in endpoint_unreached and dest in llm_unreached:  # an option of both endpoints (--base-url, ...): neither is used
+            unreached[dest] = ("it configures an endpoint: an embedding endpoint (--retriever openai:<model>) or an LLM reranker "
+                               "(--rerank llm-listwise:<model>, ...), and neither is given")
+        elif dest not in set(ENDPOINT_OPTIONS) & set(LLM_OPTIONS):  # used by no other endpoint
+            unreached[dest] = llm_unreached.get(dest) or endpoint_unreached[dest]
     if args.candidates_only:
         unreached["top_k"] = "--candidates-only ranks the stored candidate lists, not the corpus"
     if not _computes_bm25_lucene(args, first_stage):
@@ -132,7 +158,7 @@ def _llm_reranker(args: argparse.Namespace):
         raise ValueError(f"--rerank {args.rerank} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
     endpoint_host(args.base_url)  # a malformed URL is refused before any data loads
     api_key(args.api_key_env)  # so is an unset --api-key-env variable (the key itself is not kept)
-    endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency)
+    endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency or 8)
     config = LLMRerankerConfig(endpoint, window=args.window, step=args.step, max_tokens=args.max_tokens)
     return as_reranker(args.rerank, llm=config)
 
@@ -229,22 +255,29 @@ def _first_stage_name_or_folder(value: str) -> str | None:
     return None
 
 
-def _first_stage(value: str, args: argparse.Namespace):
-    """A BM25 name, a run file or folder of run files, else a sentence-transformers model (name or folder)."""
-    named = _first_stage_name_or_folder(value)
-    if named is not None:
-        return named
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+def _resolved(name: str, args: argparse.Namespace, *, revision: str | None, settings: dict | None = None):
+    """What a model name is and how it loads (r2med_plugin.retrieval.registry: mteb's registry, an endpoint,
+    sentence-transformers), with --loader and the endpoint options; nothing is loaded yet."""
+    from r2med_plugin.retrieval.registry import resolve
 
-    return SentenceTransformerEncoder(value, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
-                                      show_progress=not args.quiet, name=args.model_name)
+    return resolve(name, revision, loader=args.loader, settings=_endpoint_settings(args) if settings is None else settings)
+
+
+def _refuse_prompt_for_mteb(args: argparse.Namespace, ref) -> None:
+    if ref is not None and ref.loader == "mteb":
+        refuse_unreached(args, {"instruction": f"{ref.name} loads through mteb, which applies the model's own prompts and the "
+                                               "task's instruction (add --loader sentence-transformers to prepend the official prompt)"})
+
+
+def _load_encoder(ref, args: argparse.Namespace):
+    """The encoder a resolved name stands for (a sentence-transformers model, mteb's implementation, an endpoint)."""
+    return ref.load_encoder(device=args.device, batch_size=args.batch_size, show_progress=not args.quiet, name=args.model_name)
 
 
 def _evaluate_reranked(args: argparse.Namespace) -> int:
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.plan import build_plan
     from r2med_plugin.evaluation.runner import official_query_prompt
-    from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
 
     if args.first_stage and args.retriever:
         raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
@@ -266,11 +299,14 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     first_stage = _first_stage_name_or_folder(source)
     if args.model_name is not None and first_stage is not None:  # a flag that would reach no code
         raise ValueError("--model-name names an encoder first stage; name a BM25 or run-file first stage with --first-stage-name")
-    refuse_unreached(args, _evaluate_unreached(args, first_stage))
+    refuse_unreached(args, _evaluate_unreached(args, first_stage, source))
     llm = _llm_reranker(args) if _llm_kind(args) is not None else None  # checked before any model or data loads
+    reranker_ref = None if llm is not None else _resolved(args.rerank, args, revision=args.rerank_revision, settings={})
+    encoder_ref = _resolved(source, args, revision=args.model_revision) if first_stage is None else None
+    _refuse_prompt_for_mteb(args, encoder_ref)
     _check_model_options(args)
     _check_output(args)
-    first_stage = first_stage if first_stage is not None else _first_stage(source, args)
+    first_stage = first_stage if first_stage is not None else _load_encoder(encoder_ref, args)
     if isinstance(first_stage, str) and Path(first_stage).is_dir():  # every task's run file found and readable first
         from r2med_plugin.data.runs import read_run_file
         from r2med_plugin.evaluation.reranking import task_run_file
@@ -278,8 +314,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
         for task in args.task:
             spec = get_task_spec(task)
             read_run_file(task_run_file(Path(first_stage), spec.name, spec.hub_name))
-    reranker = llm if llm is not None else SentenceTransformerCrossEncoder(
-        args.rerank, revision=args.rerank_revision, device=args.device, batch_size=args.batch_size)
+    reranker = llm if llm is not None else reranker_ref.load_cross_encoder(device=args.device, batch_size=args.batch_size)
     plans = [(task, build_plan(
         task, rerank=reranker, first_stage=first_stage, rerank_depth=args.rerank_depth, first_stage_name=args.first_stage_name,
         rerank_batch_size=args.batch_size, data_dir=args.data_dir, accept_drift=args.accept_drift,
@@ -354,27 +389,22 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.retriever in BM25_RETRIEVERS:
             raise ValueError("--model-name names a model's results; BM25 results are named by the retriever (drop --model-name)")
         check_model_name(args.model_name)
-    refuse_unreached(args, _evaluate_unreached(args, args.retriever if args.retriever in BM25_RETRIEVERS else None))
+    refuse_unreached(args, _evaluate_unreached(args, args.retriever if args.retriever in BM25_RETRIEVERS else None, args.retriever))
+    ref = None
     if args.retriever not in BM25_RETRIEVERS:
+        ref = _resolved(args.retriever, args, revision=args.model_revision)
+        _refuse_prompt_for_mteb(args, ref)
         _check_model_options(args)
     _check_output(args)
-    return _evaluate_tasks(args)
+    return _evaluate_tasks(args, ref)
 
 
-def _evaluate_tasks(args: argparse.Namespace) -> int:
+def _evaluate_tasks(args: argparse.Namespace, ref) -> int:
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.plan import build_plan
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, official_query_prompt
+    from r2med_plugin.evaluation.runner import official_query_prompt
 
-    if args.retriever in BM25_RETRIEVERS:
-        retriever = args.retriever
-    else:
-        from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
-
-        retriever = SentenceTransformerEncoder(
-            args.retriever, revision=args.model_revision, device=args.device, batch_size=args.batch_size,
-            show_progress=not args.quiet, name=args.model_name,
-        )
+    retriever = args.retriever if ref is None else _load_encoder(ref, args)
     plans = []
     for task, expansion in _task_expansions(args.task, args.expansion):  # every plan is built before the first task runs
         prompt = official_query_prompt(get_task_spec(task)) if args.instruction else None
@@ -540,6 +570,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from r2med_plugin.names import CANDIDATE_SUBSETS, GENERATION_METHODS
+    from r2med_plugin.retrieval.registry import loader_choices
     from r2med_plugin.version import __version__
 
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
@@ -555,7 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=_check)
     evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks; rerank with a cross-encoder or an LLM")
     evaluate.add_argument("--task", nargs="+", required=True, help="task name(s), e.g. NanoR2MEDBiology")
-    evaluate.add_argument("--retriever", default=None, help="bm25-lucene, bm25-robertson, or a model name or folder (required without --rerank)")
+    evaluate.add_argument("--retriever", default=None,
+                          help="bm25-lucene, bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
+                               "or openai:<model> with --base-url (required without --rerank)")
     evaluate.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
     evaluate.add_argument("--candidates", nargs="+", choices=list(CANDIDATE_SUBSETS), help="rank the stored candidate lists (NanoR2MED)")
     evaluate.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
@@ -579,17 +612,28 @@ def build_parser() -> argparse.ArgumentParser:
                           help="evaluate data whose counts/revision differ from task_metadata (marked +count-drift; never submittable)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
     evaluate.add_argument("--rerank", default=None, metavar="RERANKER",
-                          help="rerank the top --rerank-depth of --first-stage with this sentence-transformers CrossEncoder (name or "
-                               "folder), or an LLM behind --base-url: llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>")
+                          help="rerank the top --rerank-depth of --first-stage with this cross-encoder (a name of mteb's registry, "
+                               "else a sentence-transformers CrossEncoder name or folder), or an LLM behind --base-url: "
+                               "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>")
     evaluate.add_argument("--first-stage", default=None,
                           help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
     evaluate.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
     evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
     evaluate.add_argument("--workers", type=_positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
-    evaluate.add_argument("--base-url", default=None, help="LLM rerankers: the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    evaluate.add_argument("--api-key-env", default=None, help="LLM rerankers: environment variable holding the API key (default OPENAI_API_KEY)")
-    evaluate.add_argument("--concurrency", type=_positive_int, default=8, help="LLM rerankers: requests in flight at once (default 8)")
+    evaluate.add_argument("--loader", default=None, choices=loader_choices(),
+                          help="how --retriever / --rerank models load (default auto: through mteb when mteb's registry has the "
+                               "name, with its prompts and revision; else sentence-transformers)")
+    evaluate.add_argument("--base-url", default=None,
+                          help="the OpenAI-compatible endpoint of --retriever openai:<model> (embeddings) or of an LLM reranker "
+                               "(--rerank llm-...), e.g. http://localhost:8000/v1")
+    evaluate.add_argument("--api-key-env", default=None,
+                          help="openai:<model> / LLM rerankers: environment variable holding the API key (default OPENAI_API_KEY)")
+    evaluate.add_argument("--dimensions", type=_positive_int, default=None,
+                          help="openai:<model>: ask the endpoint for embeddings of this many dimensions (checked in every answer)")
+    evaluate.add_argument("--concurrency", type=_positive_int, default=None,
+                          help="openai:<model> / LLM rerankers: requests in flight at once (default 8); --batch-size texts per "
+                               "embeddings request")
     evaluate.add_argument("--window", type=_positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
     evaluate.add_argument("--step", type=_positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
     evaluate.add_argument("--max-tokens", type=_positive_int, default=None,

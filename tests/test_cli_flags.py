@@ -50,6 +50,10 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.evaluation.runner.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.retrieval.dense.SentenceTransformerEncoder", recorder("encoder", encoder))
     monkeypatch.setattr("r2med_plugin.retrieval.rerank.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
+    # issue 22: models of mteb's registry and embedding endpoints load through their loaders
+    monkeypatch.setattr("r2med_plugin.integrations.mteb_models._load", recorder("mteb_load", encoder))
+    monkeypatch.setattr("r2med_plugin.integrations.mteb_models.MtebEncoder", recorder("mteb_encoder", encoder))
+    monkeypatch.setattr("r2med_plugin.integrations.embedding_endpoint.EndpointEncoder", recorder("endpoint_encoder", encoder))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.build_leaderboards", recorder("build_leaderboards", {"r2med": []}))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.render_many", recorder("render_many", "table\n"))
     monkeypatch.setattr("r2med_plugin.reporting.plots.plot_leaderboard", recorder("plot", lambda rows, path, **k: (path, [])))
@@ -95,6 +99,8 @@ LLM = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:m", "--first-stage"
 LLM_POINTWISE = [*LLM[:4], "llm-pointwise:m", *LLM[5:]]
 GENERATE = ["generate", "--task", R2MED_TASK, "--method", "lamer", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1"]
 SWEEP = ["sweep", "spec.yaml"]
+MTEB_MODEL = ["evaluate", "--task", TASK, "--retriever", "sentence-transformers/all-MiniLM-L6-v2"]  # mteb has its ModelMeta
+ENDPOINT = ["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", "http://127.0.0.1:9/v1"]
 COMPARE = ["compare", "a"]
 INSPECT_QUERY = ["inspect", "a", "--task", TASK, "--query", "q"]
 INSPECT_WORST = ["inspect", "a", "--worst", "3", "--baseline", "m"]
@@ -127,9 +133,11 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "rerank_revision"): (RERANK, RERANK + ["--rerank-revision", "v2"]),
     ("evaluate", "first_stage_name"): (RERANK, RERANK + ["--first-stage-name", "my-bm25"]),
     ("evaluate", "workers"): (BM25, BM25 + ["--workers", "1"]),
-    ("evaluate", "base_url"): (LLM, [*LLM[:-1], "http://127.0.0.1:8/v1"]),
-    ("evaluate", "api_key_env"): (LLM, LLM + ["--api-key-env", "PATH"]),
-    ("evaluate", "concurrency"): (LLM, LLM + ["--concurrency", "16"]),
+    ("evaluate", "loader"): (MTEB_MODEL, MTEB_MODEL + ["--loader", "sentence-transformers"]),
+    ("evaluate", "base_url"): (ENDPOINT, [*ENDPOINT[:-1], "http://127.0.0.1:10/v1"]),
+    ("evaluate", "api_key_env"): (ENDPOINT, ENDPOINT + ["--api-key-env", "HOME"]),
+    ("evaluate", "dimensions"): (ENDPOINT, ENDPOINT + ["--dimensions", "8"]),
+    ("evaluate", "concurrency"): (ENDPOINT, ENDPOINT + ["--concurrency", "16"]),
     ("evaluate", "window"): (LLM, LLM + ["--window", "30"]),
     ("evaluate", "step"): (LLM, LLM + ["--step", "5"]),
     ("evaluate", "max_tokens"): (LLM, LLM + ["--max-tokens", "64"]),
@@ -225,6 +233,14 @@ REFUSED: list[tuple[list[str], str]] = [
     (BM25 + ["--rerank-revision", "v2"], "--rerank-revision"),
     (MODEL + ["--rerank-depth", "100"], "--rerank-depth"),
     (["evaluate", "--task", TASK, "--retriever", "bm25-robertson", "--workers", "2"], "--workers"),
+    (BM25 + ["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),  # issue 22: endpoint options need openai:<model>
+    (MODEL + ["--dimensions", "8"], "--dimensions"),
+    (RERANK + ["--concurrency", "4"], "--concurrency"),
+    (MODEL + ["--api-key-env", "HOME"], "--api-key-env"),
+    (BM25 + ["--loader", "mteb"], "--loader"),
+    (ENDPOINT + ["--loader", "mteb"], "--loader"),
+    (ENDPOINT + ["--device", "cpu"], "--device"),
+    (MTEB_MODEL + ["--instruction"], "--instruction"),  # mteb applies the model's prompts and the task's instruction
     (MODEL + ["--workers", "2"], "--workers"),
     (MODEL + ["--candidates", "bm25", "--candidates-only", "--top-k", "100"], "--top-k"),
     (RERANK + ["--top-k", "100"], "--top-k"),

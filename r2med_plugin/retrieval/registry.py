@@ -145,6 +145,11 @@ def loader_choices() -> list[str]:
     return [AUTO, SENTENCE_TRANSFORMERS, *sorted(loaders())]
 
 
+def scheme_loader(name: str) -> ModelLoader | None:
+    """The loader a ``<scheme>:<id>`` name belongs to (openai:<model>), else None."""
+    return _scheme_loader(name)
+
+
 def _scheme_loader(name: str) -> ModelLoader | None:
     scheme, colon, rest = name.partition(":")
     if not colon or not rest or "/" in scheme or len(scheme) < 2:
