@@ -1,0 +1,158 @@
+"""`--retriever openai:<model>`: any OpenAI-compatible /v1/embeddings server (issue 22), against a loopback server.
+
+Batched and concurrent requests, retried on 429/5xx/dropped connections; every batch cached as it arrives, so a
+SIGKILLed run resumes and a rerun sends no request; wrong dimensions, a non-JSON body and a bad key stop the run
+with a message that names the fix and never the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from r2med_plugin.cli import main
+from tests.support.loopback_openai import LoopbackOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "NanoR2MEDBiology"
+KEY = "sk-loopback-test"
+
+
+def _argv(server: LoopbackOpenAI, *extra: str) -> list[str]:
+    return ["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", server.base_url, "--api-key-env", "R2MED_TEST_KEY",
+            "--quiet", *extra]
+
+
+@pytest.fixture()
+def endpoint_env(mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("R2MED_TEST_KEY", KEY)
+    monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def _scores(printed: str) -> list[str]:
+    return [line for line in printed.splitlines() if line.startswith("  ") and "wrote" not in line]
+
+
+def _texts_in_requests(server: LoopbackOpenAI) -> int:
+    return sum(len(body["input"]) for body in server.embedding_requests())
+
+
+def test_faults_are_retried_and_a_rerun_sends_nothing(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    from r2med_plugin.data.loader import load_task
+
+    data = load_task(TASK)
+    with LoopbackOpenAI(models=("emb",)) as server:
+        server.add_faults("429", "500", "drop", "429")
+        assert main(_argv(server, "--batch-size", "7", "--concurrency", "4", "--output", str(endpoint_env / "out"))) == 0
+        first = capsys.readouterr()
+        bodies = server.embedding_requests()
+        queued = len(bodies)
+        # every text went out in batches of at most 7, and each answered batch exactly once beyond the 4 faults
+        assert max(len(body["input"]) for body in bodies) == 7
+        assert _texts_in_requests(server) >= data.corpus.height + data.queries.height
+        assert all(body["model"] == "emb" and body["encoding_format"] == "float" and "dimensions" not in body for body in bodies)
+        assert main(_argv(server, "--batch-size", "7", "--concurrency", "4")) == 0
+        second = capsys.readouterr()
+        assert len(server.embedding_requests()) == queued  # a rerun is served from the cache: no request at all
+    assert _scores(first.out) == _scores(second.out) and _scores(first.out)  # same scores
+    written = [path for path in (endpoint_env / "out").rglob("*") if path.is_file()]
+    mteb_file = next(path for path in written if path.name == f"{TASK}.json" and "r2med_provenance" in path.read_text())
+    assert json.loads(mteb_file.read_text())["r2med_provenance"]["model_name"] == "emb" and mteb_file.parent.parent.name == "emb"
+    for path in [*written, *(endpoint_env / "cache").rglob("*")]:  # the key is never written anywhere
+        assert not path.is_file() or KEY.encode() not in path.read_bytes(), path
+    assert KEY not in first.out + first.err + second.out + second.err
+
+
+def test_embeddings_match_the_server_and_dimensions_are_asked_for(endpoint_env: Path):
+    from r2med_plugin.retrieval.registry import load_encoder
+
+    with LoopbackOpenAI(models=("emb",)) as server:
+        encoder = load_encoder("openai:emb", settings={"base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY", "dimensions": 8,
+                                                       "concurrency": 3}, batch_size=2, show_progress=False)
+        texts = [f"text number {index} about genes" for index in range(9)]
+        got = encoder.encode(texts, kind="document", prompt="passage: ")
+        expected = np.asarray([LoopbackOpenAI.embedding("passage: " + text, 8) for text in texts], dtype=np.float32)
+        np.testing.assert_array_equal(got, expected)  # in input order although the server answers rows reversed
+        assert {body["dimensions"] for body in server.embedding_requests()} == {8}
+        assert len(server.embedding_requests()) == 5  # ceil(9 / 2)
+    assert "R2MED_TEST_KEY" not in encoder.cache_identity and KEY not in encoder.cache_identity
+    assert encoder.cache_identity == f"endpoint:http://127.0.0.1:{server._server.server_address[1]}:emb:dimensions=8"
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("baddim", ["15-dimensional", "--dimensions 16"]),
+    ("nonjson", ["not JSON", "--base-url"]),
+    ("fewer", ["returned 3 embeddings for 4 texts", "--batch-size"]),
+])
+def test_bad_answers_stop_the_run_with_the_fix(endpoint_env: Path, capsys: pytest.CaptureFixture[str], fault: str, words: list[str]):
+    with LoopbackOpenAI(models=("emb",), embedding_dim=16) as server:
+        server.add_faults(fault)
+        assert main(_argv(server, "--batch-size", "4", "--concurrency", "1", "--dimensions", "16")) == 2
+    error = capsys.readouterr().err
+    assert all(word in error for word in words), error
+    assert KEY not in error
+
+
+def test_a_wrong_key_is_never_shown(endpoint_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("R2MED_TEST_KEY", "sk-this-is-secret-42")
+    with LoopbackOpenAI(models=("emb",)) as server:
+        assert main(_argv(server)) == 2
+    error = capsys.readouterr().err
+    assert "HTTP 401" in error and "$R2MED_TEST_KEY" in error and "sk-this-is-secret-42" not in error
+
+
+def test_an_unknown_model_names_the_option(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    with LoopbackOpenAI(models=("other",)) as server:
+        assert main(_argv(server)) == 2
+    error = capsys.readouterr().err
+    assert "HTTP 404" in error and "--retriever openai:<model>" in error
+
+
+def test_missing_base_url_and_bad_settings_are_refused(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb"]) == 2
+    assert "needs --base-url" in capsys.readouterr().err
+    assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", "http://user:pw@127.0.0.1:9/v1"]) == 2
+    assert "user:password" in capsys.readouterr().err
+    assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", "http://127.0.0.1:9/v1", "--dimensions", "0"]) == 2
+    assert "--dimensions must be a positive integer" in capsys.readouterr().err
+    assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "R2MED_UNSET_VAR"]) == 2
+    assert "R2MED_UNSET_VAR is not set" in capsys.readouterr().err
+
+
+def test_a_sigkilled_run_resumes_from_its_cached_batches(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    from r2med_plugin.data.loader import load_task
+
+    data = load_task(TASK)
+    documents, queries = data.corpus.height, data.queries.height
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with LoopbackOpenAI(models=("emb",), delay=0.05) as server:
+        command = [sys.executable, "-m", "r2med_plugin.cli", *_argv(server, "--batch-size", "2", "--concurrency", "1")]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while len(server.embedding_requests()) < 8 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()[-2000:]
+        before = _texts_in_requests(server)
+        assert 8 * 2 <= before < documents  # killed part-way through the corpus
+        assert main(_argv(server, "--batch-size", "2", "--concurrency", "1")) == 0
+        resumed = capsys.readouterr().out
+        after = _texts_in_requests(server) - before
+    # the batches answered before the kill (all but the one in flight) are not asked for again
+    assert after <= documents - (before - 2) + queries, (before, after)
+    assert after < documents + queries
+    with LoopbackOpenAI(models=("emb",)) as fresh:  # a clean run from an empty cache gives the same scores
+        os.environ["R2MED_CACHE_DIR"] = str(endpoint_env / "clean-cache")
+        assert main(_argv(fresh, "--batch-size", "2", "--concurrency", "1")) == 0
+    clean = capsys.readouterr().out
+    assert _scores(resumed) == _scores(clean) and _scores(clean)
