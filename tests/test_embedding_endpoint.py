@@ -156,3 +156,28 @@ def test_a_sigkilled_run_resumes_from_its_cached_batches(endpoint_env: Path, cap
         assert main(_argv(fresh, "--batch-size", "2", "--concurrency", "1")) == 0
     clean = capsys.readouterr().out
     assert _scores(resumed) == _scores(clean) and _scores(clean)
+
+
+def test_a_sweep_reaches_the_endpoint_and_a_rerun_skips_it(endpoint_env: Path):
+    """`r2med sweep` takes the same retriever (with its endpoint settings) and files the same result; the key's
+    variable name and the concurrency are settings of how, not what, a job computes."""
+    import yaml
+
+    from r2med_plugin.sweep import load_spec, run_sweep
+
+    with LoopbackOpenAI(models=("emb",)) as server:
+        entry = {"model": "openai:emb", "base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY", "dimensions": 8, "concurrency": 2}
+        spec_path = endpoint_env / "spec.yaml"
+        spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK], "retrievers": [entry]}), encoding="utf-8")
+        first = run_sweep(load_spec(spec_path), show_progress=False)
+        sent = len(server.embedding_requests())
+        again = run_sweep(load_spec(spec_path), show_progress=False)
+        assert [s.status for s in first.jobs] == ["done"] and [s.status for s in again.jobs] == ["skipped"]
+        assert sent > 0 and len(server.embedding_requests()) == sent
+        assert {body["dimensions"] for body in server.embedding_requests()} == {8}
+        record = json.loads(next((endpoint_env / "out" / ".sweep" / "jobs").glob("*.json")).read_text())
+        assert ":openai:http://127.0.0.1:" in record["stamps"]["retriever"] and ":emb:dimensions=8" in record["stamps"]["retriever"]
+        assert KEY not in json.dumps(record)
+        spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK], "retrievers": [{"model": "org/m", "dimensions": 8}]}))
+        with pytest.raises(ValueError, match="dimensions configure an embedding endpoint"):
+            load_spec(spec_path)

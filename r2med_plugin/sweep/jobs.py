@@ -88,11 +88,19 @@ def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = N
     return f"hub:{spec.revision or cached_hub_commit(spec.hub_repo, 'dataset', 'main') or 'main'}:{drift}"
 
 
-def model_stamp(name: str, revision: str | None) -> str:
+def model_stamp(name: str, revision: str | None, *, loader: str | None = None, settings: Mapping[str, Any] | None = None) -> str:
     """A model's (or run file's) stamp, resolved like every name (r2med_plugin.retrieval.registry)."""
     from r2med_plugin.retrieval.registry import resolve
 
-    return resolve(name, revision).stamp()
+    return resolve(name, revision, loader=loader, settings=settings).stamp()
+
+
+def _loading(retriever: Mapping[str, Any]) -> dict[str, Any]:
+    """The retriever entry's loader and endpoint settings, as resolve() takes them."""
+    from r2med_plugin.sweep.spec import LOADING_KEYS
+
+    settings = {key: retriever[key] for key in LOADING_KEYS if key != "loader" and retriever.get(key) is not None}
+    return {"loader": retriever.get("loader"), "settings": settings}
 
 
 def job_stamps(job: Job) -> dict[str, str]:
@@ -106,7 +114,8 @@ def _job_stamps(job: Job) -> dict[str, str]:
     stamps = {"dataset": dataset_stamp(job.task, job.options.get("data_dir"), job.options.get("accept_drift"))}
     retriever = job.retriever or {}
     if retriever:
-        stamps["retriever"] = model_stamp(retriever.get("bm25") or retriever["model"], retriever.get("revision"))
+        stamps["retriever"] = model_stamp(retriever.get("bm25") or retriever["model"], retriever.get("revision"),
+                                          **_loading(retriever))
     for key in ("rerank", "first_stage"):
         if isinstance(job.options.get(key), str):
             stamps[key] = model_stamp(job.options[key], None)
@@ -194,10 +203,12 @@ def _encoder(retriever: Mapping[str, Any], show_progress: bool):
     from r2med_plugin.retrieval.registry import resolve
 
     devices = retriever.get("devices") or _ray_gpu_devices()
-    key = (retriever["model"], retriever.get("revision"), tuple(devices or ()), retriever.get("batch_size", 32))
+    loading = _loading(retriever)
+    key = (retriever["model"], retriever.get("revision"), tuple(devices or ()), retriever.get("batch_size", 32),
+           json.dumps(loading, sort_keys=True))
     if key not in _LOADED:
         release_models()
-        _LOADED[key] = resolve(retriever["model"], retriever.get("revision")).load_encoder(
+        _LOADED[key] = resolve(retriever["model"], retriever.get("revision"), **loading).load_encoder(
             device=devices[0] if devices else None, devices=devices, batch_size=retriever.get("batch_size", 32),
             show_progress=show_progress,
         )

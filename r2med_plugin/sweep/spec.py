@@ -43,7 +43,10 @@ TOP_KEYS = {
     "options": "extra keyword arguments of evaluate_task, passed as given",
     "env": "environment variables set in every job (e.g. HF_HOME on the workers)",
 }
-MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction"}
+MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "loader", "base_url", "api_key_env", "dimensions", "concurrency"}
+# How a model loads (issue 22): --loader, and an openai:<model> endpoint's settings; kept in a job only when given
+LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency")
+NOT_IN_JOB_IDENTITY = ("devices", "batch_size", "api_key_env", "concurrency")  # how, not what, a job computes
 RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size"}
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
 # evaluate_task keyword arguments the sweep sets itself (a job's identity must not depend on where data lives)
@@ -99,10 +102,11 @@ JOB_SCHEMA_VERSION = 1  # a new version is a new identity formula; existing swee
 
 def job_identity(job: Job) -> str:
     """A stable id for what a job computes (job schema version 1): the JSON of [task, retriever, instruction,
-    options] with sorted keys, where retriever is {"bm25": name} or {"model", "revision"} (never devices or batch
-    size, which change no score) and options are what the job computes with (never where the data lives:
-    data_dir, accept_drift, show_progress). Pinned by tests/test_sweep_trust.py: ids of fixed specs never change."""
-    retriever = {key: value for key, value in (job.retriever or {}).items() if key not in ("devices", "batch_size")}
+    options] with sorted keys, where retriever is {"bm25": name} or {"model", "revision", ...} (never devices, batch
+    size, API key variable or concurrency, which change no score) and options are what the job computes with (never
+    where the data lives: data_dir, accept_drift, show_progress). Pinned by tests/test_sweep_trust.py: ids of fixed
+    specs never change."""
+    retriever = {key: value for key, value in (job.retriever or {}).items() if key not in NOT_IN_JOB_IDENTITY}
     options = {key: value for key, value in job.options.items() if key not in NOT_IN_IDENTITY}
     payload = json.dumps([job.task, retriever, job.instruction, options], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
@@ -231,18 +235,27 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
     revision = entry.get("revision")
     if revision is not None and not isinstance(revision, str):
         raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
+    loading = {name: entry[name] for name in LOADING_KEYS if entry.get(name) is not None}
+    instruction = bool(_as_bool(path, f"{key}.instruction", entry.get("instruction")))
     from r2med_plugin.retrieval.registry import resolve
 
-    try:
-        resolve(entry["model"], revision)  # what the name is, as every command resolves it
+    try:  # what the name is and how it loads, checked before any job runs (mteb's registry, an endpoint's settings)
+        settings = {name: value for name, value in loading.items() if name != "loader"}
+        ref = resolve(entry["model"], revision, loader=loading.get("loader"), settings=settings)
     except ValueError as error:
-        raise _fail(path, f"{key}.revision", f"is {revision!r}", str(error)) from None
+        field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
+        raise _fail(path, field_key, f"is {entry['model']!r}" if field_key == key else f"is {revision!r}",
+                    str(error).replace("--", "")) from None
+    if instruction and ref.loader == "mteb":
+        raise _fail(path, f"{key}.instruction", f"is set, but {entry['model']} loads through mteb",
+                    "mteb applies the model's own prompts and the task's instruction: drop instruction, or add loader: sentence-transformers")
     return {
         "model": entry["model"],
         "revision": revision,
         "batch_size": _as_int(path, f"{key}.batch_size", entry.get("batch_size"), _as_int(path, "batch_size", raw.get("batch_size"), 32, 1), 1),
         "devices": _devices(path, f"{key}.devices", entry.get("devices")) or _devices(path, "devices", raw.get("devices")),
-        "instruction": bool(_as_bool(path, f"{key}.instruction", entry.get("instruction"))),
+        "instruction": instruction,
+        **loading,
     }
 
 
