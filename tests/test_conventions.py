@@ -301,7 +301,8 @@ def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Pa
 
     name = populate_hf_cache(tmp_path / "hf")  # a hub name, loaded offline: sentence-transformers says it could not reach the Hub
     env = os.environ | {"HF_HOME": str(tmp_path / "hf"), "R2MED_CACHE_DIR": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--task", "R2MEDBiology", "--retriever", name]
+    # sentence-transformers' own load (mteb's registry would load this name at its pinned commit, without the Hub warning)
+    command = [sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--task", "R2MEDBiology", "--retriever", name, "--loader", "sentence-transformers"]
     quiet = subprocess.run([*command, "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     loud = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
@@ -312,6 +313,8 @@ def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Pa
     assert [line for line in quiet.stdout.splitlines() if line.startswith(progress)][0] == "R2MEDBiology: started"
     shown = [line for line in quiet.stdout.splitlines() if not line.startswith(progress)]
     assert shown[1:] == loud.stdout.splitlines()[1:]  # same scores
+    through_mteb = subprocess.run([*command[:-2], "--quiet"], capture_output=True, text=True, timeout=300, env=env)  # issue 22
+    assert through_mteb.returncode == 0 and through_mteb.stderr.splitlines() == quiet.stderr.splitlines(), through_mteb.stderr
 
 
 # --- one progress bar per step ------------------------------------------------------------------------------------------
