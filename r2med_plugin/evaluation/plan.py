@@ -179,7 +179,8 @@ def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str
                      data_dir: str | os.PathLike | None, workers: int | None) -> Bm25 | Dense:
     if isinstance(retriever, str):
         if retriever not in BM25_RETRIEVERS:
-            raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+            raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
+                             f"(a model by name: r2med_plugin.load_encoder({retriever!r}))")
         if query_prompt:
             raise ValueError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
         return Bm25(retriever, expansion, data_dir, workers)
