@@ -44,6 +44,12 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         return record
 
     encoder = SimpleNamespace(name="org/model", revision="r1")
+    # mteb is imported (asking its registry for model names) before catalog.list_tasks is stood in for below: the
+    # plugin's tasks register into mteb on its first import, and must register from the real catalog
+    import mteb  # noqa: F401
+
+    import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real build_plan, not the stand-in below
+
     monkeypatch.setattr("r2med_plugin.evaluation.plan.build_plan",
                         recorder("build_plan", lambda task, *a, **k: SimpleNamespace(task=task, reranker=k.get("rerank"))))
     monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
