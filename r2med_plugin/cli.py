@@ -629,7 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "(--rerank llm-...), e.g. http://localhost:8000/v1")
     evaluate.add_argument("--api-key-env", default=None,
                           help="openai:<model> / LLM rerankers: environment variable holding the API key (default OPENAI_API_KEY)")
-    evaluate.add_argument("--dimensions", type=_positive_int, default=None,
+    evaluate.add_argument("--dimensions", type=int, default=None,
                           help="openai:<model>: ask the endpoint for embeddings of this many dimensions (checked in every answer)")
     evaluate.add_argument("--concurrency", type=_positive_int, default=None,
                           help="openai:<model> / LLM rerankers: requests in flight at once (default 8); --batch-size texts per "

@@ -362,7 +362,9 @@ def test_a_run_killed_with_sigkill_resumes_from_its_cached_answers(own_cache: Pa
         child.wait()
         assert child.returncode == -signal.SIGKILL
         kept = len(list(cache.rglob("*.json")))
-        assert 12 <= kept < 40 and not list(cache.rglob("*.tmp"))  # whole answers only, no half-written file
+        assert 12 <= kept < 40  # killed part-way
+        for answer in cache.rglob("*.json"):  # whole answers only: a kill mid-write leaves at most a stray temporary file
+            json.loads(answer.read_text())
         sent_before = len(server.completions())
         reranker = PointwiseLLMReranker("test-llm", _config(server, cache, concurrency=2))
         resumed = reranker.rerank(first_stage, queries, documents, depth=40, show_progress=False)
