@@ -324,3 +324,84 @@ def test_non_positive_counts_are_refused_by_the_parser(capsys):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2 and "must be a positive integer" in capsys.readouterr().err
+
+
+# --- the second new-user trial's findings ---------------------------------------------------------------------------
+
+
+def test_rows_of_different_models_on_different_files_are_labelled_and_never_tested_against_each_other(
+        mirror_env: Path, mirror_copy: Path, tmp_path: Path):
+    import polars as pl
+
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.reporting.leaderboard_significance import add_significance
+
+    qrels = mirror_copy / "hakari-bench" / "NanoR2MED" / "qrels" / "NanoR2MEDBiology.parquet"
+    frame = pl.read_parquet(qrels)
+    frame.with_columns(pl.col("corpus-id").shift(1, fill_value=frame["corpus-id"][-1])).write_parquet(qrels)  # other positives
+    for spec in NANO:  # two models, one mirror each (no commit recorded): Biology's files differ
+        write_outputs(evaluate_task(spec.name, "bm25-robertson", show_progress=False), tmp_path)
+        write_outputs(evaluate_task(spec.name, "bm25-lucene", data_dir=mirror_copy, show_progress=False), tmp_path)
+    rows = build_leaderboard([tmp_path], benchmark="nano")
+    biology = NANO[0].hub_name
+    assert all(f"{biology} files " in row.note for row in rows) and rows[0].note != rows[1].note
+    tested = add_significance(rows)
+    other = next(row for row in tested if row.versus_best != "best")
+    assert other.versus_best == "-" and "computed on other data" in other.significance and biology in other.significance
+
+
+def test_an_old_revision_re_run_on_one_task_never_hides_a_newer_complete_run(tmp_path: Path):
+    for spec in R2MED:
+        _result(tmp_path, "my/minilm", spec.name, 0.7299, spec.revision, date=1.0, model_rev="local-c006")
+    for spec in R2MED:
+        _result(tmp_path, "my/minilm", spec.name, 0.7724, spec.revision, date=2.0, model_rev="local-aaaa")
+    _result(tmp_path, "my/minilm", R2MED[0].name, 0.7299, R2MED[0].revision, date=3.0, model_rev="local-c006")  # one task again
+    rows = build_leaderboard([tmp_path])
+    assert sorted(round(row.average, 2) for row in rows if row.ranked) == [72.99, 77.24]  # both shown, neither hidden
+    assert all("model revision local-" in row.note for row in rows)
+
+
+def test_compare_and_inspect_refuse_results_on_different_dataset_revisions(mirror_env: Path, mirror_copy: Path, tmp_path: Path):
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.reporting.compare import compare_results
+    from r2med_plugin.reporting.inspect import inspect_query
+
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", show_progress=False), tmp_path / "a")
+    qrels = mirror_copy / "hakari-bench" / "NanoR2MED" / "qrels" / "NanoR2MEDBiology.parquet"
+    import polars as pl
+
+    frame = pl.read_parquet(qrels)
+    frame.with_columns(pl.col("corpus-id").shift(1, fill_value=frame["corpus-id"][-1])).write_parquet(qrels)  # other positives
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=mirror_copy, show_progress=False), tmp_path / "b")
+    with pytest.raises(ValueError, match="different dataset revisions|other data"):
+        compare_results([tmp_path / "a", tmp_path / "b"], baseline="bm25-robertson")
+    query = frame["query-id"][0]
+    with pytest.raises(ValueError, match="different dataset revisions"):
+        inspect_query([tmp_path / "a", tmp_path / "b"], "NanoR2MEDBiology", query)
+
+
+def test_a_local_expansion_made_from_other_data_is_refused(mirror_env: Path, mirror_copy: Path, tmp_path: Path, monkeypatch):
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.generation import generate_expansions
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(api_key="sk-test", max_seconds=60) as server:
+        generate_expansions("R2MEDBioinformatics", "hyde", "test-llm", server.base_url, out=tmp_path / "gen", show_progress=False)
+    expansion = f"local:{tmp_path / 'gen' / 'hyde' / 'test-llm'}"
+    evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, show_progress=False)  # its own data: fine
+    corpus = mirror_copy / "R2MED" / "Bioinformatics" / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("the", "a", 1))
+    with pytest.raises(ValueError, match="was generated from R2MEDBioinformatics at dataset revision"):
+        evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, data_dir=mirror_copy, show_progress=False)
+
+
+def test_the_python_api_refuses_reranker_options_without_a_reranker_and_workers_without_bm25_lucene(mirror_env: Path):
+    from r2med_plugin.evaluation.plan import build_plan
+
+    for option in ({"rerank_depth": 100}, {"rerank_batch_size": 4}, {"first_stage_name": "x"}):
+        with pytest.raises(ValueError, match="configures a reranker"):
+            build_plan("NanoR2MEDBiology", "bm25-robertson", **option)
+    with pytest.raises(ValueError, match="runs no bm25-lucene"):
+        build_plan("NanoR2MEDBiology", "bm25-robertson", bm25_workers=2)
+    assert build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, bm25_workers=2)  # the hybrid partner is bm25-lucene

@@ -86,6 +86,21 @@ def released_expansion_file(spec: TaskSpec, expansion: str, *, data_dir: str | o
     return repo, resolve_split_file(repo.root, layout, method, split, repo.trusted_root)
 
 
+def check_local_expansion_data(data: TaskData, expansion: str) -> None:
+    """A local expansion is the output of `r2med generate` on some data: refuse it on other data (its manifest
+    records the dataset revision it was generated from), as its queries and first-stage passages were those."""
+    if not is_local(expansion):
+        return
+    local = resolve_local_expansion(data.spec, expansion)
+    made_on = local.manifest.get("dataset_revision")
+    if made_on and made_on not in (data.revision, data.result_revision):
+        raise ValueError(
+            f"--expansion {expansion}: {local.path.parent} was generated from {data.name} at dataset revision {made_on} "
+            f"(its manifest.json), and this data is {data.result_revision}. Generate it again from this data "
+            f"(r2med generate --task {data.name} ... --out <another folder>), or evaluate on the data it was made from"
+        )
+
+
 def with_expansion_files(data: TaskData, expansion: str, data_dir: str | os.PathLike | None = None) -> TaskData:
     """The task as an expansion run reads it: a released expansion's file joins the files its dataset revision
     vouches for. On a mirror, the file must have its own download record at the commit (else the revision is

@@ -132,9 +132,9 @@ def build_plan(
     show_progress: bool = True,
     rerank: object | None = None,
     first_stage: object | None = None,
-    rerank_depth: int = 10,
+    rerank_depth: int | None = None,
     first_stage_name: str | None = None,
-    rerank_batch_size: int = 32,
+    rerank_batch_size: int | None = None,
     bm25_workers: int | None = None,
 ) -> EvaluationPlan:
     """The plan ``evaluate_task`` runs (see there); every error that needs no data is raised here."""
@@ -144,11 +144,17 @@ def build_plan(
 
         resolve_workers(bm25_workers)  # a bad value is refused before any work
     if rerank is not None:
-        return _rerank_plan(task, retriever, rerank, first_stage, query_prompt=query_prompt, depth=rerank_depth,
-                            name=first_stage_name, batch_size=rerank_batch_size, hybrid=hybrid, candidates=candidates,
-                            expansion=expansion, workers=bm25_workers, **common)
+        plan = _rerank_plan(task, retriever, rerank, first_stage, query_prompt=query_prompt,
+                            depth=10 if rerank_depth is None else rerank_depth, name=first_stage_name,
+                            batch_size=32 if rerank_batch_size is None else rerank_batch_size, hybrid=hybrid,
+                            candidates=candidates, expansion=expansion, workers=bm25_workers, **common)
+        return _refuse_unused_workers(plan, bm25_workers)
     if first_stage is not None:
         raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
+    given = {"rerank_depth": rerank_depth, "first_stage_name": first_stage_name, "rerank_batch_size": rerank_batch_size}
+    unused = [name for name, value in given.items() if value is not None]
+    if unused:  # an option that would reach no code, as the CLI refuses it
+        raise ValueError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
     stage = _retriever_stage(retriever, query_prompt, expansion, data_dir, bm25_workers)
     check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion, hybrid=hybrid)
     if hybrid and candidates_only:
@@ -171,8 +177,20 @@ def build_plan(
     scorers.append(CandidateSubsets(subsets))
     if not candidates_only:
         scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
-    return EvaluationPlan(task=task, first_stage=stage, scorers=tuple(scorers), top_k=top_k, expansion=expansion,
+    plan = EvaluationPlan(task=task, first_stage=stage, scorers=tuple(scorers), top_k=top_k, expansion=expansion,
                           candidate_subsets=subsets, candidates_only=candidates_only, **common)
+    return _refuse_unused_workers(plan, bm25_workers)
+
+
+def _refuse_unused_workers(plan: EvaluationPlan, workers: int | None) -> EvaluationPlan:
+    """bm25_workers parallelises bm25-lucene's corpus analysis: refused when the plan runs no bm25-lucene."""
+    stage = plan.first_stage.retriever if isinstance(plan.first_stage, StoredCandidates) else plan.first_stage
+    lucene = (isinstance(stage, Bm25) and stage.variant == "lucene") or any(
+        isinstance(scorer, Hybrid) and scorer.partner == "bm25-lucene" for scorer in plan.scorers)
+    if workers is not None and not lucene:
+        raise ValueError("bm25_workers (--workers) sets the processes of bm25-lucene's corpus analysis, and this plan runs "
+                         "no bm25-lucene: drop it")
+    return plan
 
 
 def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str | None,

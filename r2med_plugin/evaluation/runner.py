@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from r2med_plugin.data.expansions import parse_expansion, with_expansion_files
+from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, RankedRun
 from r2med_plugin.evaluation.naming import (
@@ -64,9 +64,9 @@ def evaluate_task(
     show_progress: bool = True,
     rerank: object | None = None,
     first_stage: object | None = None,
-    rerank_depth: int = 10,
+    rerank_depth: int | None = None,
     first_stage_name: str | None = None,
-    rerank_batch_size: int = 32,
+    rerank_batch_size: int | None = None,
     bm25_workers: int | None = None,
 ) -> TaskRunResult:
     """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``: full-corpus scores (main:
@@ -119,6 +119,7 @@ def _check_against_data(plan: EvaluationPlan, data: TaskData) -> None:
         raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     if plan.expansion is not None:
         parse_expansion(data.spec, plan.expansion)
+        check_local_expansion_data(data, plan.expansion)
         if plan.candidate_subsets:
             raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
 

@@ -175,6 +175,12 @@ def aligned(scores: PerQueryScores, model: str, baseline: str, task: str) -> tup
     ours, theirs = scores.get(model, task), scores.get(baseline, task)
     if ours is None or theirs is None:
         raise ValueError(f"{task}: {model if ours is None else baseline} has no {scores.metric} result")
+    if ours.dataset_revision and theirs.dataset_revision and ours.dataset_revision != theirs.dataset_revision:
+        raise ValueError(
+            f"{task}: {model} was evaluated on dataset revision {ours.dataset_revision} ({ours.path}), {baseline} on "
+            f"{theirs.dataset_revision} ({theirs.path}): other data (other qrels or texts), so a paired test means nothing. "
+            "Evaluate both on the same data, or compare them in separate runs"
+        )
     if set(ours.query_ids) != set(theirs.query_ids):
         only_ours = sorted(set(ours.query_ids) - set(theirs.query_ids))
         only_theirs = sorted(set(theirs.query_ids) - set(ours.query_ids))
@@ -352,13 +358,6 @@ def compare_scores(
                  for model, chunks in per_model.items()]
         comparisons += _scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs, test=test,
                                           correction=correction, alpha=alpha, seed=seed, permutations=permutations)
-    revisions = {}
-    for task in scores.tasks:
-        found = {mt.dataset_revision for mt in (scores.get(m, task) for m in scores.models) if mt is not None and mt.dataset_revision}
-        if len(found) > 1:
-            revisions[task] = sorted(found)
-    for task, found in revisions.items():
-        notes.append(f"{task}: results on different dataset revisions ({', '.join(found)}); same query ids, but check the data")
     return ComparisonReport(metric=scores.metric, baseline=base, test=test, correction=correction, alpha=alpha, seed=int(seed),
                             permutations=permutations, comparisons=tuple(comparisons), models=scores.models, notes=tuple(notes))
 

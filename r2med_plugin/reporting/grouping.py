@@ -150,11 +150,16 @@ def _drop_superseded(full: dict[RowGroup, dict[str, ResultRecord]], partial: dic
     for group in full:
         families.setdefault(group.family, []).append(group)
 
+    def dates(group: RowGroup) -> list[float]:
+        return [record.date for record in [*full[group].values(), *partial.get(group, {}).values()]]
+
     def covers(newer: RowGroup, older: RowGroup) -> bool:
         # full-corpus and candidate-only results are compared apart: candidate-only results never
-        # stand in for an older revision's task scores; variants of one revision never stand in for each other
+        # stand in for an older revision's task scores; variants of one revision never stand in for each other.
+        # A complete re-run: every result of the newer revision is newer than every result of the older one (one
+        # task re-run of old weights never hides a newer complete run).
         return (newer.model_revision != older.model_revision and set(full[older]) <= set(full[newer])
-                and set(partial.get(older, {})) <= set(partial.get(newer, {})))
+                and set(partial.get(older, {})) <= set(partial.get(newer, {})) and min(dates(newer)) > max(dates(older)))
 
     def newest(group: RowGroup) -> float:
         return max(record.date for record in [*full[group].values(), *partial.get(group, {}).values()])

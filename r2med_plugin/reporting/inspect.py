@@ -62,12 +62,26 @@ def inspect_query(folders: Sequence[str | Path], task: str, query_id: str, metri
                 value=float(values[0]) if len(values) else None, path=sidecar.path,
             ))
             break
+    revisions = {str(view.path): sidecar_revision for view, sidecar_revision in
+                 ((view, _revision_of(view.path, sidecars)) for view in views) if sidecar_revision}
+    if len(set(revisions.values())) > 1:
+        described = "; ".join(f"{revision} ({path})" for path, revision in revisions.items())
+        raise ValueError(f"{task}: these results were computed on different dataset revisions ({described}): their relevance "
+                         "marks come from other qrels. Inspect results of one dataset revision at a time")
     if not views:
         close = difflib.get_close_matches(query_id, sorted(known), n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         example = f" (e.g. {sorted(known)[0]!r})" if known else ""
         raise ValueError(f"--query {query_id!r} is not an evaluated query of {task} in these results{example}.{hint}")
     return views
+
+
+def _revision_of(path: Path, sidecars: dict) -> str:
+    for files in sidecars.values():
+        for sidecar in files:
+            if sidecar.path == path:
+                return str(sidecar.info.get("dataset_revision") or "")
+    return ""
 
 
 def render_query(views: Sequence[QueryView]) -> str:

@@ -101,7 +101,10 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         model, builtin, revisions = group.family
         llm, retriever, method = split_model_name(model)
         local = _local_note(model)
-        several = len(real_sets.get((model, builtin), ())) > 1
+        # rows on other data are always said so when the table holds more than one revision set (any of our models;
+        # mteb's built-in rows are labelled as such)
+        ours = [found for (_, is_builtin), found in real_sets.items() if not is_builtin]
+        several = len(set().union(*ours)) > 1 if ours else False
         unverified = revisions in (UNVERIFIED_SET, UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET)  # always named
         revision_note = f"dataset revision {revisions}" if revisions not in ("", SYNTHETIC_REVISION) and not unverified and several else ""
         revision_note = revisions if unverified else revision_note
@@ -126,6 +129,8 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
             LeaderboardRow(llm=llm, retriever=retriever, scores=scores, source="yours", note=note, extras=extras, task_extras=task_extras,
                            synthetic=revisions == SYNTHETIC_REVISION,
                            count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET),
+                           revision_set=revisions,
+                           task_revisions={hub: record.dataset_revision for hub, record in per_task.items()},
                            sources={hub: record.path for hub, record in per_task.items() if MAIN_METRIC in record.scores})
         )
     return rows
@@ -139,6 +144,22 @@ def _weights_note(group: RowGroup, model_revisions: dict[tuple[str, bool, str], 
         return (f"model revision {group.model_revision} (newest; also found: {', '.join(hidden)}, "
                 "not shown: this revision re-ran all of its tasks)")
     return f"model revision {group.model_revision}" if len(model_revisions.get(group.family, ())) > 1 else ""
+
+
+def _label_other_files(rows: list[LeaderboardRow]) -> None:
+    """Rows of different models whose results of one task come from different files (two mirrors without a commit
+    record, an edited split) are labelled with those files: never shown side by side as if on the same data."""
+    revisions: dict[tuple[str, str], set[str]] = {}  # (revision set, task) -> the revisions our rows hold
+    ours = [row for row in rows if row.source == "yours" and not row.synthetic and BUILTIN_LABEL not in row.note]
+    for row in ours:
+        for hub, revision in row.task_revisions.items():
+            revisions.setdefault((row.revision_set, hub), set()).add(revision)
+    for row in ours:
+        differing = [hub for hub in sorted(row.task_revisions) if len(revisions[(row.revision_set, hub)]) > 1]
+        labels = [f"{hub} files {(DatasetRevision.parse(row.task_revisions[hub]).files or row.task_revisions[hub])[:8]}"
+                  for hub in differing if f"{hub} files " not in row.note]
+        if labels:
+            row.note = ", ".join(part for part in (row.note, *labels) if part)
 
 
 def _keep_apart(rows: list[LeaderboardRow]) -> None:
@@ -202,6 +223,7 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
             raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
     _keep_apart(rows)
+    _label_other_files(rows)
     if not rows:
         raise ValueError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"

@@ -82,6 +82,12 @@ def add_significance(
     for index, values in data.items():
         if index == best_index:
             continue
+        other_data = [hub for hub, revision in out[index].task_revisions.items() if best.task_revisions.get(hub, revision) != revision]
+        if out[index].revision_set != best.revision_set or other_data:
+            out[index].versus_best = "-"
+            out[index].significance = (f"{row_label(out[index])}: not tested against {row_label(best)}: computed on other data "
+                                       f"({', '.join(other_data) or out[index].revision_set or 'pinned commits'})")
+            continue
         if any(set(values[hub]) != set(data[best_index][hub]) for hub in values):
             hub = next(h for h in values if set(values[h]) != set(data[best_index][h]))
             out[index].versus_best = "-"

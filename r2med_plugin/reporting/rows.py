@@ -33,6 +33,8 @@ class LeaderboardRow:
     excluded: str = ""  # why the row is never ranked, whatever its scores (e.g. synthetic next to real rows)
     synthetic: bool = False
     count_drift: bool = False  # computed on data whose counts differ from the dataset card
+    revision_set: str = ""  # the dataset revision set of its results ("" the pinned commits); rows on other sets differ in data
+    task_revisions: dict[str, str] = field(default_factory=dict)  # hub name -> the dataset revision of that task's result
     # r2med leaderboard --significance (r2med_plugin.reporting.leaderboard_significance)
     sources: dict[str, Path] = field(default_factory=dict)  # hub name -> the result file of that task's score
     interval: tuple[float, float] | None = None  # 95% interval of the average

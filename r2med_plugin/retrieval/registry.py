@@ -190,7 +190,7 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
     _no_settings(name, settings, "a sentence-transformers model")
     if name in PACKAGED_MODELS:
         if revision is not None:
-            raise ValueError(f"{name} is one set of packaged weights: drop its revision ({revision!r})")
+            raise ValueError(f"{name} is one set of packaged weights: drop --model-revision (got {revision!r})")
         return RetrieverRef(name, "packaged", str(packaged_model_folder(name)))
     if Path(name).expanduser().exists():
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
