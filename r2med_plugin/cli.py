@@ -359,7 +359,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"r2med: error: {error}", file=sys.stderr)
             return 1
     if args.first_stage or args.first_stage_name:
-        raise ValueError("--first-stage is what --rerank reranks: add --rerank <cross-encoder>")
+        flag = "--first-stage" if args.first_stage else "--first-stage-name"
+        raise ValueError(f"{flag} configures what --rerank reranks: add --rerank <cross-encoder>, or drop {flag}")
     if not args.retriever:
         raise ValueError("--retriever is required (bm25-lucene, bm25-robertson, or a model name or folder), or use --rerank")
     # Every argument of every task is checked before the first task runs or a model loads.

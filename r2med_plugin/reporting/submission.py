@@ -163,7 +163,8 @@ def _records_of(group, records: list) -> list:
 def _files_of(per_task: dict, grouping, group) -> str:
     """ " (Biology: <file>)" for the tasks whose results exist on other mirror files too."""
     conflicting = grouping.conflicting_files.get((group.model, group.builtin, group.revisions, group.model_revision), set())
-    shown = [f"{hub}: {per_task[hub].path}" for hub in sorted(conflicting) if hub in per_task]
+    shown = [f"{hub} files {(DatasetRevision.parse(per_task[hub].dataset_revision).files or '?')[:8]}: {per_task[hub].path}"
+             for hub in sorted(conflicting) if hub in per_task]
     return f" ({'; '.join(shown)})" if shown else ""
 
 
