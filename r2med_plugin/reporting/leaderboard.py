@@ -131,6 +131,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
                            count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET),
                            revision_set=revisions,
                            task_revisions={hub: record.dataset_revision for hub, record in per_task.items()},
+                           expansion=_expansion_of(model),
                            sources={hub: record.path for hub, record in per_task.items() if MAIN_METRIC in record.scores})
         )
     return rows
@@ -146,16 +147,21 @@ def _weights_note(group: RowGroup, model_revisions: dict[tuple[str, bool, str], 
     return f"model revision {group.model_revision}" if len(model_revisions.get(group.family, ())) > 1 else ""
 
 
+def _expansion_of(model: str) -> str:
+    expansion = ResultName.parse(model).expansion
+    return expansion.format() if expansion else ""
+
+
 def _label_other_files(rows: list[LeaderboardRow]) -> None:
     """Rows of different models whose results of one task come from different files (two mirrors without a commit
     record, an edited split) are labelled with those files: never shown side by side as if on the same data."""
-    revisions: dict[tuple[str, str], set[str]] = {}  # (revision set, task) -> the revisions our rows hold
+    revisions: dict[tuple[str, str, str], set[str]] = {}  # (revision set, expansion, task) -> the revisions our rows hold
     ours = [row for row in rows if row.source == "yours" and not row.synthetic and BUILTIN_LABEL not in row.note]
-    for row in ours:
+    for row in ours:  # an expansion's file is part of its rows' revision: rows are compared with rows of the same expansion
         for hub, revision in row.task_revisions.items():
-            revisions.setdefault((row.revision_set, hub), set()).add(revision)
+            revisions.setdefault((row.revision_set, row.expansion, hub), set()).add(revision)
     for row in ours:
-        differing = [hub for hub in sorted(row.task_revisions) if len(revisions[(row.revision_set, hub)]) > 1]
+        differing = [hub for hub in sorted(row.task_revisions) if len(revisions[(row.revision_set, row.expansion, hub)]) > 1]
         labels = [f"{hub} files {(DatasetRevision.parse(row.task_revisions[hub]).files or row.task_revisions[hub])[:8]}"
                   for hub in differing if f"{hub} files " not in row.note]
         if labels:

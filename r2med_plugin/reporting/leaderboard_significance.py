@@ -82,7 +82,8 @@ def add_significance(
     for index, values in data.items():
         if index == best_index:
             continue
-        other_data = [hub for hub, revision in out[index].task_revisions.items() if best.task_revisions.get(hub, revision) != revision]
+        other_data = [hub for hub, revision in out[index].task_revisions.items()
+                      if best.task_revisions.get(hub, revision) != revision and out[index].expansion == best.expansion]
         if out[index].revision_set != best.revision_set or other_data:
             out[index].versus_best = "-"
             out[index].significance = (f"{row_label(out[index])}: not tested against {row_label(best)}: computed on other data "

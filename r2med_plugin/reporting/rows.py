@@ -35,6 +35,7 @@ class LeaderboardRow:
     count_drift: bool = False  # computed on data whose counts differ from the dataset card
     revision_set: str = ""  # the dataset revision set of its results ("" the pinned commits); rows on other sets differ in data
     task_revisions: dict[str, str] = field(default_factory=dict)  # hub name -> the dataset revision of that task's result
+    expansion: str = ""  # the LLM expansion of its queries (its file is part of the revision): rows compare per expansion
     # r2med leaderboard --significance (r2med_plugin.reporting.leaderboard_significance)
     sources: dict[str, Path] = field(default_factory=dict)  # hub name -> the result file of that task's score
     interval: tuple[float, float] | None = None  # 95% interval of the average
