@@ -112,3 +112,15 @@ def test_the_readme_toy_first_stage_runs(mirror_env: Path, tmp_path: Path, monke
     scores = written["scores"]["test"][0]
     assert [float(value) for value in printed] == [scores["ndcg_at_10"], scores["hybrid_ndcg_at_10"]]
     assert written["r2med_provenance"]["model_name"] == "shortest-first" and written["r2med_hybrid_with"] == "bm25-robertson"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    roots = [PACKAGE, PACKAGE.parent / "tests", PACKAGE.parent / "benchmarks", PACKAGE.parent / "scripts"]
+    found = []
+    for root in roots:
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("r2med_plugin"):
+                    found += [f"{path.name}: {node.module}.{alias.name}" for alias in node.names
+                              if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert found == []
