@@ -405,3 +405,12 @@ def test_the_python_api_refuses_reranker_options_without_a_reranker_and_workers_
     with pytest.raises(ValueError, match="runs no bm25-lucene"):
         build_plan("NanoR2MEDBiology", "bm25-robertson", bm25_workers=2)
     assert build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, bm25_workers=2)  # the hybrid partner is bm25-lucene
+
+
+def test_a_result_written_without_trec_warns_about_an_earlier_run_file(mirror_env: Path, tmp_path: Path, caplog):
+    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", show_progress=False), tmp_path, trec=True)
+    with caplog.at_level("WARNING"):
+        write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", top_k=20, show_progress=False), tmp_path)
+    assert any("a TREC run of an earlier run" in record.getMessage() for record in caplog.records)

@@ -154,4 +154,15 @@ def write_outputs(
     paths |= write_official(result, output)
     if trec:
         paths |= write_trec(result, output, trec_depth)
+    else:
+        _warn_about_stale_runs(result, output)
     return paths
+
+
+def _warn_about_stale_runs(result: TaskRunResult, output: Path) -> None:
+    """A TREC run of this model, revision and task from an earlier run stays (this one writes none): say so."""
+    runs = output / "runs" / model_folder_name(filed_name(result)) / result.model_revision
+    stale = [path for path in runs.glob(f"{result.task}*.trec") if path.is_file()]
+    if stale:
+        logger.warning("%s: a TREC run of an earlier run of this model and revision; this result (written without --trec) "
+                       "may differ from it: write it again with --trec, or remove it", stale[0])
