@@ -197,7 +197,7 @@ def test_unknown_ir_datasets_id_suggests_the_nearest(mirror_env: Path):
 
 def _nano_row(with_candidates: bool) -> LeaderboardRow:
     hubs = [spec.hub_name for spec in NANO]
-    extras = {hub: ({"Cand. hybrid": 55.5} if with_candidates and i == 0 else {}) for i, hub in enumerate(hubs)}
+    extras = {hub: ({"candidates_hybrid_ndcg_at_10_with_safeguard": 55.5} if with_candidates and i == 0 else {}) for i, hub in enumerate(hubs)}
     return LeaderboardRow(llm="", retriever="org/m", scores={hub: 42.25 for hub in hubs}, source="yours", task_extras=extras)
 
 

@@ -110,7 +110,7 @@ def test_nano_table_from_real_runs(mirror_env: Path, tmp_path: Path):
     revisions = {json.loads(path.read_text())["dataset_revision"] for path in tmp_path.glob("results/*/*/NanoR2MED*.json")}
     assert len(revisions) == 8 and all(revision.startswith("local-") for revision in revisions)
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
-    assert set(row.extras) == {"Hybrid", "Cand. BM25", "Cand. dense", "Cand. hybrid"}
+    assert set(row.extras) == {"hybrid_ndcg_at_10", "candidates_bm25_ndcg_at_10", "candidates_dense_ndcg_at_10", "candidates_hybrid_ndcg_at_10_with_safeguard"}
     header = render([row], "md").splitlines()[0]
     assert header.endswith("| Hybrid | Cand. BM25 | Cand. dense | Cand. hybrid |")
     png = plot_nano(row, tmp_path / "nano.png")
@@ -121,7 +121,7 @@ def test_partial_nano_row_keeps_its_extra_columns_and_says_why_there_is_no_avera
     spec = list_tasks("nano")[0]
     write_outputs(evaluate_task(spec.name, "bm25-robertson", hybrid=True, candidates=["bm25"], show_progress=False), tmp_path)
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
-    assert row.extras == {} and set(row.task_extras[spec.hub_name]) == {"Hybrid", "Cand. BM25"}
+    assert row.extras == {} and set(row.task_extras[spec.hub_name]) == {"hybrid_ndcg_at_10", "candidates_bm25_ndcg_at_10"}
     text = render([row], "md")
     header, _, cells = text.splitlines()[:3]
     assert header.endswith("| Hybrid | Cand. BM25 |") and cells.endswith("| - | - |")

@@ -49,10 +49,10 @@ def test_leaderboard_reads_candidate_only_results_as_candidate_columns_only(mirr
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
     full = {spec.hub_name: 100 * evaluate_task(spec.name, encoder, show_progress=False).scores["ndcg_at_10"] for spec in list_tasks("nano")}
     assert row.scores == pytest.approx(full)
-    assert set(row.extras) == {"Cand. BM25", "Cand. hybrid"}
+    assert set(row.extras) == {"candidates_bm25_ndcg_at_10", "candidates_hybrid_ndcg_at_10_with_safeguard"}
     only = [evaluate_task(t, encoder, candidates=["hybrid"], candidates_only=True, show_progress=False) for t in NANO]
     expected = 100 * sum(r.scores["candidates_hybrid_ndcg_at_10_with_safeguard"] for r in only) / len(only)
-    assert row.extras["Cand. hybrid"] == pytest.approx(expected)
+    assert row.extras["candidates_hybrid_ndcg_at_10_with_safeguard"] == pytest.approx(expected)
 
 
 def test_candidate_only_results_alone_make_an_unranked_row(mirror_env: Path, tmp_path: Path):
@@ -60,7 +60,7 @@ def test_candidate_only_results_alone_make_an_unranked_row(mirror_env: Path, tmp
     for task in NANO:
         write_outputs(evaluate_task(task, encoder, candidates=["hybrid"], candidates_only=True, show_progress=False), tmp_path)
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
-    assert row.scores == {} and not row.ranked and "Cand. hybrid" in row.extras
+    assert row.scores == {} and not row.ranked and "candidates_hybrid_ndcg_at_10_with_safeguard" in row.extras
 
 
 # --- item 4: dataset revisions are never merged into one row; synthetic results never ranked with real ones -------
@@ -304,7 +304,7 @@ def test_mteb_reranking_results_fill_the_candidate_hybrid_column_only(tmp_path: 
             {"dataset_revision": "rev", "task_name": f"{spec.name}Reranking", "date": 1.0, "scores": {"test": [scores]}}))
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
     assert row.scores == {} and not row.ranked  # a reranking score is never a full-corpus task score
-    assert row.extras == {"Cand. hybrid": pytest.approx(100 * sum(0.4 + i / 100 for i in range(8)) / 8)}
+    assert row.extras == {"candidates_hybrid_ndcg_at_10_with_safeguard": pytest.approx(100 * sum(0.4 + i / 100 for i in range(8)) / 8)}
 
 
 def test_a_candidates_only_bm25_run_keeps_only_the_candidates(mirror_env: Path, tmp_path: Path):

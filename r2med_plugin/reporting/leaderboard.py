@@ -36,6 +36,7 @@ from r2med_plugin.reporting.rows import (
     BENCHMARKS,
     MAIN_METRIC,
     NANO_EXTRA_COLUMNS,
+    NANO_EXTRA_METRICS,
     LeaderboardRow,
     task_columns,
 )
@@ -70,10 +71,10 @@ def _task_extras(full: ResultRecord | None, candidates: ResultRecord | None) -> 
     """The NanoR2MED extra columns of one task; a candidate column comes from the newer of the two results."""
     ordered = sorted((r for r in (full, candidates) if r is not None), key=lambda r: r.date, reverse=True)
     values = {}
-    for column, key in NANO_EXTRA_COLUMNS.items():
-        sources = [r for r in ordered if key in r.scores and not (column == "Hybrid" and r.candidates_only)]
+    for key in NANO_EXTRA_METRICS:
+        sources = [r for r in ordered if key in r.scores and not (key.startswith("hybrid_") and r.candidates_only)]
         if sources:
-            values[column] = 100 * float(sources[0].scores[key])
+            values[key] = 100 * float(sources[0].scores[key])
     return values
 
 
@@ -121,10 +122,10 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
         if benchmark == "nano":
             for hub in set(per_task) | set(candidates):
                 task_extras[hub] = _task_extras(per_task.get(hub), candidates.get(hub))
-            for column in NANO_EXTRA_COLUMNS:
-                values = [columns[column] for columns in task_extras.values() if column in columns]
+            for key in NANO_EXTRA_METRICS:
+                values = [columns[key] for columns in task_extras.values() if key in columns]
                 if len(values) == len(task_columns()):
-                    extras[column] = sum(values) / len(values)
+                    extras[key] = sum(values) / len(values)
         rows.append(
             LeaderboardRow(llm=llm, retriever=retriever, scores=scores, source="yours", note=note, extras=extras, task_extras=task_extras,
                            synthetic=revisions == SYNTHETIC_REVISION,

@@ -95,8 +95,8 @@ def plot_nano(row: LeaderboardRow, path: str | Path, title: str | None = None) -
         raise ValueError(f"{row_label(row)} has no NanoR2MED scores to plot")
     values = {
         "full corpus": [row.scores.get(c) for c in columns],
-        "candidate subset (hybrid list)": [row.task_extras.get(c, {}).get("Cand. hybrid") for c in columns],
-        "hybrid fusion (model + BM25)": [row.task_extras.get(c, {}).get("Hybrid") for c in columns],
+        "candidate subset (hybrid list)": [row.task_extras.get(c, {}).get("candidates_hybrid_ndcg_at_10_with_safeguard") for c in columns],
+        "hybrid fusion (model + BM25)": [row.task_extras.get(c, {}).get("hybrid_ndcg_at_10") for c in columns],
     }
     # A score that was never computed is drawn as an empty slot labelled n/a, never as a bar labelled 0.0.
     series = [

@@ -7,7 +7,7 @@ import html
 import io
 from collections.abc import Sequence
 
-from r2med_plugin.reporting.rows import BENCHMARK_TITLES, NANO_EXTRA_COLUMNS, LeaderboardRow, task_columns
+from r2med_plugin.reporting.rows import BENCHMARK_TITLES, EXTRA_LABELS, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
 _HTML_HEAD = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>R2MED leaderboard</title></head><body>\n"
 _HTML_TAIL = "</body></html>\n"
@@ -16,14 +16,18 @@ _HTML_TAIL = "</body></html>\n"
 def _partial_extras(row: LeaderboardRow) -> dict[str, int]:
     """NanoR2MED extra column -> number of tasks holding it, for columns held by some tasks but not all
     (no average is shown for those: it would mix task sets)."""
-    counts = {column: sum(column in values for values in row.task_extras.values()) for column in NANO_EXTRA_COLUMNS}
-    return {column: count for column, count in counts.items() if count and column not in row.extras}
+    counts = {key: sum(key in values for values in row.task_extras.values()) for key in NANO_EXTRA_METRICS}
+    return {key: count for key, count in counts.items() if count and key not in row.extras}
 
 
 def _header(rows: Sequence[LeaderboardRow]) -> list[str]:
-    extras = [c for c in NANO_EXTRA_COLUMNS if any(c in r.extras or c in _partial_extras(r) for r in rows)]
+    extras = [EXTRA_LABELS[key] for key in _extra_keys(rows)]
     tested = ["vs best"] if any(r.versus_best for r in rows) else []
     return ["Rank", "LLM", "Retriever", "Avg.", *tested, *task_columns(), *extras]
+
+
+def _extra_keys(rows: Sequence[LeaderboardRow]) -> list[str]:
+    return [key for key in NANO_EXTRA_METRICS if any(key in r.extras or key in _partial_extras(r) for r in rows)]
 
 
 def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[str]]]:
@@ -38,7 +42,7 @@ def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[st
         if "vs best" in header:
             cells.append(row.versus_best or "-")
         cells += [f"{row.scores[c]:.2f}" if c in row.scores else "-" for c in task_columns()]
-        cells += [f"{row.extras[c]:.2f}" if c in row.extras else "-" for c in header[len(cells):]]
+        cells += [f"{row.extras[key]:.2f}" if key in row.extras else "-" for key in _extra_keys(rows)]
         body.append(cells)
     return header, body
 
@@ -57,7 +61,7 @@ def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
     for row in rows:
         partial = _partial_extras(row)
         if partial:
-            held = "; ".join(f"{column} on {count} of {len(task_columns())} tasks" for column, count in partial.items())
+            held = "; ".join(f"{EXTRA_LABELS[key]} on {count} of {len(task_columns())} tasks" for key, count in partial.items())
             lines.append(f"{row_label(row)}: no average for {held} (averages need every task)")
     lines += [row.significance for row in rows if row.significance]
     return lines

@@ -9,12 +9,19 @@ from r2med_plugin.catalog import list_tasks
 
 BENCHMARKS = ("r2med", "nano")
 MAIN_METRIC = "ndcg_at_10"
-NANO_EXTRA_COLUMNS = {
-    "Hybrid": "hybrid_ndcg_at_10",
-    "Cand. BM25": "candidates_bm25_ndcg_at_10",
-    "Cand. dense": "candidates_dense_ndcg_at_10",
-    "Cand. hybrid": "candidates_hybrid_ndcg_at_10_with_safeguard",
+NANO_EXTRA_METRICS = (  # the NanoR2MED table's extra columns: the score keys rows hold them under
+    "hybrid_ndcg_at_10",
+    "candidates_bm25_ndcg_at_10",
+    "candidates_dense_ndcg_at_10",
+    "candidates_hybrid_ndcg_at_10_with_safeguard",
+)
+EXTRA_LABELS = {  # how the table and the charts name them (display only)
+    "hybrid_ndcg_at_10": "Hybrid",
+    "candidates_bm25_ndcg_at_10": "Cand. BM25",
+    "candidates_dense_ndcg_at_10": "Cand. dense",
+    "candidates_hybrid_ndcg_at_10_with_safeguard": "Cand. hybrid",
 }
+NANO_EXTRA_COLUMNS = {EXTRA_LABELS[key]: key for key in NANO_EXTRA_METRICS}  # label -> key, for earlier callers
 BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
 
@@ -25,8 +32,8 @@ class LeaderboardRow:
     scores: dict[str, float]  # hub name -> nDCG@10 x 100
     source: str  # "yours" or "published"
     note: str = ""
-    extras: dict[str, float] = field(default_factory=dict)
-    task_extras: dict[str, dict[str, float]] = field(default_factory=dict)  # hub name -> column -> x100
+    extras: dict[str, float] = field(default_factory=dict)  # score key (NANO_EXTRA_METRICS) -> average x100
+    task_extras: dict[str, dict[str, float]] = field(default_factory=dict)  # hub name -> score key -> x100
     published_average: float | None = None  # the average as published (it may differ in the last digit)
     average: float | None = None
     missing: list[str] = field(default_factory=list)
