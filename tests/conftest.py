@@ -114,6 +114,7 @@ SLOW_TESTS = (
     "test_llm_rerankers.py::test_a_request_failing_every_retry_stops_the_run_and_keeps_the_answers",
     "test_llm_rerankers.py::test_a_run_killed_with_sigkill_resumes_from_its_cached_answers",
     "test_embedding_endpoint.py::",
+    "test_official_rerankers.py::",
     "test_model_loaders.py::",
     "test_expansions.py::test_minilm_with_an_expansion_of_each_method",
     "test_descriptive_statistics.py::test_statistics_from_data_agree_with_the_loader",
