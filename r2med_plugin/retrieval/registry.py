@@ -40,6 +40,7 @@ class RetrieverRef:
     revision: str | None = None  # the requested hub revision (a folder's label)
     loader: str = SENTENCE_TRANSFORMERS  # who loads it: sentence-transformers, or a plugin loader's name
     settings: tuple[tuple[str, Any], ...] = ()  # a plugin loader's settings (endpoint URL, dimensions, ...)
+    shadows: str = ""  # the loader ``auto`` would have chosen (mteb), when sentence-transformers was forced instead
 
     def stamp(self) -> str:
         """What the model is, without loading it: the plugin version (how the numbers are computed), then the
@@ -67,6 +68,9 @@ class RetrieverRef:
             return loader_named(self.loader).load_encoder(self, **options)
         from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
 
+        if self.shadows and not options.get("name"):
+            # another protocol than the default (no mteb prompts): its results are filed apart, never over the default's
+            options = {**options, "name": f"{self.name}+{SENTENCE_TRANSFORMERS}"}
         return SentenceTransformerEncoder(self.name, revision=self.revision, **options)
 
     def load_cross_encoder(self, **options: Any):
@@ -194,7 +198,20 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
         return RetrieverRef(name, "packaged", str(packaged_model_folder(name)))
     if Path(name).expanduser().exists():
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
-    return RetrieverRef(name, "hub", name, revision)
+    shadows = _auto_loader_for(name, revision) if loader == SENTENCE_TRANSFORMERS else ""
+    return RetrieverRef(name, "hub", name, revision, shadows=shadows)
+
+
+def _auto_loader_for(name: str, revision: str | None) -> str:
+    """The loader ``auto`` would choose for ``name`` (one that claims it, or refuses only its revision), else ""."""
+    for candidate in loaders().values():
+        if candidate.auto:
+            try:
+                if candidate.claim(name, revision, {}) is not None:
+                    return candidate.name
+            except ValueError:
+                return candidate.name
+    return ""
 
 
 def _claimed(loader: ModelLoader, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef:
