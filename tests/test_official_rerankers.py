@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import peft
 import pytest
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
+import torch
+import transformers
 
 WORDS = [f"w{i}" for i in range(40)] + ["query:", "document:", "the", "cell", "gene", "protein", "binds"]
 PAIRS = [
