@@ -98,8 +98,11 @@ class EndpointEncoder:
 
     def __init__(self, model: str, base_url: str, *, api_key_env: str | None = None, dimensions: int | None = None,
                  concurrency: int = 8, batch_size: int = 32, timeout: float = 120.0, max_retries: int = 6,
-                 show_progress: bool = True, name: str | None = None) -> None:
+                 show_progress: bool = True, name: str | None = None, encoding_format: str = "float") -> None:
+        if encoding_format not in ("float", "base64"):
+            raise ValueError(f"encoding_format must be float or base64, got {encoding_format!r}")
         self.host = endpoint_host(base_url)
+        self.encoding_format = encoding_format  # base64: float32 little-endian, for servers without "float" (Voyage)
         self.base_url = base_url
         self.model = model
         self.dimensions = _positive("dimensions", dimensions)
@@ -119,16 +122,22 @@ class EndpointEncoder:
     @property
     def cache_identity(self) -> str:
         """Endpoint host, model id and dimensions (never the key)."""
-        return f"endpoint:{self.host}:{self.model}:dimensions={self.dimensions}"
+        fmt = "" if self.encoding_format == "float" else f":format={self.encoding_format}"
+        return f"endpoint:{self.host}:{self.model}:dimensions={self.dimensions}{fmt}"
 
-    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None,
+               extra_body: Mapping[str, Any] | None = None) -> np.ndarray:
+        """One embedding per text (``prompt`` prepended); ``extra_body`` adds fields to each request (Voyage's input_type)."""
         inputs = [(prompt or "") + text for text in texts]
+        extra = dict(extra_body or {})
         batches = [inputs[start:start + self.batch_size] for start in range(0, len(inputs), self.batch_size)]
-        keys = [key_of(self.cache_identity, prompt, len(batch), _digest(batch)) for batch in batches]
+        extra_key = json.dumps(extra, sort_keys=True) if extra else None  # no extra fields: the keys of earlier versions
+        keys = [key_of(self.cache_identity, prompt, len(batch), _digest(batch), *([extra_key] if extra_key else []))
+                for batch in batches]
         results: list[np.ndarray | None] = [read_cached_array(BATCH_CACHE, key) for key in keys]
         missing = [index for index, found in enumerate(results) if found is None or found.shape[0] != len(batches[index])]
         if missing:
-            fetched = _run(self._fetch_all([(index, batches[index], keys[index]) for index in missing]))
+            fetched = _run(self._fetch_all([(index, batches[index], keys[index]) for index in missing], extra))
             for index, array in fetched.items():
                 results[index] = array
         if not results:
@@ -139,7 +148,7 @@ class EndpointEncoder:
                                 "model gives one dimension: check that one model serves --retriever openai:" + self.model)
         return np.concatenate(results, axis=0)
 
-    async def _fetch_all(self, work: list[tuple[int, list[str], str]]) -> dict[int, np.ndarray]:
+    async def _fetch_all(self, work: list[tuple[int, list[str], str]], extra: Mapping[str, Any]) -> dict[int, np.ndarray]:
         from tqdm.auto import tqdm
 
         key = api_key(self._api_key_env)
@@ -151,7 +160,7 @@ class EndpointEncoder:
                   disable=not self.show_progress) as bar:
             async def one(index: int, batch: list[str], cache_key: str) -> None:
                 async with gate:
-                    array = await self._request(client, batch, key)
+                    array = await self._request(client, batch, key, extra)
                 store_array(BATCH_CACHE, cache_key, array)  # kept at once: a killed run resumes from here
                 done[index] = array
                 bar.update(len(batch))
@@ -168,10 +177,12 @@ class EndpointEncoder:
                 await client.close()
         return done
 
-    async def _request(self, client: Any, batch: list[str], key: str) -> np.ndarray:
-        arguments: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+    async def _request(self, client: Any, batch: list[str], key: str, extra: Mapping[str, Any]) -> np.ndarray:
+        arguments: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": self.encoding_format}
         if self.dimensions is not None:
             arguments["dimensions"] = self.dimensions
+        if extra:
+            arguments["extra_body"] = dict(extra)
         self.requests_sent += 1
         try:
             # the raw body, parsed as JSON here: the client's typed parse builds one object per number (20x slower)
@@ -200,7 +211,7 @@ class EndpointEncoder:
             raise EndpointError(f"{self.host} returned {len(data)} embeddings for {count} texts of one request "
                                 f"(model {self.model!r}); the server must answer one per input: lower --batch-size")
         rows = sorted(data, key=lambda item: item.get("index", 0) if isinstance(item.get("index"), int) else 0)
-        vectors = [item.get("embedding") for item in rows]
+        vectors = [_decoded(item.get("embedding")) for item in rows]
         if any(not isinstance(vector, list) or not vector for vector in vectors):
             raise EndpointError(f"{self.host} returned an embedding that is not a list of numbers (model {self.model!r})")
         widths = {len(vector) for vector in vectors}
@@ -215,6 +226,19 @@ class EndpointEncoder:
         if not np.isfinite(array).all():
             raise EndpointError(f"{self.host} returned NaN or infinite embeddings (model {self.model!r})")
         return array
+
+
+def _decoded(embedding: Any) -> Any:
+    """An embedding as a list of numbers: base64 answers are float32, little-endian (OpenAI's and Voyage's format)."""
+    if not isinstance(embedding, str):
+        return embedding
+    import base64
+    import binascii
+
+    try:
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4").tolist()
+    except (binascii.Error, ValueError):
+        return None  # reported as not a list of numbers
 
 
 def _digest(texts: Sequence[str]) -> str:

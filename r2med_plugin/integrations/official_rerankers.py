@@ -90,49 +90,9 @@ def parse(name: str) -> tuple[RerankerProfile, str, str | None]:
     return profile, checkpoint, base or None
 
 
-class OfficialRerankerLoader:
-    """The ``official`` model loader (see r2med_plugin.retrieval.registry.ModelLoader): the official rerankers.
-    It also claims ``castorini/rankllama-*`` ids when ``loader="auto"`` (mteb has no RankLLaMA)."""
-
-    name = NAME
-    scheme = SCHEME
-    auto = True
-
-    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
-        if not name.startswith(f"{SCHEME}:") and not name.startswith(RANKLLAMA_PREFIX):
-            return None  # a plain name (or one mteb knows) is not an official reranker
-        if settings:
-            flags = ", ".join("--" + key.replace("_", "-") for key in sorted(settings))
-            raise ValueError(f"{flags} configure an endpoint; {name!r} is an official reranker that loads locally: drop {flags}")
-        profile, checkpoint, base = parse(name)
-        return RetrieverRef(name, "plugin", checkpoint, revision, loader=NAME,
-                            settings=(("base", base), ("mode", profile.mode), ("profile", profile.name)))
-
-    def stamp(self, ref: RetrieverRef) -> str:
-        settings = dict(ref.settings)
-        parts = [f"{settings['mode']}:{_weights_stamp(ref.source, ref.revision)}"]
-        if settings.get("base"):
-            parts.append(f"base:{_weights_stamp(settings['base'], None)}")
-        return "+".join(parts)
-
-    def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
-        raise ValueError(f"{ref.name} is a reranker (it scores query-document pairs): use it with --rerank, "
-                         "after a first stage (--first-stage)")
-
-    def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", batch_size: int = 32,
-                           dtype: str | None = None, max_length: int = MAX_LENGTH, **options: Any) -> OfficialReranker:
-        if options:
-            raise TypeError(f"unexpected options for an official reranker: {', '.join(sorted(options))}")
-        settings = dict(ref.settings)
-        return OfficialReranker(settings["mode"], ref.source, base=settings.get("base"), revision=ref.revision,
-                                device=device, batch_size=batch_size, dtype=dtype or PROFILES[settings["profile"]].dtype,
-                                max_length=max_length)
 
 
-LOADER = OfficialRerankerLoader()
-
-
-def _weights_stamp(name_or_path: str, revision: str | None) -> str:
+def weights_stamp(name_or_path: str, revision: str | None) -> str:
     folder = Path(name_or_path).expanduser()
     if folder.is_dir():
         return f"path:{files_stamp(folder)}"

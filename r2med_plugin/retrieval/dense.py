@@ -227,14 +227,28 @@ def encode_cached(
     encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind, dataset_revision: str, prompt: str | None = None
 ) -> np.ndarray:
     """L2-normalised embeddings of ``texts`` (with ``effective_prompt``), from the cache when this model already encoded them."""
-    prompt = effective_prompt(encoder, kind, prompt)
+    return normalise(encode_cached_raw(encoder, texts, kind=kind, dataset_revision=dataset_revision, prompt=prompt))
+
+
+def encode_cached_raw(
+    encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind | Literal["expansion"], dataset_revision: str,
+    prompt: str | None = None,
+) -> np.ndarray:
+    """The embeddings of ``texts`` as the encoder gives them (cached); kind "expansion": ``encode_expansions``."""
+    prompt = effective_prompt(encoder, "query" if kind == "expansion" else kind, prompt)
     digest = hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
     identity = getattr(encoder, "cache_identity", "")
     key = key_of(encoder.name, encoder.revision, identity, dataset_revision, kind, prompt, len(texts), digest)
-    embeddings = cached_array("embeddings", key, lambda: _validated(_encode(encoder, list(texts), kind, prompt), len(texts), encoder, kind))
+
+    def compute() -> np.ndarray:
+        if kind == "expansion":
+            return _validated(encoder.encode_expansions(list(texts)), len(texts), encoder, "expansion")
+        return _validated(_encode(encoder, list(texts), kind, prompt), len(texts), encoder, kind)
+
+    embeddings = cached_array("embeddings", key, compute)
     if embeddings.shape[0] != len(texts):
         raise ValueError(f"cached embeddings for {encoder.name!r} have {embeddings.shape[0]} rows, expected {len(texts)}")
-    return normalise(embeddings)
+    return embeddings
 
 
 def _faiss_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -302,11 +316,25 @@ def dense_search(
     if mix_with is not None:
         if len(mix_with) != queries.height:
             raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
-        extra = encode_cached(encoder, list(mix_with), kind="document", dataset_revision=dataset_revision)
-        _same_dimension(encoder, query_vectors, extra)
-        query_vectors = normalise((query_vectors + extra) / 2.0)
+        query_vectors = _mixed_query_vectors(encoder, queries, list(mix_with), query_vectors, dataset_revision, query_prompt)
     _same_dimension(encoder, query_vectors, doc_vectors)
     return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k)
+
+
+def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: list[str], query_vectors: np.ndarray,
+                         dataset_revision: str, query_prompt: str | None) -> np.ndarray:
+    """The mean of each query's embedding and its expansion's. An encoder with ``encode_expansions`` (the official
+    profiles) encodes the expansion its own way and the mean is of its raw embeddings, as the official classes
+    average them; otherwise the expansion is encoded as a document without prompt and the unit vectors are averaged."""
+    if hasattr(encoder, "encode_expansions"):
+        raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
+                                        prompt=query_prompt)
+        extra = encode_cached_raw(encoder, expansions, kind="expansion", dataset_revision=dataset_revision)
+        _same_dimension(encoder, raw_queries, extra)
+        return normalise((raw_queries + extra) / 2.0)
+    extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
+    _same_dimension(encoder, query_vectors, extra)
+    return normalise((query_vectors + extra) / 2.0)
 
 
 def score_candidates(
