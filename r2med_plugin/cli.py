@@ -73,21 +73,23 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
     """Option -> why it reaches no code, for the mode chosen: ``first_stage`` is the BM25 name or run file
     that is searched or reranked, None for an encoder (``encoder_name``: its name)."""
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
-    from r2med_plugin.retrieval.registry import scheme_loader
+    from r2med_plugin.retrieval.registry import endpoint_options_of, scheme_loader
 
     encoder = first_stage is None
     bm25 = first_stage in BM25_RETRIEVERS
     unreached = {}
-    endpoint = encoder and encoder_name is not None and scheme_loader(encoder_name) is not None
+    takes = endpoint_options_of(encoder_name) if encoder and encoder_name is not None else ()
     endpoint_unreached = {}
-    if not endpoint:
+    if not takes:
         what = "an encoder first stage" if encoder else "the BM25 retriever" if bm25 else "a run-file first stage"
         for dest in ENDPOINT_OPTIONS:
             endpoint_unreached[dest] = f"it configures an embedding endpoint (--retriever openai:<model>), and {what} is not one"
     else:
         unreached["device"] = f"{encoder_name} runs on the endpoint's server"
-        if not args.rerank:
-            unreached["loader"] = f"{encoder_name} names its loader itself (openai:)"
+        for dest in set(ENDPOINT_OPTIONS) - set(takes):
+            endpoint_unreached[dest] = f"{encoder_name} embeds at its model's official size"
+    if encoder and encoder_name is not None and scheme_loader(encoder_name) is not None and not args.rerank:
+        unreached["loader"] = f"{encoder_name} names its loader itself ({encoder_name.split(':', 1)[0]}:)"
     if not encoder and not args.rerank:
         unreached["loader"] = f"it chooses how a model loads, and {'the BM25 retriever' if bm25 else 'a run file'} loads none"
     if not encoder:
@@ -267,6 +269,8 @@ def _refuse_prompt_for_mteb(args: argparse.Namespace, ref) -> None:
     if ref is not None and ref.loader == "mteb":
         refuse_unreached(args, {"instruction": f"{ref.name} loads through mteb, which applies the model's own prompts and the "
                                                "task's instruction (add --loader sentence-transformers to prepend the official prompt)"})
+    if ref is not None and ref.loader == "official":
+        refuse_unreached(args, {"instruction": f"{ref.name} applies the official code's instructions for each task itself"})
 
 
 def _load_encoder(ref, args: argparse.Namespace):

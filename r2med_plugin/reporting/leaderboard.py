@@ -31,6 +31,7 @@ from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
 from r2med_plugin.reporting.published import published_reranker_rows, published_rows  # noqa: F401 - re-exported
 from r2med_plugin.reporting.render import notes, render, render_many, row_label, table_cells  # noqa: F401 - re-exported
 from r2med_plugin.reporting.result_files import RERANKING_SUFFIX, ResultRecord, read_result_folders  # noqa: F401
+from r2med_plugin.retrieval.official_dense import profile_of_result, published_row_of
 from r2med_plugin.reporting.rows import (
     BENCHMARK_TITLES,
     BENCHMARKS,
@@ -184,6 +185,25 @@ def _keep_apart(rows: list[LeaderboardRow]) -> None:
             row.excluded = "computed on data whose counts differ from the dataset card, never ranked next to results on it"
 
 
+def _link_official_profiles(rows: list[LeaderboardRow]) -> None:
+    """A row of an official profile (``--retriever official:e5``, filed as ``<weights>+official-e5``) names the
+    published row it reproduces, with the published average and the difference, in its note; the published row
+    names it back. Both stay ranked by their averages."""
+    published = {row.retriever: row for row in rows if row.source == "published" and not row.llm}
+    for row in rows:
+        label = published_row_of(row.retriever) if row.source == "yours" and not row.llm else None
+        target = published.get(label) if label else None
+        if target is None:
+            continue
+        profile = profile_of_result(row.retriever)
+        average = sum(row.scores.get(column, 0.0) for column in task_columns()) / len(task_columns())
+        beside = f"official:{profile.name} profile, published {label}: {target.published_average:.2f}"
+        if not [column for column in task_columns() if column not in row.scores]:
+            beside += f" ({average - target.published_average:+.2f})"
+        row.note = ", ".join(part for part in (beside, row.note) if part)
+        target.note = ", ".join(part for part in (target.note, f"reproduced by {row.retriever}") if part)
+
+
 def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
     """Averages for complete rows; ranked rows by average (best first), then the incomplete ones."""
     columns = task_columns()
@@ -229,6 +249,7 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
         if benchmark != "r2med":
             raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
+        _link_official_profiles(rows)
     _keep_apart(rows)
     _label_other_files(rows)
     if not rows:

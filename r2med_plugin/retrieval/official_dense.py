@@ -61,7 +61,7 @@ ENDPOINTS = {  # the public endpoints of the two API profiles, and where their k
     "voyage-3": ("https://api.voyageai.com/v1", "VOYAGE_API_KEY"),
 }
 EXPANSION_KEEPS_INSTRUCTION = ("InstructorModel", "GritModel", "NVEmbedModel")
-RESULT_SUFFIX = "+official"
+RESULT_MARK = "+official-"  # results are filed as <weights>+official-<profile>: the weights and the recipe
 
 
 @dataclass(frozen=True)
@@ -112,16 +112,22 @@ def retriever_profiles() -> dict[str, RetrieverProfile]:
     return profiles
 
 
+def result_name(weights: str, profile: RetrieverProfile) -> str:
+    """What results of ``profile`` on ``weights`` are filed under: ``<weights>+official-<name>`` (never over the
+    results of the same weights loaded another way, by mteb or sentence-transformers)."""
+    return f"{weights}{RESULT_MARK}{profile.name}"
+
+
+def profile_of_result(model_name: str) -> RetrieverProfile | None:
+    """The official profile a result name was made with (``...+official-<name>``), else None."""
+    weights, mark, short = model_name.rpartition(RESULT_MARK)
+    return retriever_profiles().get(short) if mark and weights else None
+
+
 def published_row_of(model_name: str) -> str | None:
-    """The published leaderboard row an ``official:<name>`` result reproduces, from its model name (None: not one)."""
-    if not model_name.endswith(RESULT_SUFFIX):
-        return None
-    weights = model_name.removesuffix(RESULT_SUFFIX)
-    for profile in retriever_profiles().values():
-        towers = profile.checkpoint if isinstance(profile.checkpoint, tuple) else (profile.checkpoint,)
-        if weights in towers:
-            return profile.published_row
-    return None
+    """The published leaderboard row a result of an official profile stands beside, from its model name (None: not one)."""
+    profile = profile_of_result(model_name)
+    return profile.published_row if profile is not None else None
 
 
 def parse_weights(profile: RetrieverProfile, weights: str) -> str | tuple[str, str]:
@@ -485,7 +491,7 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
             raise ValueError(f"official:{profile.name} embeds through an endpoint: load it by name (load_encoder('official:{profile.name}'))")
         model = str(profile.checkpoint)
         recipe = EndpointRecipe(model, endpoint, voyage=model.startswith("voyage"))
-        return OfficialEncoder(profile, recipe, name=name or f"{model}{RESULT_SUFFIX}", revision=endpoint.revision,
+        return OfficialEncoder(profile, recipe, name=name or result_name(model, profile), revision=endpoint.revision,
                                identity=endpoint.cache_identity)
     device = device or "cpu"
     check_device(device)
@@ -502,7 +508,7 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
     if query_tower != document_tower:
         _, query_reported, query_identity = model_revision(query_tower, revision)
         reported, identity = f"{query_reported}+{reported}", f"{query_identity}+{identity}"
-    return OfficialEncoder(profile, recipe, name=name or f"{weights}{RESULT_SUFFIX}", revision=reported, identity=identity)
+    return OfficialEncoder(profile, recipe, name=name or result_name(weights, profile), revision=reported, identity=identity)
 
 
 def _recipe(profile: RetrieverProfile, arguments: dict[str, Any], query_tower: str, document_tower: str,
