@@ -249,6 +249,9 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
     if instruction and ref.loader == "mteb":
         raise _fail(path, f"{key}.instruction", f"is set, but {entry['model']} loads through mteb",
                     "mteb applies the model's own prompts and the task's instruction: drop instruction, or add loader: sentence-transformers")
+    if instruction and ref.loader == "official":
+        raise _fail(path, f"{key}.instruction", f"is set, but {entry['model']} is an official profile",
+                    "it applies the official code's instructions for each task itself: drop instruction")
     return {
         "model": entry["model"],
         "revision": revision,

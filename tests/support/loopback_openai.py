@@ -12,6 +12,9 @@ it and answers 503 after ``max_seconds``.
 
 from __future__ import annotations
 
+import base64
+import struct
+
 import json
 import threading
 import time
@@ -193,6 +196,9 @@ class LoopbackOpenAI:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         dim = int(body.get("dimensions") or self.embedding_dim) - (1 if fault == "baddim" else 0)
         rows = [{"object": "embedding", "index": i, "embedding": self.embedding(t, dim)} for i, t in enumerate(texts)]
+        if body.get("encoding_format") == "base64":  # float32 little-endian, as OpenAI's and Voyage's APIs answer
+            for row in rows:
+                row["embedding"] = base64.b64encode(struct.pack(f"<{len(row['embedding'])}f", *row["embedding"])).decode()
         if fault == "fewer":
             rows = rows[:-1]
         rows.reverse()  # servers may answer out of order: the index says which input a row is
