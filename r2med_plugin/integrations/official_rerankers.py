@@ -31,20 +31,21 @@ Names:
 - ``castorini/rankllama-*`` (any RankLLaMA LoRA on the hub): as ``official:rankllama@<that id>``.
 
 ``--rerank-revision`` (``revision``) is the checkpoint's hub revision (the adapter's for rankllama).
-RankLLaMA needs peft: ``pip install 'r2med-plugin[rankllama]'``.
+RankLLaMA needs peft: ``pip install 'r2med-plugin[rankllama]'``. The names are resolved by the ``official`` loader
+(r2med_plugin.integrations.official_models), which also serves the official dense retrievers.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from r2med_plugin.retrieval.registry import RetrieverRef, cached_hub_commit, files_stamp
+from r2med_plugin.retrieval.registry import cached_hub_commit, files_stamp
 
 NAME = SCHEME = "official"
 MAX_LENGTH = 512  # what src/eval_reranker.py passes for each of its three names
