@@ -374,3 +374,25 @@ def test_grit_passes_the_official_instruction_and_lengths_to_gritlm(monkeypatch,
     monkeypatch.setitem(sys.modules, "gritlm", None)
     with pytest.raises(ImportError, match=r"r2med-plugin\[grit\]"):
         load_encoder(f"official:grit@{tmp_path}")
+
+
+def test_nv_embed_averages_an_expansion_in_float16_as_its_official_class(mirror_env, tiny):
+    """NVEmbedModel returns float16 vectors and encode_queries averages them in float16 (numpy); the mean here too."""
+    from r2med_plugin.data.loader import load_task
+    from r2med_plugin.evaluation.first_stages import Dense, expanded_queries
+    from r2med_plugin.retrieval.dense import normalise
+
+    data = load_task(TASK, accept_drift=True)
+    encoder = load_encoder(f"official:nv@{tiny['nv']}", show_progress=False)  # float16, the official dtype
+    assert encoder.for_task(TASK).expansion_mean_dtype == "float16"
+    run = Dense(encoder, expansion="hyde/gpt4").search(data, depth=3)
+    _, _, texts, expansions = expanded_queries(data, "hyde/gpt4", None)
+    bound = encoder.for_task(TASK)
+    half = (bound.encode(texts, kind="query").astype(np.float16) + bound.encode_expansions(expansions).astype(np.float16)) / np.float16(2)
+    mixed = normalise(half.astype(np.float32))
+    documents = normalise(bound.encode(data.corpus["text"].to_list(), kind="document"))
+    expected = dict(zip(data.corpus["id"].to_list(), (documents @ mixed[0]).tolist()))
+    first = data.queries["id"][0]
+    for doc_id, score in run[first].items():
+        assert score == pytest.approx(expected[doc_id], abs=1e-6)
+    assert load_encoder(f"official:nv@{tiny['nv']}", dtype="float32").for_task(TASK).expansion_mean_dtype == "float32"

@@ -331,7 +331,10 @@ def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: li
                                         prompt=query_prompt)
         extra = encode_cached_raw(encoder, expansions, kind="expansion", dataset_revision=dataset_revision)
         _same_dimension(encoder, raw_queries, extra)
-        return normalise((raw_queries + extra) / 2.0)
+        # the dtype the model's embeddings come in: NV-Embed's float16 vectors are averaged in float16, as officially
+        dtype = np.dtype(getattr(encoder, "expansion_mean_dtype", "float32"))
+        mixed = (raw_queries.astype(dtype) + extra.astype(dtype)) / dtype.type(2)
+        return normalise(mixed.astype(np.float32))
     extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
     _same_dimension(encoder, query_vectors, extra)
     return normalise((query_vectors + extra) / 2.0)

@@ -29,7 +29,9 @@ RetrievalOPENAI   an embeddings endpoint (text-embedding-3-large; voyage-3 with 
 With an expansion (hyde, lamer, ...), the official classes average the query's embedding with the
 expansion's, both as they come out of ``encode`` (normalised or not), before the cosine search: the
 expansion gets no instruction, except for InstructorModel, GritModel and NVEmbedModel, which give it the query
-instruction too. ``encode_expansions`` is that rule; the Dense stage averages the two before normalising.
+instruction too. ``encode_expansions`` is that rule; the Dense stage averages the two before normalising, in the
+dtype the class returns (``expansion_mean_dtype``: float16 for NV-Embed, whose official class averages float16
+vectors).
 
 Where the official code deviates from a model's own usage, the profile keeps the official behaviour (it is
 what the published numbers measure): ``official:medcpt`` encodes queries with the article encoder (eval_retrieval
@@ -194,6 +196,12 @@ class OfficialEncoder:
 
     def instruction(self, kind: EncodeKind) -> str | None:
         return self.profile.instruction(kind, self.hub_name)
+
+    @property
+    def expansion_mean_dtype(self) -> str:
+        """The dtype the official class's embeddings have, in which it averages a query's and its expansion's:
+        float16 for NV-Embed at its official float16, else float32."""
+        return getattr(self.recipe, "output_dtype", "float32")
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
         if prompt is not None:
@@ -411,6 +419,7 @@ class NVEmbedRecipe:
                                                **_dtype_option(_torch_dtype(dtype, torch.float16))).to(device).eval()
         self.batch_size, self.max_length, self.normalize = batch_size, max_length, normalize_embeddings
         self.dtype, self.show_progress = dtype or "float16", show_progress
+        self.output_dtype = "float16" if self.dtype == "float16" else "float32"  # NVEmbedModel returns the model's dtype
 
     def settings(self) -> list[Any]:
         return [self.max_length, self.normalize, self.dtype]
