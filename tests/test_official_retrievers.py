@@ -173,7 +173,8 @@ def test_medcpt_queries_go_through_the_query_tower_and_articles_as_title_text_pa
         for row, text in enumerate(TEXTS):
             inputs = tokenizer("", text, truncation="longest_first", max_length=512, return_tensors="pt")
             np.testing.assert_allclose(documents[row], model(**inputs).last_hidden_state[0, 0].numpy(), atol=1e-5)
-    assert two_towers.name.endswith("medcpt-article+official-medcpt")
+    assert "medcpt-query+" in two_towers.name
+    assert two_towers.name.endswith("medcpt-article+official-medcpt")  # both towers name it: never the one-tower run's name
     default = _encoder(f"official:medcpt@{tiny['medcpt-article']}+{tiny['medcpt-article']}")  # the official init_model
     np.testing.assert_allclose(default.encode(TEXTS, kind="query")[0],
                                _hidden(tiny["medcpt-article"], TEXTS[0], truncation=True, max_length=512)[0][0].numpy(), atol=1e-5)
@@ -254,13 +255,38 @@ def test_evaluate_files_results_under_the_weights_and_the_profile(mirror_env, ti
                  "--output", str(out), "--quiet"])
     assert code == 0
     official = [json.loads(path.read_text()) for path in (out / "official").rglob("R2MEDBiology.json")]
-    assert [payload["model_name"] for payload in official] == ["bge"]  # the official short name, as the official files
+    # other weights than the official ones keep their own name (official:bge itself writes "bge", as the official files)
+    assert [payload["model_name"] for payload in official] == [results_name(out).removeprefix("hyde/gpt4+")]
     assert sorted(official[0]["test"]) == sorted(f"{m}_at_{k}" for m in ("ndcg", "map", "recall", "precision")
                                                  for k in (1, 3, 5, 10, 100))  # k_values of retrieval_by_dense
     results = [p for p in (out / "results").rglob("R2MEDBiology.json")]
     assert len(results) == 1 and "bert+official-bge" in results[0].parent.parent.name
     assert main(["evaluate", "--task", TASK, "--retriever", f"official:bge@{tiny['bert']}", "--instruction", "--quiet"]) == 2
     assert "applies the official code's instructions" in capsys.readouterr().err
+
+
+def results_name(out: Path) -> str:
+    meta = next((out / "results").rglob("model_meta.json"))
+    return json.loads(meta.read_text())["name"]
+
+
+def test_official_short_names_and_published_rows_only_for_the_official_weights():
+    from r2med_plugin.reporting.official_files import official_model_name
+
+    assert official_model_name("BAAI/bge-large-en-v1.5+official-bge") == "bge"
+    assert official_model_name("ncbi/MedCPT-Article-Encoder+official-medcpt") == "medcpt"
+    assert official_model_name("my/finetune+official-bge") == "my/finetune+official-bge"
+    assert published_row_of("ncbi/MedCPT-Article-Encoder+official-medcpt") == "MedCPT"
+    for other in ("my/finetune+official-e5", "ncbi/MedCPT-Query-Encoder+ncbi/MedCPT-Article-Encoder+official-medcpt",
+                  "intfloat/e5-mistral-7b-instruct+float16+official-e5"):
+        assert published_row_of(other) is None
+
+
+def test_another_dtype_files_apart_and_api_profiles_refuse_it(tiny):
+    assert load_encoder(f"official:bge@{tiny['bert']}", dtype="float16", show_progress=False).name.endswith("bert+float16+official-bge")
+    assert load_encoder(f"official:bge@{tiny['bert']}", dtype="float32", show_progress=False).name.endswith("bert+official-bge")
+    with pytest.raises(ValueError, match=r"dtype reaches no code"):
+        load_encoder("official:openai", settings={"base_url": "http://127.0.0.1:9/v1"}, dtype="float16")
 
 
 def test_expansions_average_the_raw_official_embeddings(mirror_env, tiny):
@@ -368,7 +394,7 @@ def test_grit_passes_the_official_instruction_and_lengths_to_gritlm(monkeypatch,
     encoder.encode(["d1"], kind="document")
     encoder.encode_expansions(["e1"])
     query = retriever_profiles()["grit"].instruction("query", "Biology")
-    assert calls == [("init", str(tmp_path), {"torch_dtype": "auto", "mode": "embedding"}),
+    assert calls == [("init", str(tmp_path), {"torch_dtype": "auto", "mode": "embedding", "device_map": {"": "cpu"}}),
                      ("encode", ["q1", "q2"], query, 2, 512), ("encode", ["q3"], query, 2, 512),
                      ("encode", ["d1"], "<|embed|>\n", 2, 2048), ("encode", ["e1"], query, 2, 512)]
     monkeypatch.setitem(sys.modules, "gritlm", None)

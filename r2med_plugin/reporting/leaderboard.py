@@ -186,12 +186,12 @@ def _keep_apart(rows: list[LeaderboardRow]) -> None:
 
 
 def _link_official_profiles(rows: list[LeaderboardRow]) -> None:
-    """A row of an official profile (``--retriever official:e5``, filed as ``<weights>+official-e5``) names the
-    published row it reproduces, with the published average and the difference, in its note; the published row
+    """A row of an official profile on its official weights (``--retriever official:e5``, filed as
+    ``intfloat/e5-mistral-7b-instruct+official-e5``), never excluded, names the published row it reproduces, with the published average and the difference, in its note; the published row
     names it back. Both stay ranked by their averages."""
     published = {row.retriever: row for row in rows if row.source == "published" and not row.llm}
     for row in rows:
-        label = published_row_of(row.retriever) if row.source == "yours" and not row.llm else None
+        label = published_row_of(row.retriever) if row.source == "yours" and not row.llm and not row.excluded else None
         target = published.get(label) if label else None
         if target is None:
             continue
@@ -249,8 +249,9 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
         if benchmark != "r2med":
             raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
-        _link_official_profiles(rows)
     _keep_apart(rows)
+    if compare_published:
+        _link_official_profiles(rows)
     _label_other_files(rows)
     if not rows:
         raise ValueError(

@@ -19,7 +19,7 @@ from typing import Literal
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
 from r2med_plugin.names import OfficialLayoutName
-from r2med_plugin.retrieval.official_dense import profile_of_result
+from r2med_plugin.retrieval.official_dense import on_official_weights, profile_of_result
 
 BM25_K_VALUES = (1, 10, 25, 50, 100)
 DENSE_K_VALUES = (1, 3, 5, 10, 100)
@@ -51,10 +51,10 @@ OFFICIAL_MODEL_NAMES = {
 
 
 def official_model_name(retriever: str) -> str:
-    """The official short name ("bm25", "bge", "nv", ...) where one exists (an official profile's results:
-    ``<weights>+official-<name>``), else ``retriever`` itself."""
+    """The official short name ("bm25", "bge", "nv", ...) where one exists (an official profile's results on its
+    official weights: ``<weights>+official-<name>``), else ``retriever`` itself."""
     profile = profile_of_result(retriever)
-    if profile is not None:
+    if profile is not None and on_official_weights(retriever, profile):
         return profile.name
     return OFFICIAL_MODEL_NAMES.get(retriever, retriever)
 

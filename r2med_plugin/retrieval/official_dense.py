@@ -127,9 +127,16 @@ def profile_of_result(model_name: str) -> RetrieverProfile | None:
 
 
 def published_row_of(model_name: str) -> str | None:
-    """The published leaderboard row a result of an official profile stands beside, from its model name (None: not one)."""
+    """The published leaderboard row a result reproduces: an official profile on its official weights (None: not one)."""
     profile = profile_of_result(model_name)
-    return profile.published_row if profile is not None else None
+    return profile.published_row if profile is not None and on_official_weights(model_name, profile) else None
+
+
+def on_official_weights(model_name: str, profile: RetrieverProfile) -> bool:
+    """Whether a result name is ``profile`` on the weights the official code loads, at its precision."""
+    weights = model_name.rpartition(RESULT_MARK)[0]
+    default = default_weights(profile)
+    return weights == (default[1] if isinstance(default, tuple) else default)
 
 
 def parse_weights(profile: RetrieverProfile, weights: str) -> str | tuple[str, str]:
@@ -269,8 +276,9 @@ class TransformerRecipe:
         self.device, self.dtype, self.show_progress = device, dtype, show_progress
 
     def settings(self) -> list[Any]:
+        autocast = self.encode_mode == "BMR" and torch_device_type(self.device) == "cuda"  # float16 matmuls on CUDA
         return [self.pooling_method, self.normalize, self.max_length, self.encode_mode, self.dtype,
-                self.tokenizer.padding_side, self.tokenizer.pad_token]
+                self.tokenizer.padding_side, self.tokenizer.pad_token, autocast]
 
     def encode(self, texts: list[str], kind: EncodeKind, instruction: str | None, expansion: bool = False) -> np.ndarray:
         import torch
@@ -302,6 +310,12 @@ class TransformerRecipe:
         with torch.autocast("cuda", enabled=torch.device(self.device).type == "cuda"):  # the official torch.cuda.amp.autocast()
             hidden = self.model(**padded).last_hidden_state
             return pool(hidden, padded["attention_mask"], self.pooling_method).float().cpu().numpy()
+
+
+def torch_device_type(device: str) -> str:
+    import torch
+
+    return torch.device(device).type
 
 
 def pool(hidden: Any, mask: Any, method: str) -> Any:
@@ -389,11 +403,14 @@ class GritRecipe:
         except ImportError as error:
             raise ImportError("official:grit encodes through GritLM's own package, as the official code: "
                               "pip install 'r2med-plugin[grit]' (or pip install gritlm)") from error
-        options: dict[str, Any] = {"torch_dtype": "auto", "mode": "embedding"}
-        options |= {"device_map": "auto"} if device != "cpu" else {}
+        # the official code passes device_map="auto"; here the one device asked for (GritLM would otherwise take every GPU)
+        options: dict[str, Any] = {"torch_dtype": "auto", "mode": "embedding", "device_map": {"": device}}
         if revision is not None:
             options["revision"] = revision
         self.model = GritLM(checkpoint, **options)
+        import torch
+
+        self.model.device = torch.device(device)  # where GritLM.encode puts its inputs
         self.batch_size, self.show_progress = batch_size, show_progress
         self.max_length = {"query": query_max_length, "document": doc_max_length}
 
@@ -496,6 +513,8 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
     if name is not None:
         check_model_name(name)
     if profile.remote:
+        if dtype is not None:
+            raise ValueError(f"official:{profile.name} embeds on its API's servers: dtype reaches no code there; drop it")
         if endpoint is None:
             raise ValueError(f"official:{profile.name} embeds through an endpoint: load it by name (load_encoder('official:{profile.name}'))")
         model = str(profile.checkpoint)
@@ -514,10 +533,18 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
         raise ValueError(f"could not load official:{profile.name} from {document_tower!r} ({error}); give a local folder "
                          "or a hub name in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)") from error
     weights, reported, identity = model_revision(document_tower, revision)
-    if query_tower != document_tower:
-        _, query_reported, query_identity = model_revision(query_tower, revision)
+    if query_tower != document_tower:  # two towers: both name the results (never filed as the official one-tower run)
+        query_weights, query_reported, query_identity = model_revision(query_tower, revision)
+        weights = f"{query_weights}+{weights}"
         reported, identity = f"{query_reported}+{reported}", f"{query_identity}+{identity}"
+    if dtype is not None and dtype != official_dtype(profile):  # other precision, other numbers: filed apart
+        weights = f"{weights}+{dtype}"
     return OfficialEncoder(profile, recipe, name=name or result_name(weights, profile), revision=reported, identity=identity)
+
+
+def official_dtype(profile: RetrieverProfile) -> str:
+    """The precision the official code loads the profile's weights in (float16: NV-Embed; float32 the others)."""
+    return "float16" if profile.model_class == "NVEmbedModel" else "float32"
 
 
 def _recipe(profile: RetrieverProfile, arguments: dict[str, Any], query_tower: str, document_tower: str,
