@@ -85,7 +85,10 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
         for dest in ENDPOINT_OPTIONS:
             endpoint_unreached[dest] = f"it configures an embedding endpoint (--retriever openai:<model>), and {what} is not one"
     else:
-        unreached["device"] = f"{encoder_name} runs on the endpoint's server"
+        from r2med_plugin.llm.rerankers import is_llm_reranker_name
+
+        if not args.rerank or is_llm_reranker_name(args.rerank):  # a local --rerank model runs on --device
+            unreached["device"] = f"{encoder_name} runs on the endpoint's server"
         for dest in set(ENDPOINT_OPTIONS) - set(takes):
             endpoint_unreached[dest] = f"{encoder_name} embeds at its model's official size"
     if encoder and encoder_name is not None and scheme_loader(encoder_name) is not None and not args.rerank:
@@ -274,8 +277,12 @@ def _refuse_prompt_for_mteb(args: argparse.Namespace, ref) -> None:
 
 
 def _load_encoder(ref, args: argparse.Namespace):
-    """The encoder a resolved name stands for (a sentence-transformers model, mteb's implementation, an endpoint)."""
-    return ref.load_encoder(device=args.device, batch_size=args.batch_size, show_progress=not args.quiet, name=args.model_name)
+    """The encoder a resolved name stands for (a sentence-transformers model, mteb's implementation, an endpoint;
+    --device is for a local model: an endpoint's first stage leaves it to the --rerank model)."""
+    from r2med_plugin.retrieval.registry import endpoint_options_of
+
+    device = None if endpoint_options_of(ref.name) else args.device
+    return ref.load_encoder(device=device, batch_size=args.batch_size, show_progress=not args.quiet, name=args.model_name)
 
 
 def _evaluate_reranked(args: argparse.Namespace) -> int:

@@ -217,6 +217,7 @@ def test_nv_embed_calls_the_checkpoints_own_encode_with_the_instruction(tiny):
     (lambda: resolve("official:openai", "abc"), r"--model-revision reaches no code"),
     (lambda: resolve("official:openai@x"), r"API model.*no weights"),
     (lambda: resolve("official:medcpt@only-one"), r"two towers"),
+    (lambda: resolve("official:medcpt@a/q+a/d", "abc123"), r"cannot pin two repositories.*--local-dir"),
     (lambda: resolve("official:e5").load_cross_encoder(), r"dense retriever of the official code.*first stage"),
     (lambda: resolve("official:monobert").load_encoder(), r"is a reranker"),
     (lambda: resolve("official:bge").load_encoder(devices=["cpu", "cpu"]), r"one device"),
@@ -422,3 +423,24 @@ def test_nv_embed_averages_an_expansion_in_float16_as_its_official_class(mirror_
     for doc_id, score in run[first].items():
         assert score == pytest.approx(expected[doc_id], abs=1e-6)
     assert load_encoder(f"official:nv@{tiny['nv']}", dtype="float32").for_task(TASK).expansion_mean_dtype == "float32"
+
+
+def test_an_api_first_stage_leaves_device_to_a_local_reranker(mirror_env, tiny, tmp_path, monkeypatch, capsys):
+    """--device drives the --rerank model; the API first stage runs on its server and is loaded without it."""
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from r2med_plugin.cli import main
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
+    monobert = tmp_path / "monobert"
+    torch.manual_seed(0)
+    BertForSequenceClassification.from_pretrained(tiny["bert"], num_labels=2).save_pretrained(monobert)
+    AutoTokenizer.from_pretrained(tiny["bert"]).save_pretrained(monobert)
+    with LoopbackOpenAI(models=("text-embedding-3-large",)) as server:
+        base = ["evaluate", "--task", TASK, "--first-stage", "official:openai", "--base-url", server.base_url, "--quiet"]
+        assert main([*base, "--rerank", f"official:monobert@{monobert}", "--rerank-depth", "5", "--device", "cpu"]) == 0
+        alone = ["evaluate", "--task", TASK, "--retriever", "official:openai", "--base-url", server.base_url, "--quiet"]
+        assert main([*alone, "--device", "cpu"]) == 2  # without a local reranker, --device reaches no code
+    assert "runs on the endpoint's server" in capsys.readouterr().err

@@ -79,6 +79,10 @@ class OfficialLoader:
             return RetrieverRef(name, "plugin", str(checkpoint), None, loader=NAME,
                                 settings=(("profile", profile.name), ("role", "retriever"), *sorted(settings.items())))
         _no_settings(name, settings, "an official retriever that loads locally")
+        if revision is not None and isinstance(checkpoint, tuple) and checkpoint[0] != checkpoint[1]:
+            raise ValueError(f"{name}: one --model-revision cannot pin two repositories (the query and the article tower); "
+                             "download each at its revision (huggingface-cli download REPO --revision SHA --local-dir DIR) "
+                             "and name the two folders after '@'")
         source = "+".join(checkpoint) if isinstance(checkpoint, tuple) else checkpoint
         return RetrieverRef(name, "plugin", source, revision, loader=NAME,
                             settings=(("profile", profile.name), ("role", "retriever")))
