@@ -116,6 +116,11 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
                                "(--rerank llm-listwise:<model>, ...), and neither is given")
         elif dest not in set(ENDPOINT_OPTIONS) & set(LLM_OPTIONS):  # used by no other endpoint
             unreached[dest] = llm_unreached.get(dest) or endpoint_unreached[dest]
+    if not takes and _llm_kind(args) is None:
+        for dest in REQUEST_OPTIONS:
+            unreached[dest] = ("it configures requests to an endpoint: an embedding endpoint (--retriever openai:<model>, "
+                               "official:openai, official:voyage) or an LLM reranker (--rerank llm-listwise:<model>, ...), "
+                               "and neither is given")
     if args.candidates_only:
         unreached["top_k"] = "--candidates-only ranks the stored candidate lists, not the corpus"
     if not _computes_bm25_lucene(args, first_stage):
@@ -124,6 +129,7 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
 
 
 LLM_OPTIONS = ("base_url", "api_key_env", "concurrency", "window", "step", "max_tokens")
+REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint: embeddings and LLM rerankers
 
 
 def _llm_kind(args: argparse.Namespace) -> str | None:
@@ -163,7 +169,8 @@ def _llm_reranker(args: argparse.Namespace):
         raise ValueError(f"--rerank {args.rerank} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
     endpoint_host(args.base_url)  # a malformed URL is refused before any data loads
     api_key(args.api_key_env)  # so is an unset --api-key-env variable (the key itself is not kept)
-    endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency or 8)
+    endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency or 8,
+                        **_request_options(args))
     config = LLMRerankerConfig(endpoint, window=args.window, step=args.step, max_tokens=args.max_tokens)
     return as_reranker(args.rerank, llm=config)
 
@@ -247,6 +254,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def _first_stage_name_or_folder(value: str) -> str | None:
     """``value`` when it is a BM25 name, a run file or a folder of run files; None when it names a model."""
     from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
@@ -281,8 +308,14 @@ def _load_encoder(ref, args: argparse.Namespace):
     --device is for a local model: an endpoint's first stage leaves it to the --rerank model)."""
     from r2med_plugin.retrieval.registry import endpoint_options_of
 
-    device = None if endpoint_options_of(ref.name) else args.device
-    return ref.load_encoder(device=device, batch_size=args.batch_size, show_progress=not args.quiet, name=args.model_name)
+    endpoint = bool(endpoint_options_of(ref.name))
+    return ref.load_encoder(device=None if endpoint else args.device, batch_size=args.batch_size, show_progress=not args.quiet,
+                            name=args.model_name, **(_request_options(args) if endpoint else {}))
+
+
+def _request_options(args: argparse.Namespace) -> dict[str, object]:
+    """--max-retries and --timeout, where given (an endpoint's defaults otherwise)."""
+    return {dest: getattr(args, dest) for dest in REQUEST_OPTIONS if getattr(args, dest, None) is not None}
 
 
 def _evaluate_reranked(args: argparse.Namespace) -> int:
@@ -646,6 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--concurrency", type=_positive_int, default=None,
                           help="openai:<model> / LLM rerankers: requests in flight at once (default 8); --batch-size texts per "
                                "embeddings request")
+    evaluate.add_argument("--max-retries", type=_non_negative_int, default=None,
+                          help="openai:<model>, official:openai/voyage and LLM rerankers: retries per request on 429, 5xx, "
+                               "timeouts and dropped connections (default 6)")
+    evaluate.add_argument("--timeout", type=_positive_float, default=None,
+                          help="openai:<model>, official:openai/voyage and LLM rerankers: seconds per request before it is "
+                               "retried (default: 120 for embeddings, 600 for LLM rerankers)")
     evaluate.add_argument("--window", type=_positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
     evaluate.add_argument("--step", type=_positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
     evaluate.add_argument("--max-tokens", type=_positive_int, default=None,
@@ -667,8 +706,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=None)
     generate.add_argument("--first-stage", default=None, help="lamer only: bm25-lucene (official, the default) or a TREC / topk_docs JSONL run file")
     generate.add_argument("--extra-body", default=None, help="JSON merged into each request body (server-specific options)")
-    generate.add_argument("--max-retries", type=int, default=6, help="retries per request on 429, 5xx, timeouts and dropped connections")
-    generate.add_argument("--timeout", type=float, default=600.0, help="seconds per request before it is retried")
+    generate.add_argument("--max-retries", type=_non_negative_int, default=6, help="retries per request on 429, 5xx, timeouts and dropped connections")
+    generate.add_argument("--timeout", type=_positive_float, default=600.0, help="seconds per request before it is retried")
     generate.add_argument("--max-failures", type=int, default=10, help="stop the run after this many queries failed every retry")
     generate.add_argument("--out", default="r2med-expansions", help="local expansions folder (default ./r2med-expansions)")
     generate.add_argument("--overwrite", action="store_true", help="start the (task, method, name) folders again instead of resuming")

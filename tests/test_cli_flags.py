@@ -144,6 +144,8 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "api_key_env"): (ENDPOINT, ENDPOINT + ["--api-key-env", "HOME"]),
     ("evaluate", "dimensions"): (ENDPOINT, ENDPOINT + ["--dimensions", "8"]),
     ("evaluate", "concurrency"): (ENDPOINT, ENDPOINT + ["--concurrency", "16"]),
+    ("evaluate", "max_retries"): (ENDPOINT, ENDPOINT + ["--max-retries", "2"]),
+    ("evaluate", "timeout"): (LLM, LLM + ["--timeout", "30"]),
     ("evaluate", "window"): (LLM, LLM + ["--window", "30"]),
     ("evaluate", "step"): (LLM, LLM + ["--step", "5"]),
     ("evaluate", "max_tokens"): (LLM, LLM + ["--max-tokens", "64"]),
@@ -256,6 +258,9 @@ REFUSED: list[tuple[list[str], str]] = [
     (RERANK + ["--window", "30"], "--window"),  # a cross-encoder has no window
     (RERANK + ["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),
     (BM25 + ["--concurrency", "4"], "--concurrency"),
+    (BM25 + ["--timeout", "30"], "--timeout"),
+    (RERANK + ["--max-retries", "2"], "--max-retries"),
+    (MODEL + ["--timeout", "30"], "--timeout"),
     (LLM_POINTWISE + ["--step", "5"], "--step"),
     (LLM_POINTWISE + ["--max-tokens", "5"], "--max-tokens"),
     (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing

@@ -181,3 +181,17 @@ def test_a_sweep_reaches_the_endpoint_and_a_rerun_skips_it(endpoint_env: Path):
         spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK], "retrievers": [{"model": "org/m", "dimensions": 8}]}))
         with pytest.raises(ValueError, match="dimensions configure an embedding endpoint"):
             load_spec(spec_path)
+
+
+def test_timeout_and_max_retries_reach_the_requests(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    """--timeout and --max-retries set the client's: a 0.2 s timeout against a server answering after 1 s, with no
+    retry, fails after one request and names --timeout; the defaults (120 s, 6 retries) wait for the answer."""
+    with LoopbackOpenAI(models=("emb",), delay=1.0) as server:
+        code = main(_argv(server, "--timeout", "0.2", "--max-retries", "0", "--batch-size", "1000"))
+        assert code == 2
+        assert "raise --timeout" in capsys.readouterr().err
+        assert len(server.embedding_requests()) == 1
+        assert main(_argv(server, "--batch-size", "1000")) == 0
+    with pytest.raises(SystemExit):
+        main(_argv(server, "--timeout", "0"))
+    assert "positive number of seconds" in capsys.readouterr().err

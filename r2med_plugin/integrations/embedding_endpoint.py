@@ -76,13 +76,15 @@ class EndpointLoader:
         return f"{endpoint_host(settings['base_url'])}:{ref.source}:dimensions={settings.get('dimensions')}"
 
     def load_encoder(self, ref: RetrieverRef, *, device: str | None = None, devices: Sequence[str] | None = None,
-                     batch_size: int = 32, show_progress: bool = True, name: str | None = None) -> EndpointEncoder:
+                     batch_size: int = 32, show_progress: bool = True, name: str | None = None,
+                     timeout: float = 120.0, max_retries: int = 6) -> EndpointEncoder:
         if device not in (None, "cpu") or any(chosen != "cpu" for chosen in devices or ()):
             raise ValueError(f"{ref.name} runs on its server: a --device (or devices) reaches no code there; drop it")
         settings = dict(ref.settings)
         return EndpointEncoder(ref.source, settings["base_url"], api_key_env=settings.get("api_key_env"),
                                dimensions=settings.get("dimensions"), concurrency=settings.get("concurrency") or 8,
-                               batch_size=batch_size, show_progress=show_progress, name=name)
+                               batch_size=batch_size, show_progress=show_progress, name=name, timeout=timeout,
+                               max_retries=max_retries)
 
     def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
         raise ValueError(f"{ref.name} is an embedding endpoint; it embeds texts and cannot rerank pairs: use it as the first stage")
@@ -199,7 +201,7 @@ class EndpointEncoder:
             text = f"{self.host} answered with a body that is not an embeddings response (not JSON, or not its shape); check --base-url"
         else:
             text = describe(error, model=self.model, key_env=self.key_env, base_url=self.base_url, secrets=[key],
-                            model_option="--retriever openai:<model>", timeout_fix="lower --concurrency or --batch-size")
+                            model_option="--retriever openai:<model>", timeout_fix="raise --timeout, or lower --concurrency or --batch-size")
         return redact(f"embedding endpoint {self.host}, model {self.model!r}: {text}", [key])
 
     def _checked(self, response: Any, count: int, key: str) -> np.ndarray:

@@ -105,7 +105,8 @@ class OfficialLoader:
 
     def load_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", devices: Sequence[str] | None = None,
                      batch_size: int | None = None, show_progress: bool = True, name: str | None = None,
-                     dtype: str | None = None) -> OfficialEncoder:
+                     dtype: str | None = None, **requests: Any) -> OfficialEncoder:
+        """``requests``: ``timeout`` and ``max_retries`` of the API profiles' requests."""
         settings = dict(ref.settings)
         if settings["role"] == "reranker":
             raise ValueError(f"{ref.name} is a reranker (it scores query-document pairs): use it with --rerank, "
@@ -115,10 +116,14 @@ class OfficialLoader:
             raise ValueError(f"official retrievers encode on one device; got devices {list(devices)}: give one")
         device = devices[0] if devices else device
         endpoint = None
+        unknown = sorted(set(requests) - {"timeout", "max_retries"})
+        if unknown or (requests and not profile.remote):
+            raise TypeError(f"unexpected options for {ref.name}: {', '.join(sorted(requests))}")
         if profile.remote:
             if device not in (None, "cpu"):
                 raise ValueError(f"{ref.name} runs on its API's servers: a --device reaches no code there; drop it")
-            endpoint = _endpoint(profile.checkpoint, settings, batch_size or int(profile.arguments["batch_size"]), show_progress)
+            endpoint = _endpoint(profile.checkpoint, settings, batch_size or int(profile.arguments["batch_size"]), show_progress,
+                                 requests)
         return load_official_encoder(profile, _checkpoint(ref, profile), revision=ref.revision, device=device,
                                      batch_size=batch_size, dtype=dtype, show_progress=show_progress, name=name,
                                      endpoint=endpoint)
@@ -153,10 +158,11 @@ def _no_settings(name: str, settings: Mapping[str, Any], what: str) -> None:
         raise ValueError(f"{flags} configure an endpoint; {name!r} is {what}: drop {flags}")
 
 
-def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_progress: bool) -> Any:
+def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_progress: bool,
+              requests: Mapping[str, Any]) -> Any:
     from r2med_plugin.integrations.embedding_endpoint import EndpointEncoder
 
     url, key_env = ENDPOINTS[str(model)]
     return EndpointEncoder(str(model), settings.get("base_url") or url, api_key_env=settings.get("api_key_env") or key_env,
                            concurrency=settings.get("concurrency") or 8, batch_size=batch_size, show_progress=show_progress,
-                           encoding_format="base64" if str(model).startswith("voyage") else "float")
+                           encoding_format="base64" if str(model).startswith("voyage") else "float", **requests)

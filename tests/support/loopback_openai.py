@@ -13,9 +13,8 @@ it and answers 503 after ``max_seconds``.
 from __future__ import annotations
 
 import base64
-import struct
-
 import json
+import struct
 import threading
 import time
 from collections.abc import Callable
