@@ -375,3 +375,56 @@ def test_a_run_killed_with_sigkill_resumes_from_its_cached_answers(own_cache: Pa
         reference = PointwiseLLMReranker("test-llm", _config(fresh, tmp_path / "fresh")).rerank(
             first_stage, queries, documents, depth=40, show_progress=False)
     assert resumed == reference
+
+
+# --- sweeps ---------------------------------------------------------------------------------------------------------
+
+
+def _sweep_spec(tmp_path: Path, reranker: dict) -> Path:
+    import yaml
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"output": str(tmp_path / "sweep-out"), "tasks": [TASK], "rerankers": [reranker]}))
+    return path
+
+
+def test_a_sweep_spec_names_an_llm_reranker(mirror_env: Path, own_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """rerankers: [{model: llm-listwise:<model>, base_url: ..., window: ..., concurrency: ...}] runs as --rerank does; the
+    request settings (concurrency, timeout, retries, key variable) change no job id, what it asks (window) does."""
+    from r2med_plugin.sweep import expand_jobs, load_spec, run_sweep
+
+    with LoopbackOpenAI(reply=rankgpt_reply) as server:
+        monkeypatch.setenv("R2MED_TEST_LLM_KEY", server.api_key)
+        entry = {"model": "llm-listwise:test-llm", "first_stage": "bm25-robertson", "depth": 30, "base_url": server.base_url,
+                 "api_key_env": "R2MED_TEST_LLM_KEY", "concurrency": 2, "timeout": 30, "max_retries": 1}
+        spec = load_spec(_sweep_spec(tmp_path, entry))
+        first = run_sweep(spec, show_progress=False)
+        assert first.count("done") == 1
+        sent = len(server.completions())
+        from r2med_plugin.data.loader import load_task
+
+        assert sent == 2 * load_task(TASK).queries.height  # two windows (10-30, 0-20) per evaluated query
+        assert run_sweep(spec, show_progress=False).count("skipped") == 1 and len(server.completions()) == sent
+        same = load_spec(_sweep_spec(tmp_path, entry | {"concurrency": 8, "timeout": 60, "max_retries": 3}))
+        other = load_spec(_sweep_spec(tmp_path, entry | {"window": 15, "step": 5}))
+    ids = [job.job_id for job in expand_jobs(spec)]
+    assert [job.job_id for job in expand_jobs(same)] == ids and [job.job_id for job in expand_jobs(other)] != ids
+    (path,) = (tmp_path / "sweep-out" / "results" / "test-llm_(listwise)--bm25-robertson--top_30").glob(f"*/{TASK}.json")
+    assert json.loads(path.read_text())["r2med_provenance"]["rerank_depth"] == 30
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"base_url": None}, r"rerankers\[0\]\.base_url.*is missing.*needs its endpoint"),
+    ({"window": 10, "step": 10}, r"step .* smaller than window"),
+    ({"timeout": 0}, r"timeout must be a positive number"),
+    ({"batch_size": 8}, r"an LLM reranker batches nothing"),
+    ({"model": "llm-listwize:m"}, r"did you mean llm-listwise"),
+    ({"model": "org/cross-encoder", "base_url": None, "window": 5}, r"rerankers\[0\]\.window.*is a cross-encoder"),
+])
+def test_llm_reranker_sweep_settings_are_checked_with_the_fix(tmp_path: Path, change: dict, words: str):
+    from r2med_plugin.sweep import load_spec
+    from r2med_plugin.sweep.spec import SpecError
+
+    entry = {"model": "llm-listwise:m", "first_stage": "bm25-robertson", "base_url": "http://127.0.0.1:9/v1"} | change
+    with pytest.raises(SpecError, match=words):
+        load_spec(_sweep_spec(tmp_path, {key: value for key, value in entry.items() if value is not None}))

@@ -117,12 +117,23 @@ def _job_stamps(job: Job) -> dict[str, str]:
         stamps["retriever"] = model_stamp(retriever.get("bm25") or retriever["model"], retriever.get("revision"),
                                           **_loading(retriever))
     for key in ("rerank", "first_stage"):
-        if isinstance(job.options.get(key), str):
+        if key == "rerank" and job.options.get("llm_reranker") is not None:
+            stamps[key] = _llm_stamp(job.options["rerank"], job.options["llm_reranker"])
+        elif isinstance(job.options.get(key), str):
             stamps[key] = model_stamp(job.options[key], None)
     expansion = job.options.get("expansion")
     if isinstance(expansion, str) and expansion.startswith("local:"):  # released expansions are in the dataset repo
         stamps["expansion"] = _local_expansion_stamp(job.task, expansion)
     return stamps
+
+
+def _llm_stamp(name: str, asks: Mapping[str, Any]) -> str:
+    """An LLM reranker's stamp: the plugin version (its prompts and parsing), the endpoint's host and the model id
+    (what it serves cannot be seen from here: a redeployed model under one id is the same stamp)."""
+    from r2med_plugin.llm.client import endpoint_host
+    from r2med_plugin.version import __version__
+
+    return f"r2med-plugin-{__version__}:llm:{endpoint_host(str(asks['base_url']))}:{name}"
 
 
 def _local_expansion_stamp(task: str, expansion: str) -> str:
@@ -247,6 +258,12 @@ def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show
         retriever = job.retriever or {}
         model = _encoder(retriever, show_progress) if "model" in retriever else retriever.get("bm25")
         options = dict(job.options)
+        asks, requests = options.pop("llm_reranker", None), options.pop("llm_requests", None) or {}
+        if asks is not None:  # an LLM reranker: built here, with its endpoint settings (the key read from the job's env)
+            from r2med_plugin.evaluation.rerankers import as_reranker
+            from r2med_plugin.sweep.spec import llm_reranker_config
+
+            options["rerank"] = as_reranker(options["rerank"], llm=llm_reranker_config(asks, requests))
         if job.instruction:
             from r2med_plugin.catalog import get_task_spec
             from r2med_plugin.evaluation.runner import official_query_prompt

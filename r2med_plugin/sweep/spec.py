@@ -33,7 +33,7 @@ TOP_KEYS = {
     "hybrid": "true: also report hybrid_* scores",
     "top_k": "run depth (default 1000)",
     "trec": "true: also write TREC run files",
-    "rerankers": "[{model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}]",
+    "rerankers": "[{model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}, {model: llm-listwise:<model>, base_url: URL, ...}]",
     "retries": "extra attempts for a failed job (default 1)",
     "devices": "default devices of every model, e.g. [cuda:0, cuda:1] or [cpu, cpu]",
     "batch_size": "default encoding batch size (default 32)",
@@ -47,10 +47,13 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "load
 # How a model loads (issue 22): --loader, and an openai:<model> endpoint's settings; kept in a job only when given
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency")
 NOT_IN_JOB_IDENTITY = ("devices", "batch_size", "api_key_env", "concurrency")  # how, not what, a job computes
-RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size"}
+# An LLM reranker's settings (llm-listwise:<model>, ...): what it asks (in a job's identity), and how its requests go (not)
+LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens")
+LLM_REQUEST_KEYS = ("api_key_env", "concurrency", "timeout", "max_retries")
+RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size", *LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS}
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
 # evaluate_task keyword arguments the sweep sets itself (a job's identity must not depend on where data lives)
-NOT_IN_IDENTITY = ("data_dir", "accept_drift", "show_progress")
+NOT_IN_IDENTITY = ("data_dir", "accept_drift", "show_progress", "llm_requests")
 
 
 class SpecError(ValueError):
@@ -353,8 +356,56 @@ def _rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
             check_model_path(path, f"{key}.first_stage", kwargs["first_stage"])
         if entry.get("batch_size") is not None:
             kwargs["rerank_batch_size"] = _as_int(path, f"{key}.batch_size", entry["batch_size"], 32, 1)
+        kwargs |= _llm_reranker_settings(path, key, entry)
         rerankers.append(kwargs)
     return rerankers
+
+
+def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """{"llm_reranker": what it asks, "llm_requests": how} for an LLM reranker entry, checked as the CLI checks them;
+    {} for a cross-encoder, which refuses LLM settings."""
+    from r2med_plugin.llm.rerankers import is_llm_reranker_name
+
+    given = [name for name in (*LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS) if entry.get(name) is not None]
+    if not is_llm_reranker_name(entry["model"]):
+        if given:
+            raise _fail(path, f"{key}.{given[0]}", f"is set, but {entry['model']} is a cross-encoder",
+                        "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model> or llm-reasoning:<model>: drop it")
+        return {}
+    if entry.get("batch_size") is not None:
+        raise _fail(path, f"{key}.batch_size", "is set, but an LLM reranker batches nothing",
+                    "its requests go `concurrency` at a time: drop batch_size")
+    if not entry.get("base_url"):
+        raise _fail(path, f"{key}.base_url", "is missing", "an LLM reranker needs its endpoint: base_url: http://localhost:8000/v1")
+    asks = {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None}
+    requests = {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}
+    try:
+        from r2med_plugin.evaluation.rerankers import as_reranker
+
+        as_reranker(entry["model"], llm=llm_reranker_config(asks, requests, check_key=False))
+    except (TypeError, ValueError) as error:
+        raise _fail(path, key, f"is {entry['model']!r}", str(error).replace("--", "")) from None
+    return {"llm_reranker": asks, "llm_requests": requests}
+
+
+def llm_reranker_config(asks: Mapping[str, Any], requests: Mapping[str, Any], *, check_key: bool = True) -> Any:
+    """The LLMRerankerConfig of a sweep's LLM reranker settings (``check_key``: its API key variable must be set)."""
+    from r2med_plugin.llm.client import api_key, endpoint_host
+    from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
+
+    endpoint_host(str(asks["base_url"]))
+    for name, minimum in (("window", 1), ("step", 1), ("max_tokens", 1), ("concurrency", 1), ("max_retries", 0)):
+        value = {**asks, **requests}.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+            raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
+    timeout = requests.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if check_key:
+        api_key(requests.get("api_key_env"))
+    endpoint = Endpoint(str(asks["base_url"]), api_key_env=requests.get("api_key_env"), concurrency=requests.get("concurrency") or 8,
+                        **{name: requests[name] for name in ("max_retries", "timeout") if name in requests})
+    return LLMRerankerConfig(endpoint, **{name: asks[name] for name in ("window", "step", "max_tokens") if name in asks})
 
 
 def _options(path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -449,8 +500,14 @@ def _check_jobs(spec: SweepSpec) -> None:
 
     for job in expand_jobs(spec):
         retriever = (job.retriever or {}).get("bm25") or (HashingEncoder(name="spec-check") if job.retriever else None)
-        options = {key: value for key, value in job.options.items() if key not in ("data_dir", "accept_drift")}
+        options = {key: value for key, value in job.options.items()
+                   if key not in ("data_dir", "accept_drift", "llm_reranker", "llm_requests")}
         try:
+            if job.options.get("llm_reranker") is not None:  # built as the job builds it (the key is read when it runs)
+                from r2med_plugin.evaluation.rerankers import as_reranker
+
+                config = llm_reranker_config(job.options["llm_reranker"], job.options.get("llm_requests") or {}, check_key=False)
+                options["rerank"] = as_reranker(options["rerank"], llm=config)
             build_plan(job.task, retriever, show_progress=False, **options)
         except (ValueError, KeyError, TypeError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
