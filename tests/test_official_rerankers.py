@@ -103,7 +103,7 @@ def test_rankllama_scores_equal_the_official_recipe(tiny_rankllama):
     assert Path(config["base_model_name_or_path"]) == base
     np.testing.assert_allclose(load_reranker(f"official:rankllama@{adapter}", dtype="float32").predict(PAIRS), expected,
                                rtol=0, atol=1e-5)
-    assert ours.name.endswith(adapter.name) and "+" in ours.revision  # the adapter's fingerprint, then the base's
+    assert ours.name.endswith(f"{adapter.name}+official-rankllama") and "+" in ours.revision  # the adapter, then the base
 
 
 def test_rankllama_default_dtype_is_the_official_float16(tiny_rankllama):

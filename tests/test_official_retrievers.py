@@ -217,6 +217,7 @@ def test_nv_embed_calls_the_checkpoints_own_encode_with_the_instruction(tiny):
     (lambda: resolve("official:openai", "abc"), r"--model-revision reaches no code"),
     (lambda: resolve("official:openai@x"), r"API model.*no weights"),
     (lambda: resolve("official:medcpt@only-one"), r"two towers"),
+    (lambda: resolve("BAAI/bge-large-en-v1.5", loader="official"), r"named official:<name> and need no --loader.*official:bge"),
     (lambda: resolve("official:medcpt@a/q+a/d", "abc123"), r"cannot pin two repositories.*--local-dir"),
     (lambda: resolve("official:e5").load_cross_encoder(), r"dense retriever of the official code.*first stage"),
     (lambda: resolve("official:monobert").load_encoder(), r"is a reranker"),
@@ -338,7 +339,7 @@ def test_leaderboard_links_a_profile_row_to_its_published_row(tmp_path):
     published = next(row for row in rows if row.source == "published" and row.retriever == "E5-mistral-7b-instruct" and not row.llm)
     assert ours.note.startswith(f"official:e5 profile, published E5-mistral-7b-instruct: {published.published_average:.2f} "
                                 f"({30.0 - published.published_average:+.2f})")
-    assert "reproduced by intfloat/e5-mistral-7b-instruct+official-e5" in published.note
+    assert "official:e5 run: intfloat/e5-mistral-7b-instruct+official-e5" in published.note
 
 
 def test_api_profiles_send_the_official_text_and_voyage_its_input_type(mirror_env, tmp_path, monkeypatch):
@@ -349,7 +350,9 @@ def test_api_profiles_send_the_official_text_and_voyage_its_input_type(mirror_en
     monkeypatch.setenv("VOYAGE_API_KEY", "sk-loopback-test")
     with LoopbackOpenAI(models=("text-embedding-3-large", "voyage-3")) as server:
         openai = load_encoder("official:openai", settings={"base_url": server.base_url}, show_progress=False).for_task(TASK)
-        assert openai.name == "text-embedding-3-large+official-openai"
+        port = server.base_url.split(":")[2].split("/")[0]
+        assert openai.name == f"text-embedding-3-large@127.0.0.1-{port}+official-openai"  # not the published API's server
+        assert published_row_of(openai.name) is None
         openai.encode(['say "hi"\nnow'], kind="query")
         voyage = load_encoder("official:voyage", settings={"base_url": server.base_url}, show_progress=False).for_task(TASK)
         voyage.encode(["a document"], kind="document")
@@ -444,3 +447,87 @@ def test_an_api_first_stage_leaves_device_to_a_local_reranker(mirror_env, tiny, 
         alone = ["evaluate", "--task", TASK, "--retriever", "official:openai", "--base-url", server.base_url, "--quiet"]
         assert main([*alone, "--device", "cpu"]) == 2  # without a local reranker, --device reaches no code
     assert "runs on the endpoint's server" in capsys.readouterr().err
+
+
+def test_a_folder_named_like_a_hub_id_is_never_the_published_checkpoint(tiny, tmp_path, monkeypatch):
+    """A local copy at ./BAAI/bge-large-en-v1.5 (perhaps edited) files as <folder>+local, so its official JSON and the
+    leaderboard never take it for the published weights; the same for an official reranker's folder."""
+    import shutil
+
+    from r2med_plugin.reporting.official_files import official_model_name
+    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.retrieval.rerank import official_reranker_name
+
+    shutil.copytree(tiny["bert"], tmp_path / "BAAI" / "bge-large-en-v1.5")
+    monkeypatch.chdir(tmp_path)
+    encoder = load_encoder("official:bge@BAAI/bge-large-en-v1.5", show_progress=False)
+    assert encoder.name == "BAAI/bge-large-en-v1.5+local+official-bge"
+    assert official_model_name(encoder.name) == encoder.name and published_row_of(encoder.name) is None
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    folder = tmp_path / "castorini" / "monobert-large-msmarco"
+    BertForSequenceClassification.from_pretrained(tiny["bert"], num_labels=2).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny["bert"]).save_pretrained(folder)
+    reranker = load_reranker("official:monobert@castorini/monobert-large-msmarco")
+    assert reranker.name == "castorini/monobert-large-msmarco+local+official-monobert"
+    assert official_reranker_name(reranker.name) == reranker.name
+    assert official_reranker_name("castorini/monobert-large-msmarco+official-monobert") == "monobert"
+
+
+def test_official_runs_record_the_instructions_they_used(mirror_env, tiny, tmp_path):
+    from r2med_plugin.cli import main
+
+    out = tmp_path / "out"
+    assert main(["evaluate", "--task", TASK, "--retriever", f"official:inst-l@{tiny['instructor']}", "--output", str(out),
+                 "--quiet"]) == 0
+    profile = retriever_profiles()["inst-l"]
+    (metadata,) = (out / "official").rglob("R2MEDBiology.metadata.json")
+    recorded = json.loads(metadata.read_text())["instructions"]
+    assert recorded == {"query": profile.instruction("query", "Biology"), "document": profile.instruction("document", "Biology"),
+                        "expansion": profile.instruction("query", "Biology")}
+    (result,) = (out / "results").rglob("R2MEDBiology.json")
+    assert json.loads(result.read_text())["r2med_provenance"]["instructions"] == recorded
+
+
+def test_official_openai_without_a_key_is_refused_before_any_request(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"needs an API key: set \$OPENAI_API_KEY"):
+        load_encoder("official:openai")
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"needs an API key: set \$VOYAGE_API_KEY"):
+        load_encoder("official:voyage")
+
+
+def test_an_expanded_run_encodes_each_query_once_without_the_cache(mirror_env, tiny, monkeypatch):
+    """With R2MED_NO_CACHE=1 (an API bills every text), the queries of an expanded run are encoded once."""
+    from r2med_plugin.data.loader import load_task
+    from r2med_plugin.evaluation.first_stages import Dense
+
+    monkeypatch.setenv("R2MED_NO_CACHE", "1")
+    data = load_task(TASK, accept_drift=True)
+    encoder = load_encoder(f"official:bge@{tiny['bert']}", show_progress=False)
+    calls = []
+    original = type(encoder.recipe).encode
+
+    def counting(recipe, texts, kind, instruction, expansion=False):
+        calls.append((kind, expansion, len(texts)))
+        return original(recipe, texts, kind, instruction, expansion)
+
+    monkeypatch.setattr(type(encoder.recipe), "encode", counting)
+    Dense(encoder, expansion="hyde/gpt4").search(data, depth=5)
+    queries = data.queries.height
+    assert sorted(calls) == sorted([("document", False, data.corpus.height), ("query", False, queries), ("query", True, queries)])
+
+
+def test_official_rerankers_refuse_a_missing_or_mismatched_head(tiny, tmp_path):
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from r2med_plugin.retrieval.registry import load_reranker
+
+    two = tmp_path / "two-labels"
+    BertForSequenceClassification.from_pretrained(tiny["bert"], num_labels=2).save_pretrained(two)
+    AutoTokenizer.from_pretrained(tiny["bert"]).save_pretrained(two)
+    with pytest.raises(ValueError, match=r"one logit per pair.*has 2 labels.*official:monobert"):
+        load_reranker(f"official:bge-reranker@{two}")
+    with pytest.raises(ValueError, match=r"no trained classification head.*random weights"):
+        load_reranker(f"official:monobert@{tiny['bert']}")  # a bare encoder: its head would be drawn at random

@@ -111,7 +111,16 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         evaluation_time=time.perf_counter() - started, data=data, official=scores.official, official_layout=scores.layout,
         query_prompt=ranker.effective_query_prompt if isinstance(ranker, Dense) else None, official_run=scores.official_run,
         dataset_revision_verified=data.revision_verified, candidates_only=plan.candidates_only, hybrid_with=plan.hybrid_with,
+        instructions=_own_instructions(ranker, data.name),
     )
+
+
+def _own_instructions(ranker: object, task: str) -> dict[str, str | None] | None:
+    """The instructions an encoder applies itself (an official profile's, for this task), to be recorded; else None."""
+    if not isinstance(ranker, Dense):
+        return None
+    instructions = getattr(bound_to_task(ranker.encoder, task), "instructions", None)
+    return dict(instructions()) if callable(instructions) else None
 
 
 def _check_against_data(plan: EvaluationPlan, data: TaskData) -> None:

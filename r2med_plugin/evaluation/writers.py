@@ -49,6 +49,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "model_name": result_model_name(result),
         "model_revision": result.model_revision,
         "query_prompt": result.query_prompt,
+        **({"instructions": result.instructions} if result.instructions is not None else {}),
         "top_k": len(max(result.run.values(), key=len, default={})) if not result.candidates_only else None,
         "dataset_revision": result.dataset_revision,
         "dataset_revision_verified": result.dataset_revision_verified,
@@ -92,7 +93,8 @@ def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:
     if result.rerank is not None:
         info = result.rerank
         official_name = official_reranker_name(info.reranker)
-        folder = (output / "official" / "reranker" / model_folder_name(official_name) / model_folder_name(info.first_stage)
+        # filed by the full name: the same weights through another recipe (mteb's, official:) never share a folder
+        folder = (output / "official" / "reranker" / model_folder_name(info.reranker) / model_folder_name(info.first_stage)
                   / f"top_{info.depth}" / result.model_revision)
         payload = official_reranker_results(
             info.official_scores, dataset_name=result.data.spec.hub_name, reranker=official_name, top_k=info.depth,

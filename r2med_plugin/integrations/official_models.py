@@ -13,6 +13,7 @@ VOYAGE_API_KEY) and ``--concurrency``. Registered through the ``r2med_plugin.mod
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,6 +56,10 @@ class OfficialLoader:
 
     def endpoint_options(self, name: str) -> tuple[str, ...]:
         return endpoint_options(name)
+
+    def unclaimed_hint(self, name: str) -> str:
+        return (f"{name!r} is not named as an official R2MED model: they are named official:<name> and need no --loader "
+                f"(e.g. --retriever official:bge, --rerank official:monobert); drop --loader official. {_usage()}")
 
     def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
         if not name.startswith(f"{SCHEME}:") and not name.startswith(rerankers.RANKLLAMA_PREFIX):
@@ -137,7 +142,8 @@ class OfficialLoader:
                              f"(--retriever {ref.name} or --first-stage {ref.name}) and rerank with a reranker")
         if options:
             raise TypeError(f"unexpected options for an official reranker: {', '.join(sorted(options))}")
-        return rerankers.OfficialReranker(settings["mode"], ref.source, base=settings.get("base"), revision=ref.revision,
+        return rerankers.OfficialReranker(settings["mode"], ref.source, profile=settings["profile"], base=settings.get("base"),
+                                          revision=ref.revision,
                                           device=device, batch_size=batch_size,
                                           dtype=dtype or rerankers.PROFILES[settings["profile"]].dtype, max_length=max_length)
 
@@ -162,7 +168,11 @@ def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_pro
               requests: Mapping[str, Any]) -> Any:
     from r2med_plugin.integrations.embedding_endpoint import EndpointEncoder
 
-    url, key_env = ENDPOINTS[str(model)]
-    return EndpointEncoder(str(model), settings.get("base_url") or url, api_key_env=settings.get("api_key_env") or key_env,
+    url, default_env = ENDPOINTS[str(model)]
+    key_env = settings.get("api_key_env") or default_env
+    if not os.environ.get(key_env) and not settings.get("base_url"):  # the public API needs a key; a local server may not
+        raise ValueError(f"{model} at {url} needs an API key: set ${key_env} (or name another variable with --api-key-env), "
+                         "or give --base-url for a server of your own")
+    return EndpointEncoder(str(model), settings.get("base_url") or url, api_key_env=key_env if os.environ.get(key_env) or settings.get("api_key_env") else None,
                            concurrency=settings.get("concurrency") or 8, batch_size=batch_size, show_progress=show_progress,
                            encoding_format="base64" if str(model).startswith("voyage") else "float", **requests)

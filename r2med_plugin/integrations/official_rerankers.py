@@ -23,8 +23,10 @@ comparison to 1e-5).
 
 Names:
 
-- ``official:rankllama``, ``official:bge-reranker``, ``official:monobert``: the published checkpoints (hub ids,
-  so results are filed under them, and the official JSON carries the short name as ``model_name``).
+- ``official:rankllama``, ``official:bge-reranker``, ``official:monobert``: the published checkpoints. Results are
+  filed as ``<checkpoint>+official-<name>`` (never over the same weights loaded through mteb or
+  sentence-transformers), and the official JSON carries the short name as ``model_name``; other weights keep their
+  own name there (a local folder is named ``<folder>+local`` where it would read as a hub id).
 - ``official:<name>@<checkpoint>``: the same recipe on other weights, a folder or a hub id; for rankllama the
   checkpoint is a LoRA adapter, and its base is the adapter's ``base_model_name_or_path`` (adapter_config.json),
   or ``official:rankllama@<adapter>+<base>`` names it.
@@ -67,6 +69,7 @@ PROFILES = {
     "monobert": RerankerProfile("monobert", "mono", "castorini/monobert-large-msmarco", None, "float32"),
 }
 MODES = ("llama", "bge", "mono")
+MODE_PROFILES = {profile.mode: name for name, profile in PROFILES.items()}
 
 
 def _usage() -> str:
@@ -134,10 +137,26 @@ def _peft():
     return peft
 
 
+def _check_head(mode: str, checkpoint: str, model: Any, loading: dict[str, Any]) -> None:
+    """A bge/mono checkpoint must bring its classification head (else it scores with random weights), with one
+    logit (bge: ``logits.view(-1)``) or at least two (mono: logit 1)."""
+    missing = [key for key in loading.get("missing_keys", []) if key]
+    if missing:
+        raise ValueError(f"the reranker {checkpoint!r} has no trained classification head (missing {', '.join(sorted(missing)[:3])}): "
+                         "it would score with random weights; give a sequence-classification checkpoint")
+    labels = int(model.config.num_labels)
+    if mode == "bge" and labels != 1:
+        raise ValueError(f"official:bge-reranker scores one logit per pair (logits.view(-1)), and {checkpoint!r} has {labels} "
+                         "labels: use official:monobert for a two-label head (it scores logit 1)")
+    if mode == "mono" and labels < 2:
+        raise ValueError(f"official:monobert scores logit 1 of a two-label head, and {checkpoint!r} has {labels} label: use "
+                         "official:bge-reranker for a one-logit head")
+
+
 class OfficialReranker:
     """A pair scorer (``predict(pairs) -> scores``) with the official RerankerModel's input format and scoring."""
 
-    def __init__(self, mode: str, checkpoint: str, *, base: str | None = None, revision: str | None = None,
+    def __init__(self, mode: str, checkpoint: str, *, profile: str | None = None, base: str | None = None, revision: str | None = None,
                  device: str | None = "cpu", batch_size: int = 32, dtype: str = "float32", max_length: int = MAX_LENGTH) -> None:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -166,15 +185,19 @@ class OfficialReranker:
                 model = peft.PeftModel.from_pretrained(model, checkpoint, revision=hub_revision).merge_and_unload()
             else:
                 self.tokenizer = AutoTokenizer.from_pretrained(checkpoint, revision=hub_revision)
-                model = AutoModelForSequenceClassification.from_pretrained(checkpoint, revision=hub_revision,
-                                                                           **_dtype_option(torch_dtype))
+                model, loading = AutoModelForSequenceClassification.from_pretrained(
+                    checkpoint, revision=hub_revision, output_loading_info=True, **_dtype_option(torch_dtype))
+                _check_head(mode, checkpoint, model, loading)
         except OSError as error:
             raise ValueError(f"could not load the reranker {checkpoint!r}{f' on {base!r}' if base else ''} ({error}); give local "
                              "folders or hub names in the Hugging Face cache (HF_HUB_OFFLINE=1 needs them cached)") from error
         self.model = model.to(self.device).eval()
         self.base = base
         name, reported, _ = model_revision(checkpoint, revision)
-        self.name = name
+        if local and "/" in name and not name.startswith(("/", ".")):
+            name = f"{name}+local"  # a folder never reads as the hub id it may be named after
+        # filed as <weights>+official-<name>: never over the same weights loaded another way (mteb, sentence-transformers)
+        self.name = f"{name}+official-{profile or MODE_PROFILES[mode]}"
         if base is not None:
             _, base_reported, _ = model_revision(base, None)
             reported = f"{reported}+{base_reported}"

@@ -187,8 +187,9 @@ def _keep_apart(rows: list[LeaderboardRow]) -> None:
 
 def _link_official_profiles(rows: list[LeaderboardRow]) -> None:
     """A row of an official profile on its official weights (``--retriever official:e5``, filed as
-    ``intfloat/e5-mistral-7b-instruct+official-e5``), never excluded, names the published row it reproduces, with the published average and the difference, in its note; the published row
-    names it back. Both stay ranked by their averages."""
+    ``intfloat/e5-mistral-7b-instruct+official-e5``), never excluded, names the published row it stands beside,
+    with the published average and the difference, in its note; the published row names it back. Both stay ranked
+    by their averages. Rows with an expansion are not linked (the published LLM labels are not ours)."""
     published = {row.retriever: row for row in rows if row.source == "published" and not row.llm}
     for row in rows:
         label = published_row_of(row.retriever) if row.source == "yours" and not row.llm and not row.excluded else None
@@ -201,7 +202,7 @@ def _link_official_profiles(rows: list[LeaderboardRow]) -> None:
         if not [column for column in task_columns() if column not in row.scores]:
             beside += f" ({average - target.published_average:+.2f})"
         row.note = ", ".join(part for part in (beside, row.note) if part)
-        target.note = ", ".join(part for part in (target.note, f"reproduced by {row.retriever}") if part)
+        target.note = ", ".join(part for part in (target.note, f"official:{profile.name} run: {row.retriever}") if part)
 
 
 def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:

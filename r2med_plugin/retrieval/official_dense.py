@@ -204,6 +204,12 @@ class OfficialEncoder:
     def instruction(self, kind: EncodeKind) -> str | None:
         return self.profile.instruction(kind, self.hub_name)
 
+    def instructions(self) -> dict[str, str | None]:
+        """What this profile prepends (or passes) on the bound task: query, document and expansion instructions."""
+        query = self.instruction("query")
+        return {"query": query, "document": self.instruction("document"),
+                "expansion": query if self.profile.model_class in EXPANSION_KEEPS_INSTRUCTION else None}
+
     @property
     def expansion_mean_dtype(self) -> str:
         """The dtype the official class's embeddings have, in which it averages a query's and its expansion's:
@@ -220,6 +226,13 @@ class OfficialEncoder:
         """The official encoding of an expansion text (mixed with the query's embedding before the search)."""
         instruction = self.instruction("query") if self.profile.model_class in EXPANSION_KEEPS_INSTRUCTION else None
         return self.recipe.encode(list(texts), "query", instruction, expansion=True)
+
+
+def endpoint_host_of(url: str) -> str:
+    """scheme://host[:port] of a URL, as the endpoint encoders report their host."""
+    from r2med_plugin.llm.client import endpoint_host
+
+    return endpoint_host(url)
 
 
 def _torch_dtype(dtype: str | None, default: Any) -> Any:
@@ -519,7 +532,10 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
             raise ValueError(f"official:{profile.name} embeds through an endpoint: load it by name (load_encoder('official:{profile.name}'))")
         model = str(profile.checkpoint)
         recipe = EndpointRecipe(model, endpoint, voyage=model.startswith("voyage"))
-        return OfficialEncoder(profile, recipe, name=name or result_name(model, profile), revision=endpoint.revision,
+        # another server than the API's: filed as <model>@<host> (its model is not known to be the published one)
+        served = (model if endpoint.host == endpoint_host_of(ENDPOINTS[model][0])
+                  else f"{model}@{endpoint.host.split('://', 1)[1].replace(':', '-')}")
+        return OfficialEncoder(profile, recipe, name=name or result_name(served, profile), revision=endpoint.revision,
                                identity=endpoint.cache_identity)
     device = device or "cpu"
     check_device(device)
@@ -533,13 +549,21 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
         raise ValueError(f"could not load official:{profile.name} from {document_tower!r} ({error}); give a local folder "
                          "or a hub name in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)") from error
     weights, reported, identity = model_revision(document_tower, revision)
+    weights = _folder_label(weights, local)
     if query_tower != document_tower:  # two towers: both name the results (never filed as the official one-tower run)
         query_weights, query_reported, query_identity = model_revision(query_tower, revision)
+        query_weights = _folder_label(query_weights, Path(query_tower).expanduser().is_dir())
         weights = f"{query_weights}+{weights}"
         reported, identity = f"{query_reported}+{reported}", f"{query_identity}+{identity}"
     if dtype is not None and dtype != official_dtype(profile):  # other precision, other numbers: filed apart
         weights = f"{weights}+{dtype}"
     return OfficialEncoder(profile, recipe, name=name or result_name(weights, profile), revision=reported, identity=identity)
+
+
+def _folder_label(name: str, local: bool) -> str:
+    """A local folder's name in result names: ``<folder>+local`` where it would read as a hub id (a folder
+    ``BAAI/bge-large-en-v1.5`` holding edited weights is never taken for the published checkpoint)."""
+    return f"{name}+local" if local and "/" in name and not name.startswith(("/", ".")) else name
 
 
 def official_dtype(profile: RetrieverProfile) -> str:

@@ -228,6 +228,9 @@ def _auto_loader_for(name: str, revision: str | None) -> str:
 def _claimed(loader: ModelLoader, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef:
     ref = loader.claim(name, revision, settings)
     if ref is None:
+        hint = getattr(loader, "unclaimed_hint", None)  # a loader may know better how to name its models
+        if callable(hint):
+            raise ValueError(hint(name))
         raise ValueError(f"the {loader.name} loader does not know the model {name!r}; drop --loader {loader.name} "
                          f"(or loader={loader.name!r}) to load it through sentence-transformers")
     return ref

@@ -158,7 +158,11 @@ def reranker_revision(model: object) -> str:
 
 
 def official_reranker_name(name: str) -> str:
-    """The official short name (bge-reranker, monobert, rankllama) where one exists, else ``name``."""
+    """The official short name (bge-reranker, monobert, rankllama) where one exists, else ``name``: an official
+    recipe's results (``<weights>+official-<short>``) on the published weights, or those weights loaded otherwise."""
+    weights, mark, short = name.rpartition("+official-")
+    if mark:
+        return short if OFFICIAL_RERANKER_NAMES.get(weights) == short else name
     return OFFICIAL_RERANKER_NAMES.get(name.rstrip("/"), name)
 
 
