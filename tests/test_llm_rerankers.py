@@ -420,6 +420,9 @@ def test_a_sweep_spec_names_an_llm_reranker(mirror_env: Path, own_cache: Path, t
     ({"batch_size": 8}, r"an LLM reranker batches nothing"),
     ({"model": "llm-listwize:m"}, r"did you mean llm-listwise"),
     ({"model": "org/cross-encoder", "base_url": None, "window": 5}, r"rerankers\[0\]\.window.*is a cross-encoder"),
+    ({"model": "llm-pointwise:m", "window": 4}, r"rerankers\[0\]\.window.*llm-pointwise.*sliding window is listwise"),
+    ({"model": "llm-reasoning:m", "step": 4}, r"rerankers\[0\]\.step.*llm-reasoning"),
+    ({"model": "llm-pointwise:m", "max_tokens": 50}, r"rerankers\[0\]\.max_tokens.*one-token answer"),
 ])
 def test_llm_reranker_sweep_settings_are_checked_with_the_fix(tmp_path: Path, change: dict, words: str):
     from r2med_plugin.sweep import load_spec
@@ -428,3 +431,22 @@ def test_llm_reranker_sweep_settings_are_checked_with_the_fix(tmp_path: Path, ch
     entry = {"model": "llm-listwise:m", "first_stage": "bm25-robertson", "base_url": "http://127.0.0.1:9/v1"} | change
     with pytest.raises(SpecError, match=words):
         load_spec(_sweep_spec(tmp_path, {key: value for key, value in entry.items() if value is not None}))
+
+
+def test_one_model_id_on_two_servers_is_two_rerankers(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch, capsys):
+    """Answers are cached per endpoint host and results filed per host: a second server is asked, never served the
+    first one's answers, and its result goes beside the first (found by a new-user trial)."""
+    with LoopbackOpenAI(reply=rankgpt_reply) as first, LoopbackOpenAI(reply=rankgpt_reply) as second:
+        monkeypatch.setenv("OPENAI_API_KEY", first.api_key)
+        for server in (first, second):
+            argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:test-llm", "--first-stage", "bm25-robertson",
+                    "--base-url", server.base_url, "--output", str(tmp_path / "out"), "--quiet"]
+            assert main(argv) == 0
+        assert len(first.completions()) == len(second.completions()) > 0
+    printed = capsys.readouterr().out
+    assert printed.count("(0 answers from the cache)") == 2
+    results = sorted((tmp_path / "out" / "results" / "test-llm_(listwise)--bm25-robertson--top_10").glob(f"*/{TASK}.json"))
+    assert len(results) == 2  # two revisions: -endpoint-<host hash>
+    hosts = {json.loads(path.read_text())["r2med_provenance"]["rerank_usage"]["endpoint"] for path in results}
+    assert hosts == {first.base_url.rsplit("/", 1)[0], second.base_url.rsplit("/", 1)[0]}

@@ -531,3 +531,11 @@ def test_official_rerankers_refuse_a_missing_or_mismatched_head(tiny, tmp_path):
         load_reranker(f"official:bge-reranker@{two}")
     with pytest.raises(ValueError, match=r"no trained classification head.*random weights"):
         load_reranker(f"official:monobert@{tiny['bert']}")  # a bare encoder: its head would be drawn at random
+
+
+def test_a_plain_cross_encoder_without_a_trained_head_is_refused(tiny):
+    """sentence-transformers would draw a random head for a bare encoder, and its scores would change from run to run."""
+    from r2med_plugin.retrieval.registry import load_reranker
+
+    with pytest.raises(ValueError, match=r"saved as BertModel, without a trained classification head"):
+        load_reranker(str(tiny["bert"]))

@@ -167,10 +167,12 @@ def _no_settings(name: str, settings: Mapping[str, Any], what: str) -> None:
 def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_progress: bool,
               requests: Mapping[str, Any]) -> Any:
     from r2med_plugin.integrations.embedding_endpoint import EndpointEncoder
+    from r2med_plugin.llm.client import endpoint_host
 
     url, default_env = ENDPOINTS[str(model)]
     key_env = settings.get("api_key_env") or default_env
-    if not os.environ.get(key_env) and not settings.get("base_url"):  # the public API needs a key; a local server may not
+    own_server = bool(settings.get("base_url")) and endpoint_host(settings["base_url"]) != endpoint_host(url)
+    if not os.environ.get(key_env) and not own_server:  # the public API needs a key; a server of your own may not
         raise ValueError(f"{model} at {url} needs an API key: set ${key_env} (or name another variable with --api-key-env), "
                          "or give --base-url for a server of your own")
     return EndpointEncoder(str(model), settings.get("base_url") or url, api_key_env=key_env if os.environ.get(key_env) or settings.get("api_key_env") else None,

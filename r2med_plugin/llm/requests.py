@@ -30,7 +30,7 @@ from r2med_plugin.llm.config import Endpoint
 
 T = TypeVar("T")
 CACHE_KIND = "llm-responses"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the endpoint's host is part of the key
 
 
 class ResponseCache:
@@ -41,8 +41,9 @@ class ResponseCache:
         self.enabled = folder is not None or cache_enabled()
 
     @staticmethod
-    def key(model: str, messages: list[dict[str, str]], parameters: dict[str, Any]) -> str:
-        payload = {"format": CACHE_FORMAT, "model": model, "messages": messages, "parameters": parameters}
+    def key(model: str, messages: list[dict[str, str]], parameters: dict[str, Any], host: str) -> str:
+        """Model, messages, request parameters and the endpoint's host (one model id on two servers is two models)."""
+        payload = {"format": CACHE_FORMAT, "model": model, "messages": messages, "parameters": parameters, "host": host}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def path(self, key: str) -> Path:
@@ -97,7 +98,7 @@ class Requester:
     async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any]) -> api.Answer | None:
         """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
         retry (recorded in ``failures``; the run stops once the other requests are done)."""
-        key = ResponseCache.key(self.model, messages, parameters)
+        key = ResponseCache.key(self.model, messages, parameters, api.endpoint_host(self.endpoint.base_url))
         if key in self._answered:  # asked before in this run (a probe): not a request, not a cache hit
             return self._answered[key]
         cached = self.cache.get(key)
@@ -150,7 +151,9 @@ class Requester:
         if self.failures:
             raise api.EndpointError(
                 f"{len(self.failures)} request(s) to {api.endpoint_host(self.endpoint.base_url)} failed on every retry "
-                f"(first: {next(iter(self.failures.values()))}); the answers received are cached: run the same command again to continue")
+                f"(first: {next(iter(self.failures.values()))}); "
+                + ("the answers received are cached: run the same command again to continue" if self.cache.enabled
+                   else "the cache is off (R2MED_NO_CACHE): a rerun asks every request again"))
         return result
 
 

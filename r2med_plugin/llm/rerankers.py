@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm import tqdm
 
+from r2med_plugin.llm.client import endpoint_host
 from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig
 from r2med_plugin.llm.prompting import (
     apply_permutation,
@@ -81,7 +83,9 @@ class LLMReranker:
         return f"{type(self).__name__}({self.model!r}, {self.config!r})"
 
     def _revision(self) -> str:
-        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}"
+        """The prompts' hash and the endpoint (its host, hashed: one model id on two servers files apart)."""
+        host = hashlib.sha256(endpoint_host(self.config.endpoint.base_url).encode()).hexdigest()[:8]
+        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}-endpoint-{host}"
 
     prompt_names: tuple[str, ...] = ()
 
@@ -100,7 +104,8 @@ class LLMReranker:
             try:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
             finally:
-                self.last_report = RerankReport(usage=requester.usage.as_dict() | counts.notes,
+                self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)}
+                                                | requester.usage.as_dict() | counts.notes,
                                                 traces=traces if self.kind == "reasoning" else None)
         return run
 

@@ -63,6 +63,7 @@ class SentenceTransformerCrossEncoder:
             ) from error
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        _check_trained_head(model_name_or_path, self.model)
         # As for encoders: a hub model is filed under the commit loaded, a folder under a fingerprint of its files.
         from r2med_plugin.retrieval.model_identity import model_revision
 
@@ -71,6 +72,17 @@ class SentenceTransformerCrossEncoder:
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         return raw_logits(self.model, pairs, self.batch_size)
+
+
+def _check_trained_head(name: str, cross_encoder: object) -> None:
+    """A checkpoint saved without a sequence-classification head gets a random one from CrossEncoder (only a load
+    report warns): its scores would change from run to run. Refused."""
+    config = getattr(getattr(cross_encoder, "model", None), "config", None)
+    architectures = list(getattr(config, "architectures", None) or [])
+    if architectures and not any(arch.endswith(("ForSequenceClassification", "ForTokenClassification")) for arch in architectures):
+        raise ValueError(f"{name!r} was saved as {', '.join(architectures)}, without a trained classification head: a "
+                         "cross-encoder would score with a randomly drawn head; give a cross-encoder (a sequence-"
+                         "classification checkpoint), or use the model as a first stage (--first-stage)")
 
 
 def raw_logits(model: object, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:

@@ -377,6 +377,13 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
                     "its requests go `concurrency` at a time: drop batch_size")
     if not entry.get("base_url"):
         raise _fail(path, f"{key}.base_url", "is missing", "an LLM reranker needs its endpoint: base_url: http://localhost:8000/v1")
+    kind = entry["model"].split(":", 1)[0].lower().removeprefix("llm-")
+    unused = {"window": "listwise", "step": "listwise"} | ({"max_tokens": "pointwise"} if kind == "pointwise" else {})
+    for name, owner in unused.items():
+        if entry.get(name) is not None and (kind != owner if owner == "listwise" else kind == owner):
+            why = ("RankGPT's sliding window is listwise" if owner == "listwise"
+                   else "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label")
+            raise _fail(path, f"{key}.{name}", f"is set, but {entry['model']} is llm-{kind}", f"{why}: drop {name}")
     asks = {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None}
     requests = {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}
     try:
