@@ -423,6 +423,7 @@ def test_a_sweep_spec_names_an_llm_reranker(mirror_env: Path, own_cache: Path, t
     ({"model": "llm-pointwise:m", "window": 4}, r"rerankers\[0\]\.window.*llm-pointwise.*sliding window is listwise"),
     ({"model": "llm-reasoning:m", "step": 4}, r"rerankers\[0\]\.step.*llm-reasoning"),
     ({"model": "llm-pointwise:m", "max_tokens": 50}, r"rerankers\[0\]\.max_tokens.*one-token answer"),
+    ({"api_key_env": "R2MED_SURELY_UNSET_KEY"}, r"R2MED_SURELY_UNSET_KEY is set neither here nor in the spec's env"),
 ])
 def test_llm_reranker_sweep_settings_are_checked_with_the_fix(tmp_path: Path, change: dict, words: str):
     from r2med_plugin.sweep import load_spec

@@ -39,6 +39,22 @@ def _usage() -> str:
             "official:<name>@<folder or hub id>")
 
 
+def _suggestion(name: str) -> str:
+    """How to name ``name`` as an official model: its profile where it is a published checkpoint, the recipe on a folder."""
+    from pathlib import Path
+
+    for short, profile in retriever_profiles().items():
+        towers = profile.checkpoint if isinstance(profile.checkpoint, tuple) else (profile.checkpoint,)
+        if name in towers:
+            return f"write official:{short} (--retriever official:{short}), which needs no --loader"
+    for short, profile in rerankers.PROFILES.items():
+        if name == profile.checkpoint:
+            return f"write official:{short} (--rerank official:{short}), which needs no --loader"
+    if Path(name).expanduser().exists():
+        return f"to run an official recipe on this folder, write official:<name>@{name} (e.g. official:bge@{name})"
+    return f"official models are named official:<name> and need no --loader ({_usage()})"
+
+
 def endpoint_options(name: str) -> tuple[str, ...]:
     """The endpoint settings ``name`` takes (the API retrievers'), else ()."""
     short = name.split(":", 1)[1].partition("@")[0] if name.startswith(f"{SCHEME}:") else ""
@@ -58,8 +74,7 @@ class OfficialLoader:
         return endpoint_options(name)
 
     def unclaimed_hint(self, name: str) -> str:
-        return (f"{name!r} is not named as an official R2MED model: they are named official:<name> and need no --loader "
-                f"(e.g. --retriever official:bge, --rerank official:monobert); drop --loader official. {_usage()}")
+        return f"{name!r} is not named as an official R2MED model: {_suggestion(name)}; drop --loader official"
 
     def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
         if not name.startswith(f"{SCHEME}:") and not name.startswith(rerankers.RANKLLAMA_PREFIX):

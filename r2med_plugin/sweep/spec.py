@@ -510,10 +510,15 @@ def _check_jobs(spec: SweepSpec) -> None:
         options = {key: value for key, value in job.options.items()
                    if key not in ("data_dir", "accept_drift", "llm_reranker", "llm_requests")}
         try:
-            if job.options.get("llm_reranker") is not None:  # built as the job builds it (the key is read when it runs)
+            if job.options.get("llm_reranker") is not None:  # built as the job builds it
                 from r2med_plugin.evaluation.rerankers import as_reranker
 
-                config = llm_reranker_config(job.options["llm_reranker"], job.options.get("llm_requests") or {}, check_key=False)
+                requests = job.options.get("llm_requests") or {}
+                key_env = requests.get("api_key_env")
+                if key_env and not (job.env[key_env] if key_env in job.env else os.environ.get(key_env)):
+                    raise ValueError(f"api_key_env {key_env}: the variable {key_env} is set neither here nor in the spec's "
+                                     "env:; export it first")
+                config = llm_reranker_config(job.options["llm_reranker"], requests, check_key=False)
                 options["rerank"] = as_reranker(options["rerank"], llm=config)
             build_plan(job.task, retriever, show_progress=False, **options)
         except (ValueError, KeyError, TypeError) as error:
