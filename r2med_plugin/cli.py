@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from r2med_plugin.cli_options import given_options, refuse_unreached
+from r2med_plugin.cli_options import bounded, given_options, refuse_unreached
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -244,34 +244,9 @@ def _task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[
     return [(task, name) for task in tasks for name in list_expansions(task)]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
+_positive_int = bounded(int, low=1, message="must be a positive integer, got {value}")
+_non_negative_int = bounded(int, low=0, message="must be 0 or more, got {value}")
+_positive_float = bounded(float, low=0, strict=True, message="must be a positive number of seconds, got {value}")
 
 
 def _first_stage_name_or_folder(value: str) -> str | None:

@@ -8,27 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from r2med_plugin.cli_options import bounded
+
 
 def _int_at_least(minimum: int, what: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{what} must be at least {minimum}, got {value}")
-        return value
-    return parse
+    return bounded(int, low=minimum, message=f"{what} must be at least {minimum}, got {{value}}")
 
 
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1 (e.g. 0.05), got {value}")
-    return value
+_alpha = bounded(float, low=0.0, strict=True, high=1.0, message="must lie strictly between 0 and 1 (e.g. 0.05), got {value}")
 
 
 # r2med_plugin.evaluation.significance's choices, repeated so that building the parser imports no numpy (tested equal)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 
 def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
@@ -44,3 +45,18 @@ def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> Non
     if written:
         dest = written[0]
         raise ValueError(f"{flag_name(dest)} reaches no code here: {unreached[dest]}; drop {flag_name(dest)}")
+
+
+def bounded(kind: type, *, low: float, strict: bool = False, high: float | None = None, message: str) -> Callable[[str], float]:
+    """An argparse ``type``: ``kind`` (int or float) of at least ``low`` (above it when ``strict``), below ``high`` when
+    given, finite; ``message`` (with ``{value}``) says what is wrong with another value."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        inside = math.isfinite(value) and (value > low if strict else value >= low) and (high is None or value < high)
+        if not inside:
+            raise argparse.ArgumentTypeError(message.format(value=value))
+        return value
+    return parse

@@ -54,13 +54,20 @@ def official_templates(git_dir: str, commit: str) -> dict[str, dict[str, str]]:
     return {method: dict(table[method]) for method in METHODS}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def source_arguments(description: str, default_out: Path) -> tuple[argparse.Namespace, str]:
+    """--git-dir, --commit and --out of an extraction script, and the full commit --commit names."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--git-dir", required=True)
     parser.add_argument("--commit", default="HEAD")
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--out", default=str(default_out))
     args = parser.parse_args()
-    commit = subprocess.run(["git", "--git-dir", args.git_dir, "rev-parse", args.commit], check=True, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "--git-dir", args.git_dir, "rev-parse", args.commit], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    return args, commit
+
+
+def main() -> int:
+    args, commit = source_arguments(__doc__.splitlines()[0], OUT)
     generator = git_show(args.git_dir, commit, "src/generate_hypothetical_doc.py")
     for literal, what in GENERATOR_LITERALS:
         if literal not in generator:

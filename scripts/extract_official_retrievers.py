@@ -20,16 +20,17 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import types
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extract_official_prompts import git_show, source_arguments  # noqa: E402 - the scripts' shared git helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "r2med_plugin" / "retrieval" / "official_retrievers.json"
@@ -44,11 +45,6 @@ PUBLISHED_ROWS = {
     "e5": "E5-mistral-7b-instruct", "grit": "GritLM-7B", "sfr": "SFR-Embedding-Mistral", "nv": "NV-Embed-v2",
     "openai": "Text-embedding-3-large", "voyage": "Voyage-3",
 }  # the official code's local copies of hub repositories: model_dir/<hub id>
-
-
-def git_show(git_dir: str, commit: str, path: str) -> str:
-    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
 
 
 def class_defaults(utils_source: str) -> dict[str, dict[str, object]]:
@@ -230,13 +226,7 @@ def _kept_environment():
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--git-dir", required=True)
-    parser.add_argument("--commit", default="HEAD")
-    parser.add_argument("--out", default=str(OUT))
-    args = parser.parse_args()
-    commit = subprocess.run(["git", "--git-dir", args.git_dir, "rev-parse", args.commit], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    args, commit = source_arguments(__doc__.splitlines()[0], OUT)
     payload = {
         "source": {
             "repository": "https://github.com/R2MED/R2MED",
