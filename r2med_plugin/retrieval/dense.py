@@ -312,27 +312,25 @@ def dense_search(
     if top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k}")
     doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
-    if mix_with is not None and len(mix_with) != queries.height:
-        raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
-    if mix_with is not None and hasattr(encoder, "encode_expansions"):  # the queries are encoded once, raw
-        query_vectors = _mixed_query_vectors(encoder, queries, list(mix_with), None, dataset_revision, query_prompt)
-    else:
+    if mix_with is None:
         query_vectors = encode_cached(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
                                       prompt=query_prompt)
-        if mix_with is not None:
-            query_vectors = _mixed_query_vectors(encoder, queries, list(mix_with), query_vectors, dataset_revision, query_prompt)
+    elif len(mix_with) != queries.height:
+        raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
+    else:
+        query_vectors = _mixed_query_vectors(encoder, queries, list(mix_with), dataset_revision, query_prompt)
     _same_dimension(encoder, query_vectors, doc_vectors)
     return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k)
 
 
-def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: list[str], query_vectors: np.ndarray | None,
-                         dataset_revision: str, query_prompt: str | None) -> np.ndarray:
+def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: list[str], dataset_revision: str,
+                         query_prompt: str | None) -> np.ndarray:
     """The mean of each query's embedding and its expansion's. An encoder with ``encode_expansions`` (the official
     profiles) encodes the expansion its own way and the mean is of its raw embeddings, as the official classes
     average them; otherwise the expansion is encoded as a document without prompt and the unit vectors are averaged."""
+    raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
+                                    prompt=query_prompt)
     if hasattr(encoder, "encode_expansions"):
-        raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
-                                        prompt=query_prompt)
         extra = encode_cached_raw(encoder, expansions, kind="expansion", dataset_revision=dataset_revision)
         _same_dimension(encoder, raw_queries, extra)
         # the dtype the model's embeddings come in: NV-Embed's float16 vectors are averaged in float16, as officially
@@ -340,8 +338,8 @@ def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: li
         mixed = (raw_queries.astype(dtype) + extra.astype(dtype)) / dtype.type(2)
         return normalise(mixed.astype(np.float32))
     extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
-    _same_dimension(encoder, query_vectors, extra)
-    return normalise((query_vectors + extra) / 2.0)
+    _same_dimension(encoder, raw_queries, extra)
+    return normalise((normalise(raw_queries) + extra) / 2.0)
 
 
 def score_candidates(
