@@ -30,6 +30,11 @@ def _hidden(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _host(server: LoopbackOpenAI) -> str:
+    """The server's host as LLM reranker names hold it: host-port."""
+    return server.base_url.split("://", 1)[1].split("/", 1)[0].replace(":", "-")
+
+
 def rankgpt_reply(body: dict) -> str:
     """A well-behaved RankGPT answer: the window's passages by the hidden order."""
     passages = listwise_passages(body)
@@ -119,8 +124,8 @@ def test_settings_are_checked_with_the_fix():
     with pytest.raises(ValueError, match="names no model"):
         as_reranker("llm-pointwise:", llm=LLMRerankerConfig(endpoint))
     reranker = as_reranker("llm-reasoning:Qwen/Qwen3-8B", llm=LLMRerankerConfig(endpoint, max_tokens=512))
-    assert isinstance(reranker, ReasoningLLMReranker) and reranker.name == "Qwen/Qwen3-8B (reasoning)"
-    assert reranker.revision.endswith("-max512")
+    assert isinstance(reranker, ReasoningLLMReranker) and reranker.name == "Qwen/Qwen3-8B (reasoning @127.0.0.1-9 max512)"
+    assert reranker.revision.startswith("reasoning-prompt-")
 
 
 # --- listwise -----------------------------------------------------------------------------------------------------
@@ -144,10 +149,11 @@ def test_listwise_end_to_end_with_429s_and_dropped_connections(mirror_env: Path,
     assert sent == windows_sent + 4  # and the four faults, retried by the client
     assert f"rerank usage: {windows_sent} requests (0 answers from the cache)" in first
     assert f"rerank usage: 0 requests ({windows_sent} answers from the cache)" in second
-    (path,) = (tmp_path / "out" / "results" / "test-llm_(listwise)--bm25-robertson--top_30").glob(f"*/{TASK}.json")
+    name = f"test-llm (listwise @{_host(server)} w20s10)"
+    (path,) = (tmp_path / "out" / "results" / f"{name.replace(' ', '_')}--bm25-robertson--top_30").glob(f"*/{TASK}.json")
     written = json.loads(path.read_text())
     provenance = written["r2med_provenance"]
-    assert (provenance["reranker"], provenance["first_stage"], provenance["rerank_depth"]) == ("test-llm (listwise)", "bm25-robertson", 30)
+    assert (provenance["reranker"], provenance["first_stage"], provenance["rerank_depth"]) == (name, "bm25-robertson", 30)
     usage = written["r2med_provenance"]["rerank_usage"]  # the rerun's
     assert usage["requests"] == 0 and usage["cached_answers"] == windows_sent and usage["prompt_tokens"] == 0
     # The windows carried the best passages up: each query's top 10 is the server's top 10 of its 30, in order.
@@ -213,8 +219,9 @@ def test_pointwise_p_yes_is_the_hand_computed_share_of_yes(mirror_env: Path, own
         assert score == pytest.approx(expected, abs=1e-6)  # the TREC file keeps 6 decimals or more
     written = json.loads(next((tmp_path / "out" / "results").rglob(f"{TASK}.json")).read_text())
     assert written["r2med_provenance"]["rerank_usage"]["scored_by_logprobs"] == len(scores)
-    assert written["r2med_provenance"]["reranker"] == "test-llm (pointwise)"
-    assert next((tmp_path / "out" / "results").rglob(f"{TASK}.json")).parts[-3] == "test-llm_(pointwise)--bm25-robertson--top_10"
+    name = f"test-llm (pointwise @{_host(server)})"
+    assert written["r2med_provenance"]["reranker"] == name
+    assert next((tmp_path / "out" / "results").rglob(f"{TASK}.json")).parts[-3] == f"{name.replace(' ', '_')}--bm25-robertson--top_10"
 
 
 def test_pointwise_falls_back_to_graded_labels_without_logprobs(own_cache: Path, monkeypatch):
@@ -275,7 +282,7 @@ def test_reasoning_end_to_end_saves_traces_beside_the_result(mirror_env: Path, o
         p_true = math.exp(true) + math.exp(-9.0)  # "true" and "True" add up
         assert trace["score"] == pytest.approx(p_true / (p_true + math.exp(false)), abs=1e-12)
         assert trace["reasoning"].startswith("The query asks about genes") and trace["answer"] in ("true", "false")
-    assert "-max256" in json.loads(result.read_text())["r2med_provenance"]["reranker_revision"]
+    assert json.loads(result.read_text())["r2med_provenance"]["reranker"].endswith(" max256)")
 
 
 def test_reasoning_answers_inline_think_and_spent_budgets(own_cache: Path, monkeypatch):
@@ -409,7 +416,7 @@ def test_a_sweep_spec_names_an_llm_reranker(mirror_env: Path, own_cache: Path, t
         other = load_spec(_sweep_spec(tmp_path, entry | {"window": 15, "step": 5}))
     ids = [job.job_id for job in expand_jobs(spec)]
     assert [job.job_id for job in expand_jobs(same)] == ids and [job.job_id for job in expand_jobs(other)] != ids
-    (path,) = (tmp_path / "sweep-out" / "results" / "test-llm_(listwise)--bm25-robertson--top_30").glob(f"*/{TASK}.json")
+    (path,) = (tmp_path / "sweep-out" / "results").glob(f"test-llm_(listwise_@*)--bm25-robertson--top_30/*/{TASK}.json")
     assert json.loads(path.read_text())["r2med_provenance"]["rerank_depth"] == 30
 
 
@@ -447,7 +454,29 @@ def test_one_model_id_on_two_servers_is_two_rerankers(mirror_env: Path, own_cach
         assert len(first.completions()) == len(second.completions()) > 0
     printed = capsys.readouterr().out
     assert printed.count("(0 answers from the cache)") == 2
-    results = sorted((tmp_path / "out" / "results" / "test-llm_(listwise)--bm25-robertson--top_10").glob(f"*/{TASK}.json"))
-    assert len(results) == 2  # two revisions: -endpoint-<host hash>
+    results = sorted((tmp_path / "out" / "results").glob(f"test-llm_(listwise_@*_w20s10)--bm25-robertson--top_10/*/{TASK}.json"))
+    assert len(results) == 2  # two rerankers: test-llm (listwise @<host> w20s10), one per server
     hosts = {json.loads(path.read_text())["r2med_provenance"]["rerank_usage"]["endpoint"] for path in results}
     assert hosts == {first.base_url.rsplit("/", 1)[0], second.base_url.rsplit("/", 1)[0]}
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
+
+    rows = build_leaderboard([tmp_path / "out"], benchmark="nano")  # two rows, never one standing in for the other
+    assert sorted(row.retriever.split(" | ")[0] for row in rows) == sorted(
+        f"test-llm (listwise @{_host(server)} w20s10)" for server in (first, second))
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf")])
+def test_a_sweep_timeout_must_be_finite(tmp_path: Path, timeout: float):
+    from r2med_plugin.sweep import load_spec
+    from r2med_plugin.sweep.spec import SpecError
+
+    entry = {"model": "llm-listwise:m", "first_stage": "bm25-robertson", "base_url": "http://127.0.0.1:9/v1", "timeout": timeout}
+    with pytest.raises(SpecError, match=r"timeout must be a positive number of seconds"):
+        load_spec(_sweep_spec(tmp_path, entry))
+
+
+def test_an_empty_api_key_env_is_refused():
+    from r2med_plugin.llm.client import api_key
+
+    with pytest.raises(ValueError, match=r"--api-key-env is empty"):
+        api_key("")

@@ -60,6 +60,8 @@ def redact(text: str, secrets: list[str]) -> str:
 
 def api_key(env_var: str | None) -> str:
     """The key from ``env_var`` (default OPENAI_API_KEY); "EMPTY" when the default variable is unset."""
+    if env_var is not None and not env_var.strip():
+        raise ValueError("--api-key-env is empty: name the environment variable that holds the key (e.g. OPENAI_API_KEY)")
     name = env_var or DEFAULT_KEY_ENV
     value = os.environ.get(name, "").strip()
     if value:

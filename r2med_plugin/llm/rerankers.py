@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +74,10 @@ class LLMReranker:
             raise TypeError("config must be an LLMRerankerConfig(Endpoint(base_url), ...)")
         self.model = model.strip()
         self.config = config
-        self.name = f"{self.model} ({self.kind})"
+        # what it is names it: the model, how it asks, and where (one model id on two servers, or with another window,
+        # is another reranker, a row of its own); the revision is the prompts' version
+        setup = " ".join(part for part in (self.kind, f"@{_host_label(config.endpoint.base_url)}", self._settings()) if part)
+        self.name = f"{self.model} ({setup})"
         self.revision = self._revision()
         self.last_report: RerankReport | None = None
 
@@ -83,9 +85,12 @@ class LLMReranker:
         return f"{type(self).__name__}({self.model!r}, {self.config!r})"
 
     def _revision(self) -> str:
-        """The prompts' hash and the endpoint (its host, hashed: one model id on two servers files apart)."""
-        host = hashlib.sha256(endpoint_host(self.config.endpoint.base_url).encode()).hexdigest()[:8]
-        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}-endpoint-{host}"
+        """The prompts' version (their hash)."""
+        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}"
+
+    def _settings(self) -> str:
+        """What this kind asks with, beyond the prompt (window and step, budget), for its name."""
+        return ""
 
     prompt_names: tuple[str, ...] = ()
 
@@ -123,9 +128,9 @@ class ListwiseLLMReranker(LLMReranker):
     kind = "listwise"
     prompt_names = ("listwise",)
 
-    def _revision(self) -> str:
-        budget = f"-max{self.config.max_tokens}" if self.config.max_tokens else ""
-        return f"{super()._revision()}-w{self.config.window}s{self.config.step}{budget}"
+    def _settings(self) -> str:
+        budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
+        return f"w{self.config.window}s{self.config.step}{budget}"
 
     def _parameters(self) -> dict[str, Any]:
         parameters: dict[str, Any] = {"temperature": 0}
@@ -230,8 +235,8 @@ class ReasoningLLMReranker(_PairwiseScored):
     kind = "reasoning"
     prompt_names = ("reasoning",)
 
-    def _revision(self) -> str:
-        return f"{super()._revision()}-max{self.budget}"
+    def _settings(self) -> str:
+        return f"max{self.budget}"
 
     @property
     def budget(self) -> int:
@@ -263,6 +268,11 @@ class ReasoningLLMReranker(_PairwiseScored):
 LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
     "llm-listwise": ListwiseLLMReranker, "llm-pointwise": PointwiseLLMReranker, "llm-reasoning": ReasoningLLMReranker,
 }
+
+
+def _host_label(base_url: str) -> str:
+    """An endpoint's host as a name part: host-port (no scheme, no path: those never name another model here)."""
+    return endpoint_host(base_url).split("://", 1)[1].replace(":", "-")
 
 
 def is_llm_reranker_name(value: object) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -406,7 +407,7 @@ def llm_reranker_config(asks: Mapping[str, Any], requests: Mapping[str, Any], *,
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
             raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
     timeout = requests.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if check_key:
         api_key(requests.get("api_key_env"))
