@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -14,7 +14,7 @@ from r2med_plugin.types import TaskKind, TaskSpec, freeze
 
 BENCHMARKS_FILE = "benchmarks.json"
 _SPEC_FIELDS = {f.name for f in fields(TaskSpec)}
-_REQUIRED_FIELDS = {f.name for f in fields(TaskSpec) if f.name != "hybrid_construction"}
+_REQUIRED_FIELDS = {f.name for f in fields(TaskSpec) if f.default is MISSING and f.default_factory is MISSING}
 _KINDS = ("r2med", "nano")
 
 

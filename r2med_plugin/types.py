@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
 Qrels = dict[str, dict[str, int]]
@@ -58,6 +59,10 @@ class TaskSpec:
     card_stats: Mapping[str, Mapping[str, Any]]
     source: str
     hybrid_construction: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # R2MED: size and SHA-256 of the hub files at ``revision`` where they were published (file name -> {bytes,
+    # sha256}), and what others measured on the real files (reference/r2med_real_files.json); empty for NanoR2MED.
+    published_files: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    real_file_facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def hub_org(self) -> str:
@@ -82,6 +87,15 @@ class LoadReport(Mapping[str, Any]):
     revision_verified: bool = True
     files_fingerprint: str | None = None
     expansion_file: str | None = None  # a released expansion's file, when a result also read it
+    # The corpus file's rows, as the dataset card counts them, and what folding repeated ids left (DESIGN.md §3):
+    corpus_rows: int = 0
+    unique_document_ids: int = 0
+    repeated_document_rows: int = 0  # rows repeating an earlier row's id, with identical text
+    repeated_document_ids: Mapping[str, int] = field(default_factory=dict)  # id -> rows holding it (2 or more)
+    repeated_query_ids: Mapping[str, int] = field(default_factory=dict)
+    rows_repeating_an_earlier_text: int = 0  # corpus rows whose text equals an earlier row's, under any id
+    near_empty_documents: list[str] = field(default_factory=list)  # at most one character of text: no tokens
+    unverified_files: Mapping[str, str] = field(default_factory=dict)  # file -> why it is not proven the revision's
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.__dataclass_fields__:
@@ -113,6 +127,20 @@ class TaskData:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def document_row_counts(self) -> np.ndarray | None:
+        """Rows of the corpus file per document of ``corpus`` (same order), or None when every id is on one row.
+        The official BM25 counts every row in its statistics (N, document frequencies, average length)."""
+        repeated = self.report.repeated_document_ids
+        if not repeated:
+            return None
+        import numpy as np
+
+        counts = np.ones(self.corpus.height, dtype=np.int64)
+        position = {doc_id: index for index, doc_id in enumerate(self.corpus["id"].to_list())}
+        for doc_id, rows in repeated.items():
+            counts[position[doc_id]] = rows
+        return counts
 
     @property
     def result_revision(self) -> str:

@@ -60,8 +60,21 @@ def official_instruction(e5_instruction: str) -> str:
     return e5_instruction[len(INSTRUCTION_PREFIX) : -len(INSTRUCTION_SUFFIX)]
 
 
-def r2med_task(entry: dict, catalog: dict, position: int) -> dict:
+def real_file_facts(hub_name: str, real_files: dict, revision: str) -> tuple[dict, dict]:
+    """(published files: name -> {bytes, sha256}, the measured facts of the real files) of one task.
+    Hashes are taken only when they were measured at the revision the task is pinned to."""
+    facts = real_files["tasks"][hub_name]
+    measured_at = facts.get("revision")
+    if measured_at is not None and measured_at != revision:
+        raise ValueError(f"r2med_real_files.json measured {hub_name} at {measured_at}, but the catalog pins {revision}")
+    published = {name: dict(entry) for name, entry in (facts.get("files") or {}).items()}
+    kept = {key: facts[key] for key in ("rows", "corpus_text_statistics", "repeated_ids") if key in facts}
+    return published, {**kept, "revision": measured_at, "source": real_files["source"]}
+
+
+def r2med_task(entry: dict, catalog: dict, position: int, real_files: dict) -> dict:
     hub_name = entry["name"]
+    published, facts = real_file_facts(hub_name, real_files, entry["revision"])
     domain = domain_of(hub_name)
     layout = catalog["hf_layout"]
     instruction = official_instruction(entry["instructions"]["e5_nv_sfr_query"])
@@ -97,6 +110,8 @@ def r2med_task(entry: dict, catalog: dict, position: int) -> dict:
         "candidate_profiles": {},
         "card_stats": {},
         "source": f"{catalog['source']}; {CITATION_SOURCE}",
+        "published_files": published,
+        "real_file_facts": facts,
     }
 
 
@@ -168,12 +183,13 @@ def benchmarks(tasks: list[dict]) -> dict:
 def generate(reference: Path) -> dict[str, dict]:
     catalog = json.loads((reference / "r2med_catalog.json").read_text(encoding="utf-8"))
     profiles = json.loads((reference / "nanor2med_task_profiles.json").read_text(encoding="utf-8"))
+    real_files = json.loads((reference / "r2med_real_files.json").read_text(encoding="utf-8"))
     by_hub_name = {entry["name"]: entry for entry in catalog["tasks"]}
     if sorted(by_hub_name) != sorted(OFFICIAL_ORDER):
         raise ValueError(f"catalog tasks {sorted(by_hub_name)} differ from the official order {OFFICIAL_ORDER}")
     tasks = []
     for position, hub_name in enumerate(OFFICIAL_ORDER):
-        tasks.append(r2med_task(by_hub_name[hub_name], catalog, position))
+        tasks.append(r2med_task(by_hub_name[hub_name], catalog, position, real_files))
     for position, hub_name in enumerate(OFFICIAL_ORDER):
         tasks.append(nano_task(by_hub_name[hub_name], profiles, position))
     files = {f"{task['name']}.json": task for task in tasks}

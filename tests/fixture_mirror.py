@@ -46,11 +46,25 @@ def _topic_doc(rng: random.Random, topic: list[str]) -> str:
     return f"{' '.join(topic)} {_sentence(rng, topic + FILLER, 14)}."
 
 
+# Ids shaped as in the real files (R2MED/PMC-Treatment: queries q_PMC7884024, documents PMC6931112_1).
+REAL_ID_SHAPES = {
+    "pmc-treatment": (lambda index: f"PMC{6931112 + 7919 * index}_{1 + index % 3}", lambda index: f"q_PMC{7884024 + 104729 * index}"),
+}
+# Rows that repeat an earlier row's id with the same text (the real PMC-Treatment has 145, one id three times):
+# (row index of the original, where the copy goes). The copies land mid-file and at the end, as in a real dump.
+REPEATED_ROWS = {"pmc-treatment": [(2, 9), (7, 15), (7, 26)]}
+# Near-empty documents (the real Biology has a 1-character one) and a text repeated under another id (7,925
+# rows of the real Biology repeat an earlier row's text): appended to the corpus as (id suffix, text).
+EXTRA_DOCUMENTS = {"biology": [("0024", "  "), ("0025", "?"), ("0026", None)]}
+REPEATED_TEXT_OF = {"biology": 3}  # biology-doc-0026 holds biology-doc-0003's text
+
+
 def _content(slug: str, n_docs: int, n_queries: int, with_unjudged: bool) -> dict:
     """Documents, queries and positives for one task: query i is about TOPICS[i]; its positives too."""
     rng = random.Random(f"fixture-{slug}-{n_docs}")
-    doc_ids = [f"{slug}-doc-{index:04d}" for index in range(n_docs)]
-    query_ids = [f"{slug}-q-{index:03d}" for index in range(n_queries)]
+    doc_id, query_id = REAL_ID_SHAPES.get(slug, (lambda index: f"{slug}-doc-{index:04d}", lambda index: f"{slug}-q-{index:03d}"))
+    doc_ids = [doc_id(index) for index in range(n_docs)]
+    query_ids = [query_id(index) for index in range(n_queries)]
     positives: dict[str, list[str]] = {}
     texts = {doc_id: _sentence(rng, FILLER, 16) + "." for doc_id in doc_ids}
     for distractor in doc_ids[n_docs * 3 // 4 :]:  # share topic words with a query; positives below overwrite
@@ -86,12 +100,23 @@ def _r2med_repo(root: Path, spec) -> None:
     }
     write_r2med_repo(
         root,
-        corpus=_texts_frame(content["doc_ids"], content["texts"], "id"),
+        corpus=_with_real_shapes(slug, _texts_frame(content["doc_ids"], content["texts"], "id")),
         queries=queries,
         qrels=qrels,
         expansions=expansions,
         pretty_name=f"R2MED {hub_name} (test fixture)",
     )
+
+
+def _with_real_shapes(slug: str, corpus: pl.DataFrame) -> pl.DataFrame:
+    """The corpus with the shapes the real files have: repeated rows (same id, same text), blank and
+    1-character documents, and a text repeated under another id."""
+    rows = corpus.rows()
+    for original, position in REPEATED_ROWS.get(slug, []):
+        rows.insert(position, rows[original])
+    for suffix, text in EXTRA_DOCUMENTS.get(slug, []):
+        rows.append((f"{slug}-doc-{suffix}", text if text is not None else rows[REPEATED_TEXT_OF[slug]][1]))
+    return pl.DataFrame(rows, schema=corpus.schema, orient="row")
 
 
 def hy_doc_for(split: str, query_index: int) -> str:

@@ -23,7 +23,7 @@ from r2med_plugin.evaluation.official import (
 )
 from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
 from r2med_plugin.retrieval.ranking import top_k_run
-from tests.support.official_reference import full_bm25, reference_bm25_file, reference_dense_file
+from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids, reference_dense_file
 
 # --- a corpus built to separate the rules -----------------------------------------------------------
 
@@ -150,7 +150,7 @@ def test_missing_scores_are_refused(tmp_path: Path):
 def test_runner_writes_the_official_bm25_file(mirror_env: Path, tmp_path: Path, top_k: int):
     result = evaluate_task("NanoR2MEDBiology", "bm25-lucene", top_k=top_k, show_progress=False)
     data = result.data
-    expected = reference_bm25_file(data.corpus["id"].to_list(), full_bm25(data), data.qrels, result.evaluation_time, data.spec.hub_name)
+    expected = reference_bm25_file(row_ids(data), full_bm25(data), data.qrels, result.evaluation_time, data.spec.hub_name)
     path = write_outputs(result, tmp_path)["official"]
     assert path.read_text(encoding="utf-8") == expected
     assert result.official_layout == "bm25" and json.loads(expected)["model_name"] == "bm25"

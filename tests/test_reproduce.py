@@ -12,7 +12,7 @@ import pytrec_eval
 import r2med_plugin
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.reproduce import load_expected, published_bm25
-from tests.support.official_reference import full_bm25, reference_bm25_file
+from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids
 
 R2MED_TASKS = [spec.name for spec in r2med_plugin.list_tasks("r2med")]
 
@@ -20,7 +20,7 @@ R2MED_TASKS = [spec.name for spec in r2med_plugin.list_tasks("r2med")]
 def _fixture_bm25_points(task: str) -> float:
     """nDCG@10 x 100 of the official BM25 on the fixture task, by the reference re-implementation."""
     data = r2med_plugin.load_task(task)
-    text = reference_bm25_file(data.corpus["id"].to_list(), full_bm25(data), data.qrels, 0.0, data.spec.hub_name)
+    text = reference_bm25_file(row_ids(data), full_bm25(data), data.qrels, 0.0, data.spec.hub_name)
     return round(json.loads(text)["test"]["ndcg_at_10"] * 100, 2)
 
 

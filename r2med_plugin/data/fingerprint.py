@@ -37,6 +37,17 @@ def file_sha256(path: str | os.PathLike) -> str:
     return value
 
 
+def file_git_blob_sha1(path: str | os.PathLike) -> str:
+    """Git's object id of a file's bytes (SHA-1 of ``blob <size>\\0`` + bytes): the hub's etag of a file kept
+    in git rather than LFS. Not remembered: such files are small."""
+    real = Path(path)
+    digest = hashlib.sha1(f"blob {real.stat().st_size}\0".encode("ascii"))
+    with real.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def files_fingerprint(files: Iterable[str | os.PathLike], root: str | os.PathLike | None = None) -> str:
     """One hash over (relative name, content hash) of every file: renaming, adding or editing one changes it."""
     digest = hashlib.sha256()

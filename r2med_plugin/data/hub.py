@@ -6,7 +6,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from r2med_plugin.types import TaskSpec
 logger = logging.getLogger(__name__)
 DATA_DIR_ENV = "R2MED_DATA_DIR"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 UNKNOWN_MIRROR_REVISION = "unknown-local-mirror"  # replaced by a fingerprint of the files once they are known
 
 
@@ -85,18 +86,79 @@ def recorded_mirror_revision(root: Path) -> str | None:
     return first_line if _COMMIT.match(first_line) else None
 
 
-def mirror_files_verified(root: Path, files: Sequence[Path], commit: str) -> bool:
-    """Whether `huggingface-cli download --local-dir` recorded every file at ``commit`` and none was
-    modified since (huggingface_hub's own rule: mtime at most 1 s after the recorded timestamp)."""
+def mirror_files_verified(root: Path, files: Sequence[Path], commit: str,
+                          published: Mapping[str, Mapping[str, object]] | None = None) -> bool:
+    """Whether every file is proven to be ``commit``'s (see ``unverified_files``)."""
+    return not unverified_files(root, files, commit, published)
+
+
+def unverified_files(root: Path, files: Sequence[Path], commit: str,
+                     published: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, str]:
+    """File (relative path) -> why it is not proven to be ``commit``'s; empty when all are.
+
+    Each file, by the first rule that applies:
+    1. its size and SHA-256 are published for ``commit`` (``published``: name -> {bytes, sha256}): it is proven
+       exactly when it hashes to them, whoever put it there (huggingface-cli, git clone, rsync, a copy), and a
+       file that contradicts them is never proven, whatever its download record says;
+    2. its download record (`huggingface-cli download --local-dir`) gives an etag that is a content hash (the
+       SHA-256 of an LFS file, the git blob SHA-1 of a small one): proven when the bytes hash to it;
+    3. the record itself: made at ``commit``, and the file not modified since (huggingface_hub's own rule:
+       mtime at most 1 s after the recorded timestamp).
+    The dataset card (README.md) only maps configs to files: without a record of its own, it is proven when
+    every file read was proven by rule 1 (a card pointing at other files would have failed there).
+    """
+    published = published or {}
+    reasons: dict[str, str] = {}
+    by_hash = []
+    card = None
     for path in files:
-        metadata = root / ".cache" / "huggingface" / "download" / f"{path.relative_to(root).as_posix()}.metadata"
-        try:
-            recorded_commit, _etag, timestamp = metadata.read_text(encoding="utf-8").split("\n")[:3]
-            if recorded_commit.strip() != commit or path.stat().st_mtime - 1 > float(timestamp):
-                return False
-        except (OSError, ValueError):
-            return False
-    return True
+        name = path.relative_to(root).as_posix()
+        if name == README:
+            card = path
+            continue
+        if name in published:
+            reason = _contradicts_published(path, published[name])
+            by_hash.append(reason is None)
+        else:
+            reason = _record_disproves(root, path, commit)
+        if reason is not None:
+            reasons[name] = reason
+    if card is not None:
+        reason = _record_disproves(root, card, commit)
+        if reason is not None and not (by_hash and all(by_hash)):
+            reasons[README] = reason
+    return reasons
+
+
+def _contradicts_published(path: Path, expected: Mapping[str, object]) -> str | None:
+    from r2med_plugin.data.fingerprint import file_sha256
+
+    size = path.stat().st_size
+    if "bytes" in expected and size != expected["bytes"]:
+        return f"{size:,} bytes where the revision's file has {int(expected['bytes']):,} (published size)"
+    if file_sha256(path) != expected["sha256"]:
+        return f"SHA-256 {file_sha256(path)[:12]}... differs from the revision's published {str(expected['sha256'])[:12]}..."
+    return None
+
+
+def _record_disproves(root: Path, path: Path, commit: str) -> str | None:
+    metadata = root / ".cache" / "huggingface" / "download" / f"{path.relative_to(root).as_posix()}.metadata"
+    try:
+        recorded_commit, etag, timestamp = metadata.read_text(encoding="utf-8").split("\n")[:3]
+        recorded_at = float(timestamp)
+    except (OSError, ValueError):
+        return "no download record (huggingface-cli download --local-dir writes one) and no published hash"
+    if recorded_commit.strip() != commit:
+        return f"downloaded at {recorded_commit.strip()[:12]}, not {commit[:12]}"
+    etag = etag.strip().strip('"').lower()
+    if _SHA256.match(etag) or _COMMIT.match(etag):
+        from r2med_plugin.data.fingerprint import file_git_blob_sha1, file_sha256
+
+        actual = file_sha256(path) if len(etag) == 64 else file_git_blob_sha1(path)
+        return None if actual == etag else "its bytes differ from the etag its download record holds"
+    if path.stat().st_mtime - 1 > recorded_at:
+        return "modified after its download"
+    return None
 
 
 RETRIES_ENV = "R2MED_HUB_RETRIES"

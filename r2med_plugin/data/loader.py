@@ -13,10 +13,12 @@ import polars as pl
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.fingerprint import files_fingerprint
-from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, LocatedRepo, evict_from_hub_cache, locate_repo, mirror_files_verified
+from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, LocatedRepo, evict_from_hub_cache, locate_repo, unverified_files
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import DamagedFileError, check_ids, read_table
-from r2med_plugin.data.validate import check_known, check_texts, check_unique, count_differences
+from r2med_plugin.data.validate import (
+    UniqueRows, check_known, check_texts, check_unique, count_differences, fold_repeated_ids, near_empty_ids, rows_repeating_a_text,
+)
 from r2med_plugin.names import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION
 from r2med_plugin.types import Candidates, LoadReport, Qrels, TaskData, TaskSpec
 
@@ -51,14 +53,20 @@ def load_task(
     files = _locate(spec, data_dir, accept_drift)
     read = _read(spec, files)
     drift = _validate(spec, files, read, accept_drift)
-    revision, fingerprint, verified = _provenance(spec, files)
+    revision, fingerprint, unproven = _provenance(spec, files)
+    verified = not unproven
     queries, without_qrels, without_positives = _evaluated_queries(spec, read.queries, read.qrels)
+    _report_folded_rows(spec, files, read)
     report = LoadReport(
         found_counts=read.counts, count_drift=drift, queries_without_positives=without_positives,
         queries_without_qrels=without_qrels,
         query_ids_in_corpus=sorted(queries.filter(pl.col("id").is_in(read.corpus["id"].implode()))["id"].to_list()),
         unknown_candidate_ids={key: unknown for key, (_, unknown) in read.candidates.items()},
         synthetic_sample=files.synthetic, revision_verified=verified, files_fingerprint=fingerprint,
+        corpus_rows=read.corpus_rows.rows, unique_document_ids=read.corpus.height,
+        repeated_document_rows=read.corpus_rows.repeated_rows, repeated_document_ids=read.corpus_rows.repeated_ids,
+        repeated_query_ids=read.query_rows.repeated_ids, rows_repeating_an_earlier_text=read.text_repeats,
+        near_empty_documents=near_empty_ids(read.corpus), unverified_files=unproven,
     )
     return TaskData(
         spec=spec, corpus=read.corpus, queries=queries, qrels=read.qrels, report=report,
@@ -91,7 +99,10 @@ class _ReadTask:
     queries: pl.DataFrame
     qrels: Qrels
     candidates: dict[str, tuple[Candidates, int]]  # list key -> (lists, ids not in the corpus)
-    counts: dict[str, int]
+    counts: dict[str, int]  # rows, as the dataset cards count them
+    corpus_rows: UniqueRows
+    query_rows: UniqueRows
+    text_repeats: int  # corpus rows whose text equals an earlier row's
 
 
 def _locate(spec: TaskSpec, data_dir: str | os.PathLike | None, accept_drift: bool) -> _TaskFiles:
@@ -109,15 +120,38 @@ def _locate(spec: TaskSpec, data_dir: str | os.PathLike | None, accept_drift: bo
 
 def _read(spec: TaskSpec, files: _TaskFiles) -> _ReadTask:
     source = files.repo.source
-    corpus = _evicting(source, files.corpus, lambda: _read_texts(files.corpus, spec, "document id"))
-    queries = _evicting(source, files.queries, lambda: _read_texts(files.queries, spec, "query id"))
+    corpus_table = _evicting(source, files.corpus, lambda: _read_text_table(files.corpus, spec))
+    corpus_rows = fold_repeated_ids(corpus_table, files.corpus, "document id")
+    query_rows = _evicting(source, files.queries, lambda: _read_queries(files.queries, spec))
+    corpus, queries = corpus_rows.frame, query_rows.frame
     qrels_frame = _evicting(source, files.qrels, lambda: _read_qrels(files.qrels, spec))
     check_known(qrels_frame["query_id"], queries["id"], files.qrels, "query id")
     check_known(qrels_frame["doc_id"], corpus["id"], files.qrels, "document id")
     candidates = {key: _evicting(source, path, lambda path=path: _read_candidates(path, queries, corpus))
                   for key, path in files.candidates.items()}
-    counts = {"queries": queries.height, "documents": corpus.height, "qrels": qrels_frame.height}
-    return _ReadTask(corpus, queries, qrels_to_dict(qrels_frame), candidates, counts)
+    counts = {"queries": query_rows.rows, "documents": corpus_rows.rows, "qrels": qrels_frame.height}
+    return _ReadTask(corpus, queries, qrels_to_dict(qrels_frame), candidates, counts, corpus_rows, query_rows,
+                     rows_repeating_a_text(corpus_table))
+
+
+def _report_folded_rows(spec: TaskSpec, files: _TaskFiles, read: _ReadTask) -> None:
+    """One line for repeated ids and one for near-empty documents: the real files hold both (DESIGN.md §3)."""
+    folded = read.corpus_rows
+    if folded.repeated_ids:
+        logger.warning(
+            "%s: %s has %s rows for %s document ids: %s rows repeat an earlier id with identical text (%s ids). "
+            "bm25-lucene indexes every row, as the official eval_BM25.py does; every other scorer ranks the %s unique ids, "
+            "as mteb does", spec.name, files.corpus.name, f"{folded.rows:,}", f"{read.corpus.height:,}",
+            f"{folded.repeated_rows:,}", f"{len(folded.repeated_ids):,}", f"{read.corpus.height:,}",
+        )
+    if read.query_rows.repeated_ids:
+        logger.warning("%s: %s repeats %d query id(s) with identical text; each is evaluated once", spec.name,
+                       files.queries.name, len(read.query_rows.repeated_ids))
+    tiny = near_empty_ids(read.corpus)
+    if tiny:
+        shown = ", ".join(repr(doc_id) for doc_id in tiny[:3]) + (", ..." if len(tiny) > 3 else "")
+        logger.warning("%s: %d document(s) have at most one character of text (%s); kept as documents with no tokens, "
+                       "as the official code and mteb keep them", spec.name, len(tiny), shown)
 
 
 def _validate(spec: TaskSpec, files: _TaskFiles, read: _ReadTask, accept_drift: bool) -> dict[str, dict[str, int]]:
@@ -135,18 +169,25 @@ def _validate(spec: TaskSpec, files: _TaskFiles, read: _ReadTask, accept_drift: 
     return drift
 
 
-def _provenance(spec: TaskSpec, files: _TaskFiles) -> tuple[str, str | None, bool]:
-    """(revision, files fingerprint, verified). Without a commit that vouches for them, a task's results are named
-    by the files that task reads: editing one NanoR2MED split moves that task's results only."""
+def _provenance(spec: TaskSpec, files: _TaskFiles) -> tuple[str, str | None, dict[str, str]]:
+    """(revision, files fingerprint, file -> why it is not proven to be that revision's). Without a commit that
+    vouches for them, a task's results are named by the files that task reads: editing one NanoR2MED split
+    moves that task's results only. Files are proven by their published SHA-256 where the revision has one,
+    else by their download record (``unverified_files``)."""
     repo = files.repo
     fingerprint = files_fingerprint(files.all, repo.root) if repo.source == "mirror" else None
     revision = SYNTHETIC_REVISION if files.synthetic else repo.revision
     if revision == UNKNOWN_MIRROR_REVISION:
         revision = LOCAL_REVISION_PREFIX + fingerprint
-    verified = repo.verified and (repo.source != "mirror" or mirror_files_verified(repo.root, files.all, repo.revision))
-    if not verified and not files.synthetic:
-        _warn_unverified(repo.root, spec.name, revision)
-    return revision, fingerprint, verified
+    unproven: dict[str, str] = {}
+    if repo.source == "mirror":
+        published = spec.published_files if repo.revision == spec.revision else {}
+        unproven = unverified_files(repo.root, files.all, repo.revision, published)
+        if not repo.verified and not unproven and not published:
+            unproven = {README: "the mirror records no commit it was downloaded at"}
+    if unproven and not files.synthetic:
+        _warn_unverified(repo.root, spec.name, revision, unproven)
+    return revision, fingerprint, unproven
 
 
 def _evaluated_queries(spec: TaskSpec, queries: pl.DataFrame, qrels: Qrels) -> tuple[pl.DataFrame, list[str], list[str]]:
@@ -162,8 +203,13 @@ def _evaluated_queries(spec: TaskSpec, queries: pl.DataFrame, qrels: Qrels) -> t
     return queries, without_qrels, sorted(without_qrels + zero_only)
 
 
-def _warn_unverified(root: Path, task: str, revision: str) -> None:
-    """One message per mirror (the same text for every task of it: a command shows it once, see cli)."""
+def _warn_unverified(root: Path, task: str, revision: str, unproven: dict[str, str]) -> None:
+    """One message per mirror (the same text for every task of it: a command shows it once, see cli), and one per
+    file that contradicts the hash published for its revision (that file is named: it is not the revision's)."""
+    spec = get_task_spec(task)
+    for name in sorted(set(unproven) & set(spec.published_files)):
+        logger.warning("%s: %s is not the file of revision %s: %s. Its results are not filed under that revision; "
+                       "download the file again", task, root / name, revision, unproven[name])
     if revision.startswith(LOCAL_REVISION_PREFIX):
         logger.warning(
             "the mirror %s records no commit it was downloaded at, so each task's results are filed under a fingerprint of "
@@ -196,13 +242,19 @@ def drift_accepted(accept_drift: bool | None) -> bool:
     return os.environ.get(ACCEPT_DRIFT_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
-def _read_texts(path: Path, spec: TaskSpec, what: str) -> pl.DataFrame:
+def _read_text_table(path: Path, spec: TaskSpec) -> pl.DataFrame:
+    """Every row of a corpus or query file (columns id, text), repeated ids included."""
     columns = _TEXT_TABLE[spec.data_format]
     frame = read_table(path, columns).rename({next(iter(columns)): "id"})
     check_ids(frame, ["id"], path)
-    check_unique(frame, ["id"], path, what)
-    check_texts(frame, path)
     return frame
+
+
+def _read_queries(path: Path, spec: TaskSpec) -> UniqueRows:
+    """Queries, each id once; a blank query is refused (a damaged file: no R2MED query is blank)."""
+    frame = _read_text_table(path, spec)
+    check_texts(frame, path)
+    return fold_repeated_ids(frame, path, "query id")
 
 
 def _read_qrels(path: Path, spec: TaskSpec) -> pl.DataFrame:

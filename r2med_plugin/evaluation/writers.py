@@ -30,6 +30,7 @@ from r2med_plugin.reporting.official_files import (
     write_official_results,
 )
 from r2med_plugin.retrieval.rerank import official_reranker_name
+from r2med_plugin.types import TaskData
 from r2med_plugin.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
             "reranker": info.reranker, "reranker_revision": info.reranker_revision, "first_stage": info.first_stage,
             "first_stage_revision": info.first_stage_revision, "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
             "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
-            "dataset_count_drift": dataset_count_drift(result.data),
+            "dataset_count_drift": dataset_count_drift(result.data), "dataset_rows": dataset_rows(result.data),
         } | ({"rerank_usage": info.usage} if info.usage is not None else {})
     return {
         "model_name": result_model_name(result),
@@ -57,8 +58,16 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "dataset_source": result.data.source,
         "dataset_files_fingerprint": result.data.files_fingerprint,
         "dataset_count_drift": dataset_count_drift(result.data),
+        "dataset_rows": dataset_rows(result.data),
         "r2med_plugin_version": __version__,
     }
+
+
+def dataset_rows(data: TaskData) -> dict[str, int]:
+    """The corpus file's rows and the unique ids ranked: they differ where rows repeat an id (DESIGN.md §3)."""
+    report = data.report
+    return {"corpus_rows": report.corpus_rows, "unique_document_ids": report.unique_document_ids,
+            "repeated_document_rows": report.repeated_document_rows, "near_empty_documents": len(report.near_empty_documents)}
 
 
 def filed_name(result: TaskRunResult) -> str:

@@ -68,18 +68,28 @@ def bm25_weights(counts: sp.csr_matrix, idf: np.ndarray, avgdl: float, k1: float
 
 
 def index_from_analyzed(
-    doc_ids: Sequence[str], analyzed: AnalyzedTexts, *, k1: float = LUCENE_K1, b: float = LUCENE_B
+    doc_ids: Sequence[str], analyzed: AnalyzedTexts, *, k1: float = LUCENE_K1, b: float = LUCENE_B,
+    row_counts: np.ndarray | None = None,
 ) -> LuceneBM25Index:
-    """The BM25 index of an already analysed corpus (terms as ``analyze`` gives them)."""
+    """The BM25 index of an already analysed corpus (terms as ``analyze`` gives them).
+
+    ``row_counts`` (one per document) counts a document that fills several identical rows of the corpus file
+    that many times in N, the document frequencies and the average length, as the official code, which indexes
+    every row, does; each id is still scored once.
+    """
     if len(doc_ids) != len(analyzed.lengths):
         raise ValueError(f"doc_ids ({len(doc_ids)}) and analysed documents ({len(analyzed.lengths)}) must have the same length")
     if not len(doc_ids):
         raise ValueError("the corpus is empty: there is nothing to index")
+    rows = _row_counts(row_counts, len(doc_ids))
     vocabulary_map = {term: i for i, term in enumerate(analyzed.vocabulary)}
     counts = term_frequencies(analyzed, vocabulary_map)
-    document_frequency = np.bincount(counts.indices, minlength=len(vocabulary_map))
-    idf = np.log(len(doc_ids) + 1.0) - np.log(document_frequency + 0.5)
-    avgdl = float(counts.sum()) / len(doc_ids)
+    row_of_entry = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+    document_frequency = np.bincount(counts.indices, weights=rows[row_of_entry], minlength=len(vocabulary_map))
+    total_rows = int(rows.sum())
+    idf = np.log(total_rows + 1.0) - np.log(document_frequency + 0.5)
+    lengths = np.asarray(counts.sum(axis=1)).ravel().astype(np.int64)
+    avgdl = float(int((lengths * rows).sum())) / total_rows
     return LuceneBM25Index(
         doc_ids=tuple(doc_ids),
         vocabulary=vocabulary_map,
@@ -89,6 +99,15 @@ def index_from_analyzed(
         k1=k1,
         b=b,
     )
+
+
+def _row_counts(row_counts: np.ndarray | None, documents: int) -> np.ndarray:
+    if row_counts is None:
+        return np.ones(documents, dtype=np.int64)
+    rows = np.asarray(row_counts, dtype=np.int64)
+    if rows.shape != (documents,) or (rows < 1).any():
+        raise ValueError(f"row_counts must hold one count of at least 1 per document ({documents}), got shape {rows.shape}")
+    return rows
 
 
 def build_lucene_index(
@@ -130,8 +149,12 @@ def bm25_search(
     show_progress: bool = True,
     ties: TieOrder = "doc_id",
     workers: int | None = None,
+    row_counts: np.ndarray | None = None,
 ) -> Run:
     """BM25 run over ``corpus`` (columns id, text) for ``queries`` (columns id, text): top_k per query.
+
+    ``row_counts`` (bm25-lucene): how many identical rows of the corpus file each document fills
+    (``TaskData.document_row_counts``); they count in BM25's statistics as in the official code.
 
     Ties are broken as pytrec_eval breaks them (document id descending), so the cut at top_k keeps
     the documents an evaluator would rank first; ``ties="corpus"`` keeps corpus order instead (the
@@ -150,7 +173,7 @@ def bm25_search(
     query_texts = queries["text"].to_list()
     if variant == "lucene":
         analyzed = analyze_corpus(corpus, workers=workers, show_progress=show_progress)
-        index = index_from_analyzed(doc_ids, analyzed)
+        index = index_from_analyzed(doc_ids, analyzed, row_counts=row_counts)
         score = lambda chunk: lucene_scores(index, chunk)  # noqa: E731
     else:
         retriever = build_robertson_index(corpus["text"].to_list(), show_progress=show_progress)

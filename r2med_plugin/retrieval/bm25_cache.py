@@ -33,13 +33,19 @@ def bm25_run(
     workers: int | None = None,
 ) -> Run:
     """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,
-    variant, depth, tie order, text fingerprints and (bm25-lucene) the analyzer version."""
+    variant, depth, tie order, text fingerprints and (bm25-lucene) the analyzer version and the rows each
+    document fills in the corpus file (bm25-lucene indexes every row, as the official code; bm25-robertson,
+    NanoR2MED's recipe, indexes each id once)."""
     variant = variant or bm25_variant_for(data)
     queries = data.queries if queries is None else queries
     tie_part = () if ties == "doc_id" else (f"ties={ties}",)
     analyzer = analyzer_version() if variant == "lucene" else ""
-    key = key_of(data.name, data.cache_revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries), analyzer)
+    row_counts = data.document_row_counts() if variant == "lucene" else None
+    rows_part = () if row_counts is None else (f"rows={key_of(*row_counts.tolist())}",)
+    key = key_of(data.name, data.cache_revision, variant, top_k, *tie_part, fingerprint(data.corpus), fingerprint(queries),
+                 analyzer, *rows_part)
     return cached_run(
         f"bm25-{variant}", key,
-        lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties, workers=workers),
+        lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties,
+                            workers=workers, row_counts=row_counts),
     )

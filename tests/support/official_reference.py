@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
+from pathlib import Path
 
 import pytrec_eval
 
@@ -72,8 +74,29 @@ def reference_dense_file(doc_ids: list[str], full_scores: dict[str, list[float]]
     return _official_file(task, model, seconds, _official_means(qrels, results, [1, 3, 5, 10, 100], with_mrr=False))
 
 
+def corpus_file_rows(data) -> tuple[list[str], list[str]]:
+    """(ids, texts) of every row of an R2MED task's corpus.jsonl, read line by line as load_retrieval_data in
+    eval_BM25.py reads it (repeated ids included), from the mirror in R2MED_DATA_DIR; NanoR2MED: the loaded corpus."""
+    if data.spec.kind != "r2med":
+        return data.corpus["id"].to_list(), data.corpus["text"].to_list()
+    path = Path(os.environ["R2MED_DATA_DIR"]) / data.spec.hub_repo / "corpus.jsonl"
+    ids, texts = [], []
+    with path.open(encoding="utf-8") as stream:
+        for line in stream:
+            row = json.loads(line)
+            ids.append(row["id"])
+            texts.append(row["text"])
+    return ids, texts
+
+
+def row_ids(data) -> list[str]:
+    return corpus_file_rows(data)[0]
+
+
 def full_bm25(data) -> dict[str, list[float]]:
-    """Every document's official BM25 score for every query, in corpus order."""
-    index = build_lucene_index(data.corpus["id"].to_list(), data.corpus["text"].to_list(), show_progress=False)
+    """Every row's official BM25 score for every query, in file order: an index over every row, as eval_BM25.py
+    builds it (a repeated id counts in N, the document frequencies and the average length)."""
+    ids, texts = corpus_file_rows(data)
+    index = build_lucene_index(ids, texts, show_progress=False)
     matrix = lucene_scores(index, data.queries["text"].to_list())
     return {q: [float(x) for x in row] for q, row in zip(data.queries["id"].to_list(), matrix)}
