@@ -50,6 +50,45 @@ def official_file(src: Path, work: Path, mirror: Path, hub_name: str, method: st
     return json.loads((folder / f"{hub_name}.json").read_text(encoding="utf-8"))
 
 
+def official_run(work: Path, hub_name: str, method: str, llm: str, tools: Path) -> dict:
+    """The official top-100 run with its scores: ``load_retrieval_data`` and ``retrieval_bm25`` of eval_BM25.py
+    (unchanged) called as ``eval_bm25`` calls them; eval_bm25 itself keeps the run only with save_top_k."""
+    code = work / "official"
+    call = (f"import json, eval_BM25, base; r1 = {llm!r} in base.r1_model_list; "
+            f"d, i, q, qi, gt = eval_BM25.load_retrieval_data('../dataset/{hub_name}/', {method!r}, {llm!r}, r1); "
+            f"scores, run = eval_BM25.retrieval_bm25(q, qi, d, i, gt); print(json.dumps(run))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(code / "src")])}
+    out = subprocess.run([sys.executable, "-c", call], cwd=code / "src", env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def our_runs(mirror: Path, task: str, method: str, llm: str) -> tuple[dict, dict]:
+    """Our bm25-lucene run (every row in the statistics), and the same with the unique ids alone indexed."""
+    from r2med_plugin.data.loader import load_task
+    from r2med_plugin.evaluation.first_stages import bm25_queries
+    from r2med_plugin.retrieval.bm25 import bm25_search
+
+    data = load_task(task, data_dir=mirror, accept_drift=True)
+    queries = bm25_queries(data, f"{method}/{llm}" if method else None, mirror)
+    every_row = bm25_search(data.corpus, queries, top_k=100, ties="corpus", show_progress=False,
+                            row_counts=data.document_row_counts())
+    unique_only = bm25_search(data.corpus, queries, top_k=100, ties="corpus", show_progress=False)
+    return every_row, unique_only
+
+
+def largest_difference(theirs: dict, ours: dict) -> float:
+    """Max |score| difference over the official top 100 (inf when a listed document is missing)."""
+    worst = 0.0
+    for query_id, ranked in theirs.items():
+        if query_id not in ours:  # a query without qrels: the official code ranks it, pytrec_eval skips it, we drop it
+            continue
+        for doc_id, score in ranked.items():
+            if doc_id not in ours.get(query_id, {}):
+                return float("inf")
+            worst = max(worst, abs(score - ours[query_id][doc_id]))
+    return worst
+
+
 def our_file(work: Path, mirror: Path, task: str, method: str, llm: str) -> tuple[dict, dict]:
     """``r2med evaluate`` into a fresh folder; (official JSON, its metadata)."""
     out = work / "ours" / f"{task}-{method or 'plain'}-{llm}"
@@ -89,17 +128,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         mirror = build_fixture_mirror(work / "mirror")
-        print("| case | rows indexed (official) | unique ids ranked (ours) | keys | identical |")
-        print("|---|---|---|---|---|")
+        print("| case | rows indexed (official) | unique ids ranked (ours) | keys | identical | max score diff, top 100 | same, unique ids only indexed |")
+        print("|---|---|---|---|---|---|---|")
         for task, method, llm in CASES:
             hub_name = get_task_spec(task).hub_name
             theirs = official_file(args.official_src, work, mirror, hub_name, method, llm, args.oracle_tools)
             ours, metadata = our_file(work, mirror, task, method, llm)
             differ = compare(theirs["test"], ours["test"])
+            every_row, unique_only = our_runs(mirror, task, method, llm)
+            run = official_run(work, hub_name, method, llm, args.oracle_tools)
+            worst, without_rows = largest_difference(run, every_row), largest_difference(run, unique_only)
+            if worst > 1e-5:
+                differ.append(f"run scores differ by {worst:.3g}")
             rows = metadata["dataset_rows"]
             case = f"{task}{' ' + method + '/' + llm if method else ''}"
             print(f"| {case} | {rows['corpus_rows']} | {rows['unique_document_ids']} | {len(theirs['test'])} | "
-                  f"{'yes' if not differ else 'NO'} |")
+                  f"{'yes' if not differ else 'NO'} | {worst:.2g} | {without_rows:.2g} |")
             for line in differ:
                 print(f"    {line}")
             failures += bool(differ)

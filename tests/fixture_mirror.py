@@ -59,6 +59,15 @@ EXTRA_DOCUMENTS = {"biology": [("0024", "  "), ("0025", "?"), ("0026", None)]}
 REPEATED_TEXT_OF = {"biology": 3}  # biology-doc-0026 holds biology-doc-0003's text
 
 
+def fixture_document_count(slug: str) -> int:
+    """Unique document ids of an R2MED fixture task (repeated rows folded; extra documents counted)."""
+    return R2MED_DOCS + len(EXTRA_DOCUMENTS.get(slug, []))
+
+
+def fixture_query_id(slug: str, index: int) -> str:
+    return REAL_ID_SHAPES[slug][1](index) if slug in REAL_ID_SHAPES else f"{slug}-q-{index:03d}"
+
+
 def _content(slug: str, n_docs: int, n_queries: int, with_unjudged: bool) -> dict:
     """Documents, queries and positives for one task: query i is about TOPICS[i]; its positives too."""
     rng = random.Random(f"fixture-{slug}-{n_docs}")

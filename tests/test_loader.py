@@ -8,7 +8,9 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.catalog import list_tasks
-from tests.fixture_mirror import NANO_QUERIES, R2MED_DOCS, R2MED_QUERIES, SAFEGUARD_QUERY, fixture_positives
+from tests.fixture_mirror import (
+    NANO_QUERIES, R2MED_DOCS, R2MED_QUERIES, SAFEGUARD_QUERY, fixture_document_count, fixture_positives, fixture_query_id,
+)
 
 
 @pytest.mark.parametrize("name", [spec.name for spec in list_tasks()])
@@ -21,9 +23,9 @@ def test_every_task_loads_from_the_mirror(mirror_env: Path, name: str):
     assert data.qrels == {q: dict.fromkeys(docs, 1) for q, docs in positives.items()}
     assert data.queries["id"].to_list() == sorted(positives)
     if spec.kind == "r2med":
-        assert data.corpus.height == R2MED_DOCS
+        assert data.corpus.height == fixture_document_count(spec.slug)
         assert data.revision == spec.revision  # a mirror without recorded revision is taken as the pinned one
-        assert data.report["queries_without_positives"] == [f"{spec.slug}-q-{R2MED_QUERIES - 1:03d}"]
+        assert data.report["queries_without_positives"] == [fixture_query_id(spec.slug, R2MED_QUERIES - 1)]
         assert data.candidates == {}
     else:
         assert data.report["queries_without_positives"] == []
@@ -46,7 +48,7 @@ def test_safeguard_row_is_a_positive(mirror_env: Path):
 def test_data_dir_argument_overrides_environment(fixture_mirror: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("R2MED_DATA_DIR", "/nonexistent/for/sure")
     data = r2med_plugin.load_task("R2MEDBiology", data_dir=fixture_mirror, accept_drift=True)
-    assert data.corpus.height == R2MED_DOCS
+    assert data.corpus.height == fixture_document_count("biology")
 
 
 def test_recorded_mirror_revision_is_reported(mirror_copy: Path):
@@ -150,18 +152,29 @@ def test_missing_value_names_the_row(mirror_copy: Path):
 
 
 def test_duplicate_document_id(mirror_copy: Path):
+    """A repeated row with the same text is folded (the real PMC-Treatment has 145); other text is refused."""
     corpus = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
     lines = corpus.read_text().splitlines()
     corpus.write_text("\n".join(lines + [lines[4]]) + "\n")
-    with pytest.raises(ValueError, match=rf"corpus.jsonl, row {len(lines) + 1}: duplicate document id \(id='biology-doc-0004'\)"):
+    data = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
+    assert dict(data.report.repeated_document_ids) == {"biology-doc-0004": 2} and data.corpus.height == len(lines)
+    changed = json.loads(lines[4]) | {"text": "something else"}
+    corpus.write_text("\n".join(lines + [json.dumps(changed)]) + "\n")
+    with pytest.raises(ValueError, match=rf"corpus.jsonl, rows 5 and {len(lines) + 1}: document id 'biology-doc-0004' occurs twice with different text"):
         r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
 
 
 def test_empty_text(mirror_copy: Path):
+    """A blank document is kept (a document with no tokens, as the references keep it); a blank query is refused."""
     path = mirror_copy / "hakari-bench" / "NanoR2MED" / "corpus" / "NanoR2MEDBiology.parquet"
     frame = pl.read_parquet(path)
     frame.with_columns(pl.when(pl.int_range(pl.len()) == 7).then(pl.lit("  ")).otherwise("text").alias("text")).write_parquet(path)
-    with pytest.raises(ValueError, match=r"NanoR2MEDBiology.parquet, row 8: empty text for id 'nano-biology-doc-0007'"):
+    data = r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
+    assert data.report.near_empty_documents == ["nano-biology-doc-0007"]
+    path = mirror_copy / "hakari-bench" / "NanoR2MED" / "queries" / "NanoR2MEDBiology.parquet"
+    frame = pl.read_parquet(path)
+    frame.with_columns(pl.when(pl.int_range(pl.len()) == 2).then(pl.lit("  ")).otherwise("text").alias("text")).write_parquet(path)
+    with pytest.raises(ValueError, match=r"NanoR2MEDBiology.parquet, row 3: empty text for id 'nano-biology-q-002'"):
         r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
 
 
@@ -228,7 +241,7 @@ def test_loading_does_not_mutate_between_calls(mirror_env: Path):
 def test_data_files_may_be_glob_patterns(mirror_copy: Path):
     readme = mirror_copy / "R2MED" / "Biology" / "README.md"
     readme.write_text(readme.read_text().replace("path: corpus.jsonl", "path: corpus*.jsonl"))
-    assert r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True).corpus.height == R2MED_DOCS
+    assert r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True).corpus.height == fixture_document_count("biology")
     (mirror_copy / "R2MED" / "Biology" / "corpus-extra.jsonl").write_text('{"id": "x", "text": "y"}\n')
     with pytest.raises(ValueError, match="must name exactly one file"):
         r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)

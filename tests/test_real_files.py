@@ -217,7 +217,7 @@ def test_cli_evaluate_and_sweep_run_both_tasks_to_the_end(mirror_env: Path, tmp_
 
     from r2med_plugin.cli import main
 
-    assert main(["evaluate", "--task", PMC, "--task", BIOLOGY, "--retriever", "bm25-lucene", "--output", str(tmp_path / "out"),
+    assert main(["evaluate", "--task", PMC, BIOLOGY, "--retriever", "bm25-lucene", "--output", str(tmp_path / "out"),
                  "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "repeat an earlier id with identical text" in err and "at most one character" in err

@@ -136,8 +136,9 @@ def _contradicts_published(path: Path, expected: Mapping[str, object]) -> str | 
     size = path.stat().st_size
     if "bytes" in expected and size != expected["bytes"]:
         return f"{size:,} bytes where the revision's file has {int(expected['bytes']):,} (published size)"
-    if file_sha256(path) != expected["sha256"]:
-        return f"SHA-256 {file_sha256(path)[:12]}... differs from the revision's published {str(expected['sha256'])[:12]}..."
+    actual = file_sha256(path)
+    if actual != expected["sha256"]:
+        return f"SHA-256 {actual[:12]}... differs from the revision's published {str(expected['sha256'])[:12]}..."
     return None
 
 
