@@ -308,6 +308,46 @@ def test_reasoning_answers_inline_think_and_spent_budgets(own_cache: Path, monke
     assert usage["undecided"] == 1 and usage["scored_by_answer"] == 1 and usage["scored_by_logprobs"] == 1
 
 
+def rank1_tokens(body: dict) -> dict:
+    """What a Rank1 model generates: reasoning whose tokens also weigh true against false (a top-20 list holds many
+    words: "True"/"False" at the first token, " true"/" false" later), "</think>", then the answer token."""
+    true, false = _true_false(_passage(body))
+    word = "true" if true >= false else "false"
+    return {"tokens": [
+        ("Okay", -0.3, {"Okay": -0.3, "Alright": -1.5, "True": -6.0, "False": -5.0}), (",", -0.1, {}), (" the", -0.2, {}),
+        (" passage", -0.1, {}), (" says", -0.4, {}), (" true", -0.5, {" true": -0.5, " false": -1.3}), (".\n", -0.2, {}),
+        ("</think>", -0.01, {}), ("\n\n", -0.01, {}), (word, max(true, false), {"true": true, "false": false, "True": -9.0}),
+    ]}
+
+
+@pytest.mark.parametrize("parser", ["deepseek_r1", None])
+def test_reasoning_scores_the_answer_token_behind_a_reasoning_parser(own_cache: Path, monkeypatch, parser: str | None):
+    """vLLM's --reasoning-parser moves the thought to reasoning_content, but its log-probabilities still cover the
+    thought's tokens first: the score is read at the answer's token, as with the thought inline in the content; a
+    budget spent thinking (--max-tokens 2: no answer) is undecided, not scored from the thought's tokens."""
+    first_stage, queries, documents = _toy(count=4, queries=1)
+    with LoopbackOpenAI(reply=rank1_tokens, reasoning_parser=parser) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = ReasoningLLMReranker("test-llm", _config(server))
+        run = reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
+        answered = reranker.last_report.usage
+        cut = ReasoningLLMReranker("test-llm", _config(server, max_tokens=2))
+        spent = cut.rerank(first_stage, queries, documents, depth=4, show_progress=False)
+        message = server.completions()[0]
+    expected = {}
+    for doc_id, passage in documents.items():
+        true, false = _true_false(passage)
+        p_true = math.exp(true) + math.exp(-9.0)  # the answer token's "true" and "True"; not the thought's 1 / (1 + e)
+        expected[doc_id] = p_true / (p_true + math.exp(false))
+    assert run["q0"] == pytest.approx(expected, abs=1e-12)
+    assert answered["scored_by_logprobs"] == 4 and "undecided" not in answered
+    assert spent["q0"] == {doc_id: 0.5 for doc_id in documents}
+    assert cut.last_report.usage["undecided"] == 4 and "scored_by_logprobs" not in cut.last_report.usage
+    assert message["logprobs"] is True and message["top_logprobs"] == 20
+    traces = {trace["doc_id"]: trace for trace in cut.last_report.traces}
+    assert traces["d00"]["reasoning"] == "Okay," and traces["d00"]["answer"] == "" and traces["d00"]["finish_reason"] == "length"
+
+
 # --- requests: keys, failures, SIGKILL ----------------------------------------------------------------------------
 
 def test_the_key_is_never_written_and_a_refused_key_is_redacted(mirror_env: Path, own_cache: Path, tmp_path: Path,

@@ -117,11 +117,12 @@ async def complete(client: Any, model: str, messages: list[dict[str, str]], samp
 @dataclass(frozen=True)
 class Answer:
     """One chat completion as the rerankers keep it (and cache it): the answer apart from any reasoning part, and
-    the log-probabilities of the answer's tokens when the endpoint returned them."""
+    the log-probabilities of the generated tokens when the endpoint returned them (as it returned them: behind vLLM's
+    reasoning parser they cover the reasoning's tokens first; ``prompting.answer_tokens`` finds the answer's)."""
 
     content: str
     reasoning: str | None
-    logprobs: list[dict[str, Any]] | None  # per answer token: {"token", "logprob", "top": {token: logprob}}
+    logprobs: list[dict[str, Any]] | None  # per generated token: {"token", "logprob", "top": {token: logprob}}
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None

@@ -95,21 +95,10 @@ def pair_messages(kind: str, query: str, passage: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": llm_prompts()[kind]["user"].format(query=query, passage=passage)}]
 
 
-def two_way_probability(logprobs: Sequence[dict[str, Any]] | None, positive: str, negative: str,
-                        *, after: str | None = None, text: str = "") -> float | None:
+def two_way_probability(logprobs: Sequence[dict[str, Any]] | None, positive: str, negative: str) -> float | None:
     """P(positive) / (P(positive) + P(negative)) at the first answer token whose alternatives hold either word
-    (case and surrounding spaces ignored; the variants of a word add up), or None when no token does.
-
-    ``after``: only tokens after this marker in ``text`` (the answer) count, e.g. "</think>" when a reasoning
-    model's thinking is part of the answer."""
-    if not logprobs:
-        return None
-    skip = text.index(after) + len(after) if after and after in text else 0
-    seen = 0
-    for item in logprobs:
-        seen += len(item["token"])
-        if seen <= skip:
-            continue
+    (case and surrounding spaces ignored; the variants of a word add up), or None when no token does."""
+    for item in logprobs or ():
         alternatives = dict(item.get("top") or {})
         alternatives.setdefault(item["token"], item["logprob"])
         mass = {positive: 0.0, negative: 0.0}
@@ -119,6 +108,28 @@ def two_way_probability(logprobs: Sequence[dict[str, Any]] | None, positive: str
                 mass[word] += math.exp(logprob)
         if mass[positive] + mass[negative] > 0:
             return mass[positive] / (mass[positive] + mass[negative])
+    return None
+
+
+def answer_tokens(logprobs: Sequence[dict[str, Any]] | None, answer: str) -> list[dict[str, Any]] | None:
+    """The log-probabilities of the answer's own tokens: the last tokens, from the one that starts the last place
+    where their concatenated text spells ``answer`` (stripped). A reasoning model's thought comes first, whether in
+    the content (``<think>...</think>``) or split off by the server: vLLM's reasoning parser moves the thought to
+    ``reasoning_content`` but still returns the thought's tokens first. [] for an empty answer; None when there are
+    no log-probabilities or their tokens do not spell the answer (then the said word counts)."""
+    answer = answer.strip()
+    if not logprobs:
+        return None
+    if not answer:
+        return []
+    start = "".join(item["token"] for item in logprobs).rfind(answer)
+    if start < 0:
+        return None
+    seen = 0
+    for index, item in enumerate(logprobs):
+        seen += len(item["token"])
+        if seen > start:
+            return list(logprobs[index:])
     return None
 
 

@@ -26,6 +26,7 @@ from tqdm import tqdm
 from r2med_plugin.llm.client import endpoint_host
 from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig
 from r2med_plugin.llm.prompting import (
+    answer_tokens,
     apply_permutation,
     graded_label,
     listwise_messages,
@@ -249,15 +250,21 @@ class ReasoningLLMReranker(_PairwiseScored):
             return None
         text = answer.content
         thought_inline = "</think>" in text
-        reasoning = answer.reasoning if answer.reasoning is not None else (text.split("</think>")[0] if thought_inline else "")
-        final = text.split("</think>")[-1].strip()
-        unfinished = answer.reasoning is None and not thought_inline and answer.finish_reason == "length"
-        score = None if unfinished else two_way_probability(answer.logprobs, "true", "false",
-                                                             after="</think>" if thought_inline else None, text=text)
+        # the answer is what follows the thought; a thought never closed (the budget spent, no separate reasoning
+        # part) is all thought: no answer, undecided
+        unfinished = answer.reasoning is None and not thought_inline and (
+            answer.finish_reason == "length" or text.lstrip().startswith("<think>"))
+        if unfinished:
+            reasoning, final = text, ""
+        else:
+            reasoning = answer.reasoning if answer.reasoning is not None else (text.split("</think>")[0] if thought_inline else "")
+            final = text.split("</think>")[-1].strip()
+        # scored at the answer's own tokens only: vLLM's reasoning parser still returns the thought's tokens first
+        score = two_way_probability(answer_tokens(answer.logprobs, final), "true", "false") if final else None
         if score is not None:
             counts.add("scored_by_logprobs")
         else:
-            said = None if unfinished else word_answer(text, ("true", "false"), after="</think>")
+            said = word_answer(final, ("true", "false")) if final else None
             score = {"true": 1.0, "false": 0.0}.get(said or "", UNDECIDED)
             counts.add("undecided" if said is None else "scored_by_answer")
         traces.append({"query_id": query_id, "doc_id": doc_id, "score": score, "answer": final, "reasoning": reasoning.strip(),

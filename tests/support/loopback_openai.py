@@ -1,7 +1,10 @@
 """A small OpenAI-compatible chat-completions and embeddings server on 127.0.0.1 for tests.
 
 It answers ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and ``GET /v1/models`` the way vLLM and the OpenAI
-API do (log-probabilities included, when a reply gives them: ``logprobs_of``),
+API do (log-probabilities included, when a reply gives them: ``logprobs_of``; a reply may also give the generated
+``tokens``, which the server cuts at ``max_tokens`` and, with ``reasoning_parser="deepseek_r1"``, splits into
+``reasoning_content`` and ``content`` as vLLM's ``--reasoning-parser deepseek_r1`` does, its log-probabilities still
+covering every generated token, the reasoning's first),
 records every request (path, JSON body, whether the key matched), and can misbehave on purpose:
 queued faults for the next completions ("429", "500", "drop" a connection, "slow:<seconds>"), a
 delay on every answer; for embeddings also "nonjson" (a 200 whose body is not JSON), "baddim" (vectors
@@ -39,6 +42,18 @@ def logprobs_of(tokens: list[tuple[str, float, dict[str, float]]]) -> dict[str, 
     ]}
 
 
+def deepseek_r1_split(text: str) -> tuple[str, str | None]:
+    """(reasoning_content, content) as vLLM's DeepSeekR1ReasoningParser splits a whole output: a leading ``<think>``
+    dropped, everything before the first ``</think>`` is reasoning; no ``</think>`` (the budget spent thinking): all
+    of it is reasoning and the content is null; an empty content is null too."""
+    before, marker, after = text.partition("<think>")
+    text = after if marker else before
+    if "</think>" not in text:
+        return text, None
+    reasoning, _, content = text.partition("</think>")
+    return reasoning, content or None
+
+
 def listwise_passages(body: dict[str, Any]) -> list[str]:
     """The passages of a RankGPT conversation, in their [1], [2], ... order."""
     return [m["content"].split("] ", 1)[1] for m in body["messages"] if m["role"] == "user" and m["content"].startswith("[")]
@@ -54,6 +69,7 @@ class LoopbackOpenAI:
     requests: list[dict[str, Any]] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     embedding_dim: int = 16  # the width of an embedding when the request names no `dimensions`
+    reasoning_parser: str | None = None  # "deepseek_r1": generated tokens are split as vLLM's reasoning parser splits them
 
     def __post_init__(self) -> None:
         server = self
@@ -167,6 +183,9 @@ class LoopbackOpenAI:
         if embeddings:
             return self._embeddings(handler, body, fault)
         answer = self.reply(body)
+        generated = answer.get("tokens") if isinstance(answer, dict) else None
+        if generated is not None:
+            answer = self._generated(body, generated)
         choice_fields: dict[str, Any] = {"finish_reason": "stop"}
         if isinstance(answer, str):
             message = {"role": "assistant", "content": answer}
@@ -176,12 +195,33 @@ class LoopbackOpenAI:
             message = {"role": "assistant", **answer}
         prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
         completion_tokens = len(" ".join(str(v) for v in message.values() if v != "assistant").split())
+        if generated is not None:
+            completion_tokens = min(len(generated), body.get("max_tokens") or len(generated))
         payload = {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
             "choices": [{"index": 0, "message": message, **choice_fields}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
         }
         self._send(handler, 200, payload)
+
+    def _generated(self, body: dict[str, Any], tokens: list[tuple[str, float, dict[str, float]]]) -> dict[str, Any]:
+        """The message and choice fields for generated ``tokens`` ([(token, logprob, {alternative: logprob})]): cut at
+        the request's ``max_tokens`` (finish_reason "length"), split by the reasoning parser when the server has one,
+        and log-probabilities for every generated token when the request asks for them (vLLM does not leave out the
+        reasoning's tokens)."""
+        limit = body.get("max_tokens")
+        cut = limit is not None and len(tokens) > limit
+        tokens = tokens[:limit] if cut else tokens
+        text = "".join(token for token, _, _ in tokens)
+        if self.reasoning_parser == "deepseek_r1":
+            reasoning, content = deepseek_r1_split(text)
+            message: dict[str, Any] = {"content": content, "reasoning_content": reasoning}
+        else:
+            message = {"content": text}
+        message["finish_reason"] = "length" if cut else "stop"
+        if body.get("logprobs"):
+            message["logprobs"] = logprobs_of(tokens)
+        return message
 
     def _embeddings(self, handler: BaseHTTPRequestHandler, body: dict, fault: str | None) -> None:
         if fault == "nonjson":
