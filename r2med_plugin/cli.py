@@ -176,11 +176,17 @@ def _llm_reranker(args: argparse.Namespace):
 
 
 def _print_usage(result) -> None:
-    """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing)."""
+    """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing), and how
+    its pairs (or listwise windows) were scored: by log-probabilities, labels or the said word, undecided, unparsed."""
+    from r2med_plugin.llm.rerankers import ANSWER_COUNTS
+
     usage = getattr(getattr(result, "rerank", None), "usage", None)
     if usage:
+        counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
+        unit = "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs"
         print(f"  rerank usage: {usage['requests']} requests ({usage['cached_answers']} answers from the cache), "
-              f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s")
+              f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s"
+              + (f"; {unit}: {counts}" if counts else ""))
 
 
 def _check_model_options(args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,9 @@ from r2med_plugin.types import Run
 
 TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the OpenAI API's maximum
 UNDECIDED = 0.5
+ANSWER_COUNTS = ("scored_by_logprobs", "scored_by_label", "scored_by_answer", "undecided", "unparsed_answers", "empty_answers")
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class LLMReranker:
 
     kind = ""
     option = ""
+    counted: tuple[str, ...] = ()  # how its answers are counted (ANSWER_COUNTS), each reported even when 0
 
     def __init__(self, model: str, config: LLMRerankerConfig) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -105,7 +110,7 @@ class LLMReranker:
         if unknown:
             raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
         requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path))
-        counts, traces = _Counts(), []
+        counts, traces = _Counts({name: 0 for name in self.counted}), []
         with tqdm(total=self._total(lists), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
             try:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
@@ -113,6 +118,9 @@ class LLMReranker:
                 self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)}
                                                 | requester.usage.as_dict() | counts.notes,
                                                 traces=traces if self.kind == "reasoning" else None)
+        warning = fallback_warning(self.kind, self.name, self.last_report.usage)
+        if warning:
+            logger.warning(warning)
         return run
 
     def _total(self, lists: Mapping[str, list[str]]) -> int:
@@ -128,6 +136,7 @@ class ListwiseLLMReranker(LLMReranker):
 
     kind = "listwise"
     prompt_names = ("listwise",)
+    counted = ("unparsed_answers", "empty_answers")
 
     def _settings(self) -> str:
         budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
@@ -193,6 +202,7 @@ class PointwiseLLMReranker(_PairwiseScored):
 
     kind = "pointwise"
     prompt_names = ("pointwise", "pointwise_graded")
+    counted = ("scored_by_logprobs", "scored_by_label", "undecided")
     YES_NO = {"temperature": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
     GRADED = {"temperature": 0, "max_tokens": 8}
 
@@ -235,6 +245,7 @@ class ReasoningLLMReranker(_PairwiseScored):
 
     kind = "reasoning"
     prompt_names = ("reasoning",)
+    counted = ("scored_by_logprobs", "scored_by_answer", "undecided")
 
     def _settings(self) -> str:
         return f"max{self.budget}"
@@ -270,6 +281,33 @@ class ReasoningLLMReranker(_PairwiseScored):
         traces.append({"query_id": query_id, "doc_id": doc_id, "score": score, "answer": final, "reasoning": reasoning.strip(),
                        "finish_reason": answer.finish_reason, "completion_tokens": answer.completion_tokens})
         return score
+
+
+_FALLBACK_CHECKS = {
+    "listwise": "that the model answers with passage identifiers ([2] > [1] > ...) and that --max-tokens, if given, "
+                "leaves room for them",
+    "pointwise": "that the endpoint returns log-probabilities (vLLM: --max-logprobs 20) or answers the 0-3 label question",
+    "reasoning": "that --max-tokens (the reasoning budget) leaves room for the answer after the reasoning, that the "
+                 "server's --reasoning-parser fits the model, and the answers in the traces (<Task>.reasoning.jsonl)",
+}
+
+
+def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | None:
+    """What to say when most of a rerank fell back (more than half of the pairs undecided, or of the listwise windows
+    unparsed or empty), or None: the scores are then mostly the fallback, not the model's judgement."""
+    if kind == "listwise":
+        failed = usage.get("unparsed_answers", 0) + usage.get("empty_answers", 0)
+        total = usage.get("requests", 0) + usage.get("cached_answers", 0)
+        what, fallback = "windows", "were unparsed or empty (each kept the first stage's order)"
+    else:
+        failed = usage.get("undecided", 0)
+        total = failed + sum(usage.get(key, 0) for key in ANSWER_COUNTS if key.startswith("scored_by_"))
+        what, fallback = "pairs", f"were undecided (each scored {UNDECIDED})"
+    if not total or 2 * failed <= total:
+        return None
+    return (f"{name}: {failed} of {total} {what} ({failed / total:.0%}) {fallback}: the model or endpoint is not giving "
+            "usable answers, so the scores are mostly the fallback, not the model's ranking. Check that --rerank names "
+            f"the model the endpoint serves, {_FALLBACK_CHECKS[kind]}.")
 
 
 LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
