@@ -309,6 +309,9 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     if args.hybrid or args.candidates or args.candidates_only or args.expansion:
         raise ValueError("--rerank takes one first stage: drop --hybrid, --candidates and --expansion")
     from r2med_plugin.evaluation.runner import check_arguments
+    from r2med_plugin.metrics import check_rerank_depth
+
+    check_rerank_depth(args.rerank_depth, "--rerank-depth")  # before any model loads or request is sent
 
     for task in args.task:  # every task is checked before the first one runs or a model loads
         check_arguments(task)
@@ -643,7 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>")
     evaluate.add_argument("--first-stage", default=None,
                           help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
-    evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query (official: 10 or 100; default 10)")
+    evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query, at least 10 (official: 10 or 100; default 10)")
     evaluate.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
     evaluate.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
     evaluate.add_argument("--workers", type=_positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")

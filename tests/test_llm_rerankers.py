@@ -564,3 +564,34 @@ def test_an_empty_api_key_env_is_refused():
 
     with pytest.raises(ValueError, match=r"--api-key-env is empty"):
         api_key("")
+
+
+# --- rerank depth -------------------------------------------------------------------------------------------------
+
+def test_a_rerank_depth_below_10_is_refused_before_any_request(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch, capsys):
+    """The main score is ndcg_at_10: a top-5 rerank cannot report it. It was found after every request had been sent
+    (`main score 'ndcg_at_10' is not among the scores`, nothing written); the CLI, the Python API and sweep specs
+    refuse it first."""
+    from r2med_plugin import evaluate_task
+    from r2med_plugin.sweep import load_spec
+    from r2med_plugin.sweep.spec import SpecError
+
+    with LoopbackOpenAI(reply=pointwise_reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        argv = ["evaluate", "--task", TASK, "--rerank", "llm-pointwise:test-llm", "--first-stage", "bm25-robertson",
+                "--base-url", server.base_url, "--rerank-depth", "5", "--output", str(tmp_path / "out"), "--quiet"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        reranker = as_reranker("llm-pointwise:test-llm", llm=_config(server))
+        with pytest.raises(ValueError, match=r"rerank_depth \(--rerank-depth\) must be at least 10 .*got 9"):
+            evaluate_task(TASK, rerank=reranker, first_stage="bm25-robertson", rerank_depth=9, show_progress=False)
+        assert server.completions() == []
+    assert "r2med: error: --rerank-depth must be at least 10 documents per query" in err and "got 5" in err
+    assert "ndcg_at_10" in err and not (tmp_path / "out").exists()
+    entry = {"model": "llm-pointwise:m", "first_stage": "bm25-robertson", "base_url": "http://127.0.0.1:9/v1", "depth": 5}
+    with pytest.raises(SpecError, match=r"`rerankers\[0\]\.depth` must be at least 10 documents per query.*got 5"):
+        load_spec(_sweep_spec(tmp_path, entry))
+    with pytest.raises(SpecError, match=r"`rerankers\[0\]\.depth` must be at least 10"):
+        load_spec(_sweep_spec(tmp_path, {"model": "org/cross-encoder", "first_stage": "bm25-robertson", "depth": 3}))
+    assert load_spec(_sweep_spec(tmp_path, entry | {"depth": 10})).rerankers[0]["rerank_depth"] == 10

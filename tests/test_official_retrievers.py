@@ -445,7 +445,7 @@ def test_an_api_first_stage_leaves_device_to_a_local_reranker(mirror_env, tiny, 
     AutoTokenizer.from_pretrained(tiny["bert"]).save_pretrained(monobert)
     with LoopbackOpenAI(models=("text-embedding-3-large",)) as server:
         base = ["evaluate", "--task", TASK, "--first-stage", "official:openai", "--base-url", server.base_url, "--quiet"]
-        assert main([*base, "--rerank", f"official:monobert@{monobert}", "--rerank-depth", "5", "--device", "cpu"]) == 0
+        assert main([*base, "--rerank", f"official:monobert@{monobert}", "--rerank-depth", "10", "--device", "cpu"]) == 0
         alone = ["evaluate", "--task", TASK, "--retriever", "official:openai", "--base-url", server.base_url, "--quiet"]
         assert main([*alone, "--device", "cpu"]) == 2  # without a local reranker, --device reaches no code
     assert "runs on the endpoint's server" in capsys.readouterr().err

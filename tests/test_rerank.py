@@ -259,15 +259,15 @@ def test_an_encoder_first_stage_keeps_its_top_100_and_reranks_its_top_k(data):
 
     encoder = HashingEncoder(dim=64)
     scorer = WordOverlap()
-    result = evaluate_task(TASK, encoder, rerank=scorer, rerank_depth=3, first_stage_name="hashing", show_progress=False)
+    result = evaluate_task(TASK, encoder, rerank=scorer, rerank_depth=10, first_stage_name="hashing", show_progress=False)
     dense = dense_search(encoder, data.corpus, data.queries, dataset_revision=data.revision, top_k=100)
     assert result.rerank.first_stage_run == dense and all(len(r) == 24 for r in dense.values())  # the whole fixture corpus
     queries, corpus = _texts(data.queries), _texts(data.corpus)
     for query_id, ranked in dense.items():
-        top = list(ranked)[:3]
+        top = list(ranked)[:10]
         overlap = {d: float(len(set(queries[query_id].lower().split()) & set(corpus[d].lower().split()))) for d in top}
         assert result.run[query_id] == overlap
-    assert result.retriever == "WordOverlap|hashing|top_3"
+    assert result.retriever == "WordOverlap|hashing|top_10"
     assert result.scores["first_stage_ndcg_at_10"] == evaluate_run(data.qrels, dense)["ndcg_at_10"]
 
 

@@ -26,7 +26,7 @@ from r2med_plugin.evaluation.first_stages import (
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
-from r2med_plugin.metrics import MIN_TOP_K
+from r2med_plugin.metrics import MIN_TOP_K, check_rerank_depth
 from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.retrieval.dense import Encoder
 from r2med_plugin.types import TaskSpec
@@ -226,6 +226,7 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
     get_task_spec(task)
     check_depth(depth)
+    check_rerank_depth(depth)
     stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,
                            bm25_workers=workers)
     if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint

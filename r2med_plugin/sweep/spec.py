@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.metrics import MIN_TOP_K
+from r2med_plugin.metrics import MIN_TOP_K, check_rerank_depth
 from r2med_plugin.names import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
@@ -352,6 +352,10 @@ def _rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
             raise _fail(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(RERANKER_KEYS)}")
         check_model_path(path, key if plain else f"{key}.model", entry["model"])
         kwargs: dict[str, Any] = {"rerank": entry["model"], "rerank_depth": _as_int(path, f"{key}.depth", entry.get("depth"), 10, 1)}
+        try:
+            check_rerank_depth(kwargs["rerank_depth"], f"`{key}.depth`")  # as evaluate --rerank-depth checks it
+        except ValueError as error:
+            raise SpecError(f"{path}: {error}") from None
         if entry.get("first_stage") is not None:
             kwargs["first_stage"] = str(entry["first_stage"])
             check_model_path(path, f"{key}.first_stage", kwargs["first_stage"])
