@@ -48,7 +48,7 @@ def test_r2med_docs_queries_qrels(mirror_env: Path):
     repo = mirror_env / "R2MED" / "Biology"
     ds = _fresh("r2med/biology")
     docs = [GenericDoc(r["id"], r["text"]) for r in _jsonl(repo / "corpus.jsonl")]
-    assert_records(ds.docs_iter(), 24, {0: docs[0], 9: docs[9], -1: docs[-1]})
+    assert_records(ds.docs_iter(), len(docs), {0: docs[0], 9: docs[9], -1: docs[-1]})
     qrels = [TrecQrel(r["q_id"], r["p_id"], r["score"], "0") for r in _jsonl(repo / "qrels.jsonl")]
     assert_records(ds.qrels_iter(), 9, {0: qrels[0], -1: qrels[-1]})
     queries = [GenericQuery(r["id"], r["text"]) for r in _jsonl(repo / "query.jsonl")][:-1]  # the last has no positives

@@ -15,6 +15,9 @@ import pytest
 
 import r2med_plugin
 from tests.support.loopback_hub import HostedRepo, LoopbackHub
+from tests.fixture_mirror import fixture_document_count
+
+BIOLOGY_ROWS = fixture_document_count("biology")  # the fixture's Biology corpus: one row per id
 
 NANO_COMMIT = "c0ffee" + "0" * 34
 TOKEN = "hf_SecretTokenForTests0123456789"
@@ -57,7 +60,7 @@ def test_r2med_downloads_the_pinned_revision(hosted, tmp_path: Path):
         result = load_via_hub(hub, "R2MEDBiology", tmp_path / "hf")
     spec = r2med_plugin.get_task_spec("R2MEDBiology")
     assert result["ok"], result
-    assert result["source"] == "hub" and result["revision"] == spec.revision and result["docs"] == 24
+    assert result["source"] == "hub" and result["revision"] == spec.revision and result["docs"] == fixture_document_count("biology")
     paths = [path for _, path in hub.requests]
     assert all(spec.revision in path for path in paths) and not any("/main" in path for path in paths)
     assert {"/corpus.jsonl", "/query.jsonl", "/qrels.jsonl"} <= {p[p.rfind("/"):] for p in paths}
@@ -197,7 +200,7 @@ def test_fifty_megabyte_line_is_refused(mirror_copy: Path):
     corpus = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
     with corpus.open("a") as handle:
         handle.write(json.dumps({"id": "huge", "text": "x" * (50 * 1024 * 1024)}) + "\n")
-    with pytest.raises(ValueError, match=r"corpus.jsonl, line 25: 52,428,\d+ bytes, over the 16,777,216-byte limit"):
+    with pytest.raises(ValueError, match=rf"corpus.jsonl, line {BIOLOGY_ROWS + 1}: 52,428,\d+ bytes, over the 16,777,216-byte limit"):
         r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
 
 
@@ -212,7 +215,7 @@ def test_ids_with_control_characters_are_refused(mirror_copy: Path, bad_id: str)
     corpus = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
     with corpus.open("a") as handle:
         handle.write(json.dumps({"id": bad_id, "text": "t"}) + "\n")
-    with pytest.raises(ValueError, match="corpus.jsonl, row 25: the 'id' value .* contains control characters"):
+    with pytest.raises(ValueError, match=f"corpus.jsonl, row {BIOLOGY_ROWS + 1}: the 'id' value .* contains control characters"):
         r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
 
 
@@ -223,7 +226,7 @@ def test_no_code_from_a_dataset_repo_runs(mirror_copy: Path, tmp_path: Path):
     for name in ("Biology.py", "__init__.py", "loading_script.py"):
         (repo / name).write_text(script)
     data = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
-    assert data.corpus.height == 24 and not marker.exists()
+    assert data.corpus.height == fixture_document_count("biology") and not marker.exists()
 
 
 def test_no_loading_scripts_or_remote_code_in_the_package():

@@ -342,7 +342,7 @@ def test_submission_refuses_results_of_drifted_data(mirror_env: Path, tmp_path: 
     drift = json.loads(paths["mteb"].read_text())["r2med_provenance"]["dataset_count_drift"]
     assert drift["queries"]["expected"] == 103 and drift["queries"]["found"] < 103
     assert json.loads(paths["official_metadata"].read_text())["dataset_count_drift"] == drift
-    with pytest.raises(ValueError, match=r"R2MEDBiology \[documents 24 of 57359, qrels 9 of 374, queries 6 of 103\] in .*R2MEDBiology\.json\. .*download it again"):
+    with pytest.raises(ValueError, match=r"R2MEDBiology \[documents 27 of 57359, qrels 9 of 374, queries 6 of 103\] in .*R2MEDBiology\.json\. .*download it again"):
         export_submission([tmp_path / "out"], "bm25-robertson", tmp_path / "submission")
     assert not (tmp_path / "submission").exists()
     assert main(["export", "--submission", str(tmp_path / "out"), "--model", "bm25-robertson", "--out", str(tmp_path / "s")]) == 2
