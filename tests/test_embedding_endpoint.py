@@ -66,7 +66,8 @@ def test_faults_are_retried_and_a_rerun_sends_nothing(endpoint_env: Path, capsys
     assert _scores(first.out) == _scores(second.out) and _scores(first.out)  # same scores
     written = [path for path in (endpoint_env / "out").rglob("*") if path.is_file()]
     mteb_file = next(path for path in written if path.name == f"{TASK}.json" and "r2med_provenance" in path.read_text())
-    assert json.loads(mteb_file.read_text())["r2med_provenance"]["model_name"] == "emb" and mteb_file.parent.parent.name == "emb"
+    filed = f"emb@{_host(server)}"  # the model id at its server (host-port)
+    assert json.loads(mteb_file.read_text())["r2med_provenance"]["model_name"] == filed and mteb_file.parent.parent.name == filed
     for path in [*written, *(endpoint_env / "cache").rglob("*")]:  # the key is never written anywhere
         assert not path.is_file() or KEY.encode() not in path.read_bytes(), path
     assert KEY not in first.out + first.err + second.out + second.err
@@ -195,3 +196,25 @@ def test_timeout_and_max_retries_reach_the_requests(endpoint_env: Path, capsys: 
     with pytest.raises(SystemExit):
         main(_argv(server, "--timeout", "0"))
     assert "positive number of seconds" in capsys.readouterr().err
+
+
+def _host(server: LoopbackOpenAI) -> str:
+    """The server's host as result names hold it: host-port."""
+    return server.base_url.split("://", 1)[1].split("/", 1)[0].replace(":", "-")
+
+
+def test_two_servers_and_two_dimensions_are_three_systems(endpoint_env: Path):
+    """One model id on two servers, or with another --dimensions, is another system: three leaderboard rows named
+    by host-port and dimensions, none hidden as an older "model revision" of another (found by a third trial)."""
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
+
+    out = endpoint_env / "out"
+    with LoopbackOpenAI(models=("emb",)) as first, LoopbackOpenAI(models=("emb",)) as second:
+        for server, extra in ((first, ()), (second, ()), (second, ("--dimensions", "8"))):
+            assert main(_argv(server, "--output", str(out), *extra)) == 0
+        expected = {f"emb@{_host(first)}", f"emb@{_host(second)}", f"emb@{_host(second)}+dim8"}
+    filed = {json.loads(path.read_text())["r2med_provenance"]["model_name"] for path in (out / "results").rglob(f"{TASK}.json")}
+    assert filed == expected
+    rows = build_leaderboard([out], benchmark="nano")
+    assert sorted(row.retriever for row in rows if row.source == "yours") == sorted(expected)
+    assert not [row.note for row in rows if "model revision" in row.note]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.cache import key_of, read_cached_array, store_array
-from r2med_plugin.llm.client import api_key, describe, endpoint_host, make_client, redact
+from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
 from r2med_plugin.retrieval.dense import EncodeKind, check_model_name
 from r2med_plugin.retrieval.registry import RetrieverRef
 
@@ -117,7 +117,9 @@ class EndpointEncoder:
         self._api_key_env = api_key_env
         if name is not None:
             check_model_name(name)
-        self.name = name or model
+        # what it is names it: the model id, the server (host-port) and the dimensions asked for; one model id on two
+        # servers, or at two --dimensions, is two systems (two leaderboard rows), never two revisions of one
+        self.name = name or endpoint_model_name(model, base_url, self.dimensions)
         self.revision = "endpoint-" + hashlib.sha256(f"{self.host}\0{model}\0{self.dimensions}".encode()).hexdigest()[:12]
         self.requests_sent = 0
 
@@ -228,6 +230,12 @@ class EndpointEncoder:
         if not np.isfinite(array).all():
             raise EndpointError(f"{self.host} returned NaN or infinite embeddings (model {self.model!r})")
         return array
+
+
+def endpoint_model_name(model: str, base_url: str, dimensions: int | None = None) -> str:
+    """The name an endpoint's results are filed under: ``<model>@<host-port>``, plus ``+dim<N>`` for --dimensions N
+    (``text-embedding-3-large@api.openai.com+dim256``)."""
+    return f"{model}@{host_label(base_url)}" + (f"+dim{dimensions}" if dimensions is not None else "")
 
 
 def _decoded(embedding: Any) -> Any:

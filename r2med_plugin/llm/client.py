@@ -51,6 +51,12 @@ def endpoint_host(base_url: str) -> str:
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
+def host_label(base_url: str) -> str:
+    """An endpoint's host as a part of a result name: host-port (no scheme, no path: those never name another model
+    here). One model id on two servers is two systems (LLM rerankers, embedding endpoints), so the host names them."""
+    return endpoint_host(base_url).split("://", 1)[1].replace(":", "-")
+
+
 def redact(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:

@@ -24,7 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from r2med_plugin.llm.client import endpoint_host
+from r2med_plugin.llm.client import endpoint_host, host_label
 from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig
 from r2med_plugin.llm.prompting import (
     answer_tokens,
@@ -82,7 +82,7 @@ class LLMReranker:
         self.config = config
         # what it is names it: the model, how it asks, and where (one model id on two servers, or with another window,
         # is another reranker, a row of its own); the revision is the prompts' version
-        setup = " ".join(part for part in (self.kind, f"@{_host_label(config.endpoint.base_url)}", self._settings()) if part)
+        setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.base_url)}", self._settings()) if part)
         self.name = f"{self.model} ({setup})"
         self.revision = self._revision()
         self.last_report: RerankReport | None = None
@@ -313,11 +313,6 @@ def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | No
 LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
     "llm-listwise": ListwiseLLMReranker, "llm-pointwise": PointwiseLLMReranker, "llm-reasoning": ReasoningLLMReranker,
 }
-
-
-def _host_label(base_url: str) -> str:
-    """An endpoint's host as a name part: host-port (no scheme, no path: those never name another model here)."""
-    return endpoint_host(base_url).split("://", 1)[1].replace(":", "-")
 
 
 def is_llm_reranker_name(value: object) -> bool:
