@@ -494,10 +494,11 @@ def _export(args: argparse.Namespace) -> int:
         if not args.model:
             raise ValueError("--submission needs --model NAME (the model name in the result folders)")
         paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
-                                  uses_llm=args.uses_llm, description=args.description, allow_incomplete=args.allow_incomplete)
+                                  uses_llm=args.uses_llm, description=args.description, allow_incomplete=args.allow_incomplete,
+                                  force=args.force)
     else:
         why = "it describes a --submission; --trec exports runs as they are"
-        refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete")})
+        refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete", "force")})
         paths = export_trec_runs(args.trec, args.out, depth=args.depth)
     for path in paths:
         print(f"wrote {path}")
@@ -724,6 +725,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     export.add_argument("--allow-incomplete", action="store_true",
                         help="write a submission although tasks are missing or ran on unverified mirror files (marked in its README)")
+    export.add_argument("--force", action="store_true",
+                        help="replace a submission folder of another model (or with other files in it) whole; never mixed")
     export.set_defaults(func=_export)
     repro = commands.add_parser(
         "reproduce", help="official BM25 on the 8 R2MED tasks vs the published row, NanoR2MED candidate profiles vs task_metadata",

@@ -167,6 +167,41 @@ def test_submission_errors_and_partial(results: Path, tmp_path: Path):
     assert "Incomplete:** no results for PMC-Clinical, IIYi-Clinical" in (tmp_path / "partial" / "README.md").read_text()
 
 
+def _submission_files(folder: Path) -> dict[str, str]:
+    """Task file -> the model_name it holds, for every task JSON of a submission folder."""
+    return {path.name: json.loads(path.read_text())["model_name"] for path in sorted(folder.glob("*.json"))
+            if path.name != "model_card.json"}
+
+
+def test_a_submission_never_mixes_two_models(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """An export into a folder that holds another model's submission is refused (it kept that model's task files
+    beside the new model's card, found by a third trial); --force replaces the folder whole; the same model again
+    replaces its own submission; a folder that is no submission is never replaced."""
+    out = tmp_path / "submission"
+    export_submission([results], "org/model-a", out)
+    assert set(_submission_files(out).values()) == {"org/model-a"} and len(_submission_files(out)) == 8
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    with pytest.raises(ValueError, match=r"holds the submission of 'org/model-a'.*--force"):
+        export_submission([results], "org/model-b", out, allow_incomplete=True)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # nothing written
+    argv = ["export", "--submission", str(results), "--model", "org/model-b", "--allow-incomplete", "--out", str(out)]
+    assert main(argv) == 2 and "--force" in capsys.readouterr().err
+    assert main([*argv, "--force"]) == 0
+    assert _submission_files(out) == {f"{hub}.json": "org/model-b" for hub in HUB[:6]}  # model-a's 8 files are gone
+    assert json.loads((out / "model_card.json").read_text())["model_name"] == "org/model-b"
+    export_submission([results], "org/model-b", out, allow_incomplete=True)  # its own submission again: replaced
+    assert _submission_files(out) == {f"{hub}.json": "org/model-b" for hub in HUB[:6]}
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"notes\.txt.*--force"):  # a file of the user's is never deleted unasked
+        export_submission([results], "org/model-b", out, allow_incomplete=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "results.csv").write_text("x")
+    with pytest.raises(ValueError, match=r"holds no submission \(no model_card\.json\).*empty or new folder"):
+        export_submission([results], "org/model-a", other, force=True)
+    assert [path.name for path in other.iterdir()] == ["results.csv"]
+
+
 def test_trec_export_from_predictions(tmp_path: Path):
     predictions = tmp_path / "pred"
     predictions.mkdir()

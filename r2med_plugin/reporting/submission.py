@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,6 +21,8 @@ from r2med_plugin.reporting.leaderboard import (
 )
 
 logger = logging.getLogger(__name__)
+
+SUBMISSION_FILES = ("summary.md", "summary.csv", "model_card.json", "README.md")  # and one <HubName>.json per task
 
 SUBMISSION_README = """# R2MED submission: {model}
 
@@ -45,11 +50,17 @@ def export_submission(
     uses_llm: bool | None = None,
     description: str = "",
     allow_incomplete: bool = False,
+    force: bool = False,
 ) -> list[Path]:
     """Write the official per-task JSON files, the summary row, the model card and a README.
 
     A set with missing tasks, or tasks run on mirror files that do not prove the pinned commit, is refused
-    unless ``allow_incomplete`` (``--allow-incomplete``); then its README says what it lacks."""
+    unless ``allow_incomplete`` (``--allow-incomplete``); then its README says what it lacks.
+
+    The folder is written whole, never mixed with what it held: a new or empty folder, or the same model's
+    submission, is (re)written; another model's submission, or a submission beside other files, is refused unless
+    ``force`` (``--force``), which replaces the folder whole; a non-empty folder that holds no submission is
+    always refused (it may be a results folder)."""
     records = [r for r in read_result_folders(folders) if r.model == model]
     by_task = {spec.name: spec for spec in list_tasks("r2med")}
     builtin = {spec.mteb_builtin_task for spec in by_task.values()}
@@ -82,6 +93,67 @@ def export_submission(
                          "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
                          "--allow-incomplete to write it anyway (its README says what it lacks)")
     out = Path(out_dir)
+    _check_submission_folder(out, model, {f"{spec.hub_name}.json" for spec in by_task.values()} | set(SUBMISSION_FILES), force)
+    staging = _sibling(out, "partial")
+    try:
+        written = _write_submission(staging, ours, by_task, model, missing, unverified, model_size, uses_llm, description)
+        _replace_folder(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [out / path.relative_to(staging) for path in written]
+
+
+def _sibling(out: Path, kind: str) -> Path:
+    """A new hidden folder beside ``out`` (same file system, so it can be renamed into place)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    folder = out.parent / f".{out.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    return folder
+
+
+def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool) -> None:
+    """Refuse to write a submission where it would mix with, or silently delete, what the folder holds."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder for the submission (it is created when missing)")
+    present = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
+    if not present:
+        return
+    card = out / "model_card.json"
+    if not card.is_file():
+        raise ValueError(f"--out {out} is not empty and holds no submission (no model_card.json): {', '.join(present[:5])}"
+                         f"{' ...' if len(present) > 5 else ''}; give an empty or new folder (--force replaces only a "
+                         "submission folder)")
+    try:
+        previous = json.loads(card.read_text(encoding="utf-8")).get("model_name")
+    except (OSError, ValueError, AttributeError):
+        previous = None
+    others = [name for name in present if name not in ours]
+    if force:
+        return
+    if previous != model:
+        held = f"the submission of {previous!r}" if previous else "a submission whose model_card.json names no model"
+        raise ValueError(f"--out {out} holds {held}; writing {model!r} there would mix the two "
+                         "models' task files: give another --out folder, or add --force to replace that folder whole")
+    if others:
+        raise ValueError(f"--out {out} holds {model!r}'s submission and also {', '.join(others[:5])}"
+                         f"{' ...' if len(others) > 5 else ''}, which are no part of it; move them away, or add --force "
+                         "to replace the folder whole")
+
+
+def _replace_folder(staging: Path, out: Path) -> None:
+    """Put the written folder in place of ``out`` (moved aside first, deleted last): never half of each."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = _sibling(out, "old")
+    os.replace(out, old / out.name)
+    os.replace(staging, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_submission(out: Path, ours: dict, by_task: dict, model: str, missing: list[str], unverified: list[str],
+                      model_size: str | None, uses_llm: bool | None, description: str) -> list[Path]:
     written = []
     retriever = split_model_name(model)[1]
     layout = "bm25" if ResultName.parse(model).is_bm25 else "dense"
