@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from r2med_plugin.io import write_json_atomic, write_text_atomic
+from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -65,16 +66,60 @@ def _mteb_version() -> str:
         return "unknown"
 
 
-def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str, provenance: Mapping[str, object] | None = None) -> None:
-    """MTEB's layout has one file per model, revision and task: a result on other data, or at another run depth
-    (--top-k), replaces it; say so."""
+_NOT_SCORES = ("hf_subset", "languages", "main_score")
+
+
+def _score_group(key: str) -> tuple[str, str]:
+    """(group, the evaluate option that computes it) of a score key: ``hybrid_*`` (--hybrid), ``candidates_<list>_*``
+    (--candidates <list>), ``first_stage_*``; any other key is its own group."""
+    if key.startswith("hybrid_"):
+        return "hybrid_*", "--hybrid"
+    for subset in CANDIDATE_SUBSETS:
+        if key.startswith(f"candidates_{subset}_"):
+            return f"candidates_{subset}_*", f"--candidates {subset}"
+    if key.startswith("first_stage_"):
+        return "first_stage_*", ""
+    return key, ""
+
+
+def dropped_score_groups(previous: Mapping[str, object], scores: Mapping[str, object]) -> list[str]:
+    """The groups of scores ``previous`` holds and ``scores`` lacks, each with its count and option:
+    ``["hybrid_* (14 scores; --hybrid)", "candidates_bm25_* (28 scores; --candidates bm25)"]``."""
+    counts: dict[tuple[str, str], int] = {}
+    for key in previous:
+        if key not in scores and key not in _NOT_SCORES:
+            group = _score_group(key)
+            counts[group] = counts.get(group, 0) + 1
+    described = []
+    for (group, option), count in counts.items():
+        details = [f"{count} scores"] if group.endswith("*") else []
+        details += [option] if option else []
+        described.append(f"{group} ({'; '.join(details)})" if details else group)
+    return described
+
+
+def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str, provenance: Mapping[str, object] | None = None,
+                                    scores: Mapping[str, object] | None = None) -> None:
+    """MTEB's layout has one file per model, revision and task: a result on other data, at another run depth
+    (--top-k), or without scores the file held (--hybrid, --candidates), replaces it; say so."""
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
         previous, previous_top_k = payload.get("dataset_revision"), (payload.get("r2med_provenance") or {}).get("top_k")
     except (OSError, ValueError, AttributeError):
         return
+    try:
+        previous_scores = dict(payload["scores"]["test"][0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        previous_scores = {}
     top_k = (provenance or {}).get("top_k")
-    if previous_top_k is not None and top_k is not None and previous_top_k != top_k:
+    other_depth = previous_top_k is not None and top_k is not None and previous_top_k != top_k
+    if scores is not None:
+        # metrics deeper than a shallower --top-k are said by the --top-k warning below
+        dropped = [group for group in dropped_score_groups(previous_scores, scores) if not other_depth or "*" in group]
+        if dropped:
+            logger.warning("%s: replaces a result that also held scores this run drops: %s; add those options to keep "
+                           "them, or write runs with other options into another --output folder", path, ", ".join(dropped))
+    if other_depth:
         logger.warning("%s: replaces a result computed on each query's top %s (this one: top %s); keep results of "
                        "different --top-k in different --output folders to compare them", path, previous_top_k, top_k)
     if previous is not None and previous != dataset_revision:
@@ -128,7 +173,7 @@ def write_mteb_result(
         path = candidates_only_result_path(output_dir, model_name, model_revision, task_name)
     else:
         path = mteb_result_path(output_dir, model_name, model_revision, task_name)
-    _warn_if_other_data_is_replaced(path, dataset_revision, provenance)
+    _warn_if_other_data_is_replaced(path, dataset_revision, provenance, payload["scores"]["test"][0])
     write_json_atomic(path, payload)
     meta = path.parent / "model_meta.json"
     if not meta.exists():
