@@ -208,7 +208,7 @@ def test_trec_export_from_predictions(tmp_path: Path):
     (predictions / "R2MEDBiology_predictions.json").write_text(json.dumps(
         {"mteb_model_meta": {"name": "org/m", "revision": "r"}, "default": {"test": {"q1": {"d1": 0.5, "d2": 0.9}}}}))
     (path,) = export_trec_runs([predictions], tmp_path / "trec")
-    assert path.read_text().splitlines() == ["q1 Q0 d2 1 0.900000 org__m", "q1 Q0 d1 2 0.500000 org__m"]
+    assert path.read_text().splitlines() == ["q1 Q0 d2 1 0.9 org__m", "q1 Q0 d1 2 0.5 org__m"]
     with pytest.raises(ValueError, match="no MTEB predictions files"):
         export_trec_runs([tmp_path / "trec"], tmp_path / "none")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from r2med_plugin.cli import main
@@ -39,3 +40,43 @@ def test_a_rerun_with_fewer_options_names_the_score_groups_it_drops(mirror_env: 
     assert f"hybrid_* ({count['hybrid']} scores; --hybrid)" in message
     assert f"candidates_bm25_* ({count['candidates_bm25']} scores; --candidates bm25)" in message
     assert "candidates_dense_*" in message and "candidates_hybrid_*" in message and "--output" in message
+
+
+def _pytrec_eval_of_file(path: Path, qrels: dict) -> dict[str, float]:
+    """nDCG@10 and MRR of a TREC file as trec_eval reads it: each line's score, ties by document id descending."""
+    import pytrec_eval
+
+    run: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        query_id, _, doc_id, _, score, _ = line.split()
+        run.setdefault(query_id, {})[doc_id] = float(score)
+    evaluated = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recip_rank"}).evaluate(run)
+    return {"ndcg_at_10": sum(q["ndcg_cut_10"] for q in evaluated.values()) / len(qrels),
+            "mrr": sum(q["recip_rank"] for q in evaluated.values()) / len(qrels)}
+
+
+def test_a_trec_file_keeps_the_order_of_scores_1e_7_apart(tmp_path: Path):
+    """Scores written at 6 decimals made ties of logits less than 1e-6 apart, and pytrec_eval on the file broke them by
+    document id (0.198103 on the file against 0.19738 printed, found by a third trial). Every TREC writer keeps every
+    order: pytrec_eval on the written file gives the score of the run it holds."""
+    from r2med_plugin.metrics import evaluate_run
+    from r2med_plugin.reporting.export import write_trec_run
+    from r2med_plugin.reporting.submission import export_trec_runs
+
+    # per query, 12 documents 1e-7 apart, the positive ranked below documents of larger ids (a tie puts it above them)
+    run = {f"q{q}": {f"d{d:02d}": 3.2 + (12 - d) * 1e-7 for d in range(12)} for q in range(3)}
+    run["q3"] = {"d00": float(np.float32(0.1)), "d01": float(np.float32(0.1) - np.float32(1e-8))}  # float32 logits
+    qrels = {"q0": {"d05": 1}, "q1": {"d03": 1, "d09": 1}, "q2": {"d11": 1}, "q3": {"d00": 1}}
+    printed = evaluate_run(qrels, run)
+    for path in (write_trec_run(tmp_path / "run.trec", run, "m"), *_exported(tmp_path, run, export_trec_runs)):
+        assert _pytrec_eval_of_file(path, qrels) == {"ndcg_at_10": printed["ndcg_at_10"], "mrr": printed["mrr"]}
+    six = {query: {doc: round(score, 6) for doc, score in ranked.items()} for query, ranked in run.items()}
+    assert evaluate_run(qrels, six)["mrr"] < printed["mrr"]  # what 6 decimals did to this run
+
+
+def _exported(tmp_path: Path, run: dict, export_trec_runs) -> list[Path]:
+    predictions = tmp_path / "pred"
+    predictions.mkdir()
+    (predictions / "R2MEDBiology_predictions.json").write_text(json.dumps(
+        {"mteb_model_meta": {"model_name": "org/m"}, "default": {"test": run}}))
+    return export_trec_runs([predictions], tmp_path / "trec")

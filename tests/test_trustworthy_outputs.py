@@ -166,7 +166,7 @@ def test_trec_depth_and_tag_are_the_same_for_evaluate_and_export(mirror_env: Pat
         {"mteb_model_meta": {"model_name": "org/m"}, "default": {"test": {"q1": deep}}}))
     (path,) = export_trec_runs([predictions], tmp_path / "trec")
     lines = path.read_text().splitlines()
-    assert len(lines) == 1000 and lines[0].split() == ["q1", "Q0", "d1499", "1", "1499.000000", "org__m"]
+    assert len(lines) == 1000 and lines[0].split() == ["q1", "Q0", "d1499", "1", "1499.0", "org__m"]
     (shallow,) = export_trec_runs([predictions], tmp_path / "trec10", depth=10)
     assert len(shallow.read_text().splitlines()) == 10
     (predictions / "other").mkdir()

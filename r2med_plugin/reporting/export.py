@@ -182,11 +182,15 @@ def write_mteb_result(
 
 
 def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str, depth: int = TREC_DEPTH) -> Path:
-    """A TREC run file (qid Q0 docid rank score tag), each query's top ``depth`` in pytrec_eval order."""
+    """A TREC run file (qid Q0 docid rank score tag), each query's top ``depth`` in pytrec_eval order.
+
+    Scores are written in full (the shortest text that reads back as the same float): fewer digits would tie
+    scores closer than their last digit, and trec_eval/pytrec_eval on the file would break those ties by document
+    id, scoring another order than the run's."""
     if depth < 1:
         raise ValueError(f"TREC depth must be a positive number of documents per query, got {depth}")
     lines = []
     for query_id, ranked in run.items():
         ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth]
-        lines.extend(f"{query_id} Q0 {doc_id} {rank} {score:.6f} {tag}" for rank, (doc_id, score) in enumerate(ordered, start=1))
+        lines.extend(f"{query_id} Q0 {doc_id} {rank} {float(score)!r} {tag}" for rank, (doc_id, score) in enumerate(ordered, start=1))
     return write_text_atomic(path, "\n".join(lines) + ("\n" if lines else ""))
