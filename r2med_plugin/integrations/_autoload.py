@@ -16,21 +16,49 @@ ENTRY_POINT_GROUPS = {"mteb": "mteb.tasks", "ir_datasets": "ir_datasets.datasets
 DISABLE_ENV = "R2MED_PLUGIN_NO_AUTOLOAD"
 
 
+# module name -> entry points whose module was still importing when its host finished (see run_entry_points)
+_DEFERRED: dict[str, list[tuple[object, str]]] = {}
+
+
+def _initializing(module_name: str) -> bool:
+    """Whether ``module_name`` is being imported right now (in sys.modules, its body not yet run to the end)."""
+    module = sys.modules.get(module_name)
+    return module is not None and bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
 def run_entry_points(group: str) -> None:
-    """Call every entry point of ``group``; a failing plugin is reported, never breaks the host import."""
-    import logging
+    """Call every entry point of ``group``; a failing plugin is reported, never breaks the host import.
+
+    An entry point whose module is itself importing the host (``from r2med_plugin.integrations.ir_datasets import
+    ...`` before ``import ir_datasets``) cannot run yet: its module is half-imported. It is kept, and runs when that
+    module calls ``run_deferred(__name__)`` as its last line, so any import order registers."""
     from importlib.metadata import entry_points
 
     for entry_point in entry_points(group=group):
-        try:
-            target = entry_point.load()
-            if callable(target):
-                target()
-        except Exception as error:  # noqa: BLE001 - a plugin must not break `import mteb`
-            logging.getLogger(__name__).warning(
-                "entry point %s of group %s failed to register (%s: %s); call it by hand to see the traceback",
-                entry_point.value, group, type(error).__name__, error,
-            )
+        if _initializing(entry_point.module):
+            _DEFERRED.setdefault(entry_point.module, []).append((entry_point, group))
+            continue
+        _call(entry_point, group)
+
+
+def run_deferred(module_name: str) -> None:
+    """Run the entry points kept for ``module_name`` while it was importing its host (none: nothing happens)."""
+    for entry_point, group in _DEFERRED.pop(module_name, []):
+        _call(entry_point, group)
+
+
+def _call(entry_point: object, group: str) -> None:
+    import logging
+
+    try:
+        target = entry_point.load()
+        if callable(target):
+            target()
+    except Exception as error:  # noqa: BLE001 - a plugin must not break `import mteb`
+        logging.getLogger(__name__).warning(
+            "entry point %s of group %s failed to register (%s: %s); call it by hand to see the traceback",
+            entry_point.value, group, type(error).__name__, error,
+        )
 
 
 class _RegisterAfterExec:

@@ -28,6 +28,7 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.expansions import list_expansions, load_expansions
 from r2med_plugin.data.hub import data_dir_from_env
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.integrations._autoload import run_deferred
 from r2med_plugin.integrations.compat import irds_registered
 from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskData, TaskSpec
@@ -326,3 +327,8 @@ def register_local_expansion(folder: str, task: str) -> str:
     provider = MetadataProvider(lambda: metadata)
     registry.register(child, Dataset(MetadataComponent(child, dataset, provider), dataset, _PluginMarker()))
     return child
+
+
+# The last line: imported before its host, this module's entry point could not run when the host finished importing
+# (this module was half-imported); it runs now, so any import order registers (r2med_plugin.integrations._autoload).
+run_deferred(__name__)

@@ -25,6 +25,7 @@ from r2med_plugin.cache import cache_dir
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.plan import extra_scorers
+from r2med_plugin.integrations._autoload import run_deferred
 from r2med_plugin.integrations.compat import mteb_dataloader, mteb_registries
 from r2med_plugin.integrations.mteb_per_query import save_task_per_query
 from r2med_plugin.evaluation.scorers import Retrieved, merged
@@ -330,3 +331,8 @@ class MtebPairScorer:
             hf_split="test", hf_subset="default", show_progress_bar=False,
         )
         return np.asarray(scores, dtype=np.float64)
+
+
+# The last line: imported before its host, this module's entry point could not run when the host finished importing
+# (this module was half-imported); it runs now, so any import order registers (r2med_plugin.integrations._autoload).
+run_deferred(__name__)
