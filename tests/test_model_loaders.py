@@ -51,6 +51,43 @@ def test_wrong_requests_name_the_argument_and_the_fix(call, words):
     assert all(word in str(raised.value) for word in words), raised.value
 
 
+@pytest.mark.parametrize("name, guess", [
+    ("minilm-packagd", "'minilm-packaged'"),
+    ("MiniLM-Packaged", "'minilm-packaged'"),
+    ("opnai:text-embedding-3-small", "openai:text-embedding-3-small"),
+    ("OpenAI:emb", "openai:emb"),
+    ("oficial:bge", "official:bge"),
+])
+def test_a_near_miss_of_a_packaged_model_or_a_scheme_gets_a_did_you_mean(name: str, guess: str, mirror_env: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch, capsys):
+    """`--retriever minilm-packagd` went to the hub (an offline or not-found error; found by a third trial): a name
+    close to a packaged model or a loader's scheme is refused with the name it is close to, before any hub access."""
+    import huggingface_hub
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError("the hub was asked")
+
+    for attribute in ("hf_hub_download", "snapshot_download", "model_info"):
+        monkeypatch.setattr(huggingface_hub, attribute, no_hub)
+    with pytest.raises(ValueError, match=rf"did you mean {guess}"):
+        resolve(name)
+    from r2med_plugin.cli import main
+
+    for option in ("--retriever", "--first-stage"):
+        argv = ["evaluate", "--task", "NanoR2MEDBioinformatics", option, name, *(["--rerank", "minilm-packaged"] if option == "--first-stage" else [])]
+        assert main(argv) == 2
+        error = capsys.readouterr().err
+        assert f"did you mean {guess}" in error and "hub" not in error.split("did you mean")[0], error
+    assert main(["evaluate", "--task", "NanoR2MEDBioinformatics", "--first-stage", "bm25-robertson", "--rerank", name]) == 2
+    assert f"did you mean {guess}" in capsys.readouterr().err
+
+
+def test_names_far_from_a_packaged_model_or_a_scheme_still_go_to_the_hub():
+    assert resolve("org/minilm-packagd").kind == "hub"  # a hub id (org/name) is the user's to name
+    assert resolve("packaged-minilm-of-mine").kind == "hub"
+    assert resolve("paraphrase-MiniLM-L3-v2").kind in ("hub", "plugin")
+
+
 def test_a_cross_encoder_of_mteb_is_no_first_stage_and_an_embedder_no_reranker():
     import mteb
 
@@ -154,3 +191,15 @@ def test_r2med_evaluate_through_mteb_equals_sentence_transformers_and_files_unde
     assert mteb_result["scores"] == st_result["scores"]
     assert mteb_result["r2med_provenance"]["model_name"] == MODEL_NAME
     assert mteb_result["r2med_provenance"]["model_revision"] == MODEL_REVISION
+
+
+def test_a_sweep_spec_names_the_near_miss_at_load(tmp_path: Path):
+    import yaml
+
+    from r2med_plugin.sweep import load_spec
+    from r2med_plugin.sweep.spec import SpecError
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"output": "out", "tasks": ["NanoR2MEDBioinformatics"], "retrievers": [{"model": "minilm-packagd"}]}))
+    with pytest.raises(SpecError, match=r"retrievers\[0\].*did you mean 'minilm-packaged'"):
+        load_spec(spec)

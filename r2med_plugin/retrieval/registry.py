@@ -15,6 +15,7 @@ loader whose ``scheme`` is ``name`` (``openai:text-embedding-3-small``).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from collections.abc import Mapping
@@ -202,6 +203,7 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
                 ref = candidate.claim(name, revision, settings)
                 if ref is not None:
                     return ref
+    _refuse_near_miss(name)
     _no_settings(name, settings, "a sentence-transformers model")
     if name in PACKAGED_MODELS:
         if revision is not None:
@@ -211,6 +213,27 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
     shadows = _auto_loader_for(name, revision) if loader == SENTENCE_TRANSFORMERS else ""
     return RetrieverRef(name, "hub", name, revision, shadows=shadows)
+
+
+def _refuse_near_miss(name: str) -> None:
+    """A name close to a packaged model ("minilm-packagd") or to a loader's scheme ("opnai:<model>") is a typo, not
+    a hub model to download: refused with the name it is close to, before any hub access. A hub id ("org/name")
+    and an existing path are the user's to name."""
+    if name in PACKAGED_MODELS or Path(name).expanduser().exists():
+        return
+    scheme, colon, rest = name.partition(":")
+    if colon and rest and "/" not in scheme:  # no loader has this scheme (those were taken before)
+        schemes = sorted({loader.scheme for loader in loaders().values() if loader.scheme})
+        close = difflib.get_close_matches(scheme.lower(), schemes, n=1, cutoff=0.6)
+        if close:
+            raise ValueError(f"unknown scheme {scheme!r} in {name!r}: did you mean {close[0]}:{rest}? (the schemes are "
+                             f"{', '.join(f'{known}:<id>' for known in schemes)}; a hub model is named org/model)")
+    if "/" not in name:
+        close = difflib.get_close_matches(name.lower(), list(PACKAGED_MODELS), n=1, cutoff=0.8)
+        if close:
+            packaged = PACKAGED_MODELS[close[0]]
+            raise ValueError(f"unknown model {name!r}: did you mean {close[0]!r} (the packaged {packaged.hub_name}, "
+                             f"from the {packaged.distribution} package)? A hub model is named org/model")
 
 
 def _auto_loader_for(name: str, revision: str | None) -> str:
