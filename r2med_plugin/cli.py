@@ -62,7 +62,7 @@ def _computes_bm25_lucene(args: argparse.Namespace, first_stage: str | None) -> 
     return False
 
 
-ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency")
+ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 
 
 def _endpoint_settings(args: argparse.Namespace) -> dict[str, object]:
@@ -90,7 +90,8 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
         if not args.rerank or is_llm_reranker_name(args.rerank):  # a local --rerank model runs on --device
             unreached["device"] = f"{encoder_name} runs on the endpoint's server"
         for dest in set(ENDPOINT_OPTIONS) - set(takes):
-            endpoint_unreached[dest] = f"{encoder_name} embeds at its model's official size"
+            endpoint_unreached[dest] = (f"{encoder_name} sends the official code's requests as they are" if dest == "extra_body"
+                                        else f"{encoder_name} embeds at its model's official size")
     if encoder and encoder_name is not None and scheme_loader(encoder_name) is not None and not args.rerank:
         unreached["loader"] = f"{encoder_name} names its loader itself ({encoder_name.split(':', 1)[0]}:)"
     if not encoder and not args.rerank:
@@ -128,8 +129,14 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
     return unreached
 
 
-LLM_OPTIONS = ("base_url", "api_key_env", "concurrency", "window", "step", "max_tokens")
+LLM_OPTIONS = ("base_url", "api_key_env", "concurrency", "window", "step", "max_tokens", "extra_body")
 REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint: embeddings and LLM rerankers
+
+
+def _endpoint_takes(name: str | None) -> tuple[str, ...]:
+    from r2med_plugin.retrieval.registry import endpoint_options_of
+
+    return endpoint_options_of(name) if name else ()
 
 
 def _llm_kind(args: argparse.Namespace) -> str | None:
@@ -171,7 +178,8 @@ def _llm_reranker(args: argparse.Namespace):
     api_key(args.api_key_env)  # so is an unset --api-key-env variable (the key itself is not kept)
     endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency or 8,
                         **_request_options(args))
-    config = LLMRerankerConfig(endpoint, window=args.window, step=args.step, max_tokens=args.max_tokens)
+    config = LLMRerankerConfig(endpoint, window=args.window, step=args.step, max_tokens=args.max_tokens,
+                               extra_body=args.extra_body)
     return as_reranker(args.rerank, llm=config)
 
 
@@ -328,6 +336,11 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     if args.model_name is not None and first_stage is not None:  # a flag that would reach no code
         raise ValueError("--model-name names an encoder first stage; name a BM25 or run-file first stage with --first-stage-name")
     refuse_unreached(args, _evaluate_unreached(args, first_stage, source))
+    if args.extra_body and first_stage is None and _llm_kind(args) is not None and "extra_body" in _endpoint_takes(source):
+        raise ValueError("--extra-body would reach two endpoints here, the embedding endpoint of the first stage and the LLM "
+                         "reranker, whose requests take other fields: rerank a run file of the first stage (--first-stage "
+                         "run.trec, written by evaluate --output DIR --trec), or use a sweep spec, where the retriever and "
+                         "the reranker each take their own extra_body")
     llm = _llm_reranker(args) if _llm_kind(args) is not None else None  # checked before any model or data loads
     reranker_ref = None if llm is not None else _resolved(args.rerank, args, revision=args.rerank_revision, settings={})
     encoder_ref = _resolved(source, args, revision=args.model_revision) if first_stage is None else None
@@ -378,6 +391,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         from r2med_plugin.quiet import silence_libraries
 
         silence_libraries()
+    from r2med_plugin.llm.config import extra_body_of
+
+    args.extra_body = extra_body_of(args.extra_body)  # a JSON object, checked before anything else
     if args.rerank:
         from r2med_plugin.llm.client import EndpointError
 
@@ -523,12 +539,9 @@ def _generate(args: argparse.Namespace) -> int:
     tasks = task_names("r2med") if args.task == ["all"] else args.task
     if args.method != "lamer":
         refuse_unreached(args, {"first_stage": f"only lamer prompts hold first-stage passages; {args.method} prompts hold the query alone"})
-    try:
-        extra_body = json.loads(args.extra_body) if args.extra_body else None
-    except ValueError as error:
-        raise ValueError(f"--extra-body is not valid JSON ({error}); give an object, e.g. '{{\"top_k\": 20}}'") from None
-    if extra_body is not None and not isinstance(extra_body, dict):
-        raise ValueError("--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": true}}'")
+    from r2med_plugin.llm.config import extra_body_of
+
+    extra_body = extra_body_of(args.extra_body, example='{"chat_template_kwargs": {"enable_thinking": true}}')
     for task in tasks:
         try:
             report = generate_expansions(
@@ -670,6 +683,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--timeout", type=_positive_float, default=None,
                           help="openai:<model>, official:openai/voyage and LLM rerankers: seconds per request before it is "
                                "retried (default: 120 for embeddings, 600 for LLM rerankers)")
+    evaluate.add_argument("--extra-body", default=None, metavar="JSON",
+                          help="openai:<model> / LLM rerankers: a JSON object merged into every request body (server "
+                               "options; part of the results' identity), e.g. vLLM embeddings: '{\"truncate_prompt_tokens\": 256}', "
+                               "Qwen3: '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
     evaluate.add_argument("--window", type=_positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
     evaluate.add_argument("--step", type=_positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
     evaluate.add_argument("--max-tokens", type=_positive_int, default=None,

@@ -145,6 +145,7 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "dimensions"): (ENDPOINT, ENDPOINT + ["--dimensions", "8"]),
     ("evaluate", "concurrency"): (ENDPOINT, ENDPOINT + ["--concurrency", "16"]),
     ("evaluate", "max_retries"): (ENDPOINT, ENDPOINT + ["--max-retries", "2"]),
+    ("evaluate", "extra_body"): (ENDPOINT, ENDPOINT + ["--extra-body", '{"truncate_prompt_tokens": 256}']),
     ("evaluate", "timeout"): (LLM, LLM + ["--timeout", "30"]),
     ("evaluate", "window"): (LLM, LLM + ["--window", "30"]),
     ("evaluate", "step"): (LLM, LLM + ["--step", "5"]),
@@ -263,6 +264,9 @@ REFUSED: list[tuple[list[str], str]] = [
     (BM25 + ["--timeout", "30"], "--timeout"),
     (RERANK + ["--max-retries", "2"], "--max-retries"),
     (MODEL + ["--timeout", "30"], "--timeout"),
+    (BM25 + ["--extra-body", '{"a": 1}'], "--extra-body"),  # issue 36: an endpoint's requests only
+    (RERANK + ["--extra-body", '{"a": 1}'], "--extra-body"),  # a cross-encoder sends no request
+    (["evaluate", "--task", TASK, "--retriever", "official:openai", "--extra-body", '{"a": 1}'], "--extra-body"),
     (LLM_POINTWISE + ["--step", "5"], "--step"),
     (LLM_POINTWISE + ["--max-tokens", "5"], "--max-tokens"),
     (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing

@@ -218,3 +218,81 @@ def test_two_servers_and_two_dimensions_are_three_systems(endpoint_env: Path):
     rows = build_leaderboard([out], benchmark="nano")
     assert sorted(row.retriever for row in rows if row.source == "yours") == sorted(expected)
     assert not [row.note for row in rows if "model revision" in row.note]
+def test_extra_body_reaches_every_request_and_cuts_texts_vllm_refuses(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    """vLLM refuses an input longer than the model's context with HTTP 400 unless the request carries
+    truncate_prompt_tokens (issue 36): --extra-body puts it in every embeddings request; the vectors are the server's of
+    the cut texts; the extra body is in the cache key and the revision results are filed under (it changes them)."""
+    from r2med_plugin.data.loader import load_task
+    from r2med_plugin.retrieval.registry import load_encoder, resolve
+
+    data = load_task(TASK)
+    longest = max(len(text.split()) for text in data.corpus["text"].to_list())
+    context = longest - 1  # the longest documents do not fit, as 1.3% of a real task's do not fit MiniLM's 256 tokens
+    with LoopbackOpenAI(models=("emb",), context_tokens=context) as server:
+        assert main(_argv(server, "--batch-size", "50", "--concurrency", "1")) == 2  # one at a time: none left in flight
+        refused = capsys.readouterr().err
+        assert f"maximum context length is {context} tokens" in refused and "HTTP 400" in refused
+        assert "--extra-body '{\"truncate_prompt_tokens\": N}'" in refused  # the fix, in the message
+        before = len(server.embedding_requests())
+        body = json.dumps({"truncate_prompt_tokens": context})
+        assert main(_argv(server, "--batch-size", "50", "--extra-body", body, "--output", str(endpoint_env / "out"))) == 0
+        sent = server.embedding_requests()[before:]
+        assert sent and all(request["truncate_prompt_tokens"] == context for request in sent)
+        assert sum(len(request["input"]) for request in sent) == len(set(data.corpus["text"].to_list())) + data.queries.height
+        assert main(_argv(server, "--batch-size", "50", "--extra-body", body)) == 0
+        assert len(server.embedding_requests()) == before + len(sent)  # a rerun: every answer from the cache
+        settings = {"base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY", "extra_body": {"truncate_prompt_tokens": context}}
+        encoder = load_encoder("openai:emb", settings=settings, show_progress=False)
+        text = max(data.corpus["text"].to_list(), key=lambda value: len(value.split()))
+        got = encoder.encode([text], kind="document")
+        cut = " ".join(text.split()[:context])
+        np.testing.assert_array_equal(got, np.asarray([LoopbackOpenAI.embedding(cut, 16)], dtype=np.float32))
+    plain = load_encoder("openai:emb", settings={"base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY"}, show_progress=False)
+    host = f"http://127.0.0.1:{server._server.server_address[1]}"
+    assert encoder.cache_identity == f'endpoint:{host}:emb:dimensions=None:extra_body={{"truncate_prompt_tokens":{context}}}'
+    assert plain.cache_identity == f"endpoint:{host}:emb:dimensions=None"  # no extra body: the keys of earlier versions
+    assert encoder.revision != plain.revision and encoder.revision.startswith("endpoint-")
+    assert resolve("openai:emb", settings=settings).stamp() != resolve("openai:emb", settings={"base_url": server.base_url}).stamp()
+    mteb_file = next(path for path in (endpoint_env / "out").rglob(f"{TASK}.json") if "r2med_provenance" in path.read_text())
+    assert json.loads(mteb_file.read_text())["r2med_provenance"]["model_revision"] == encoder.revision
+    assert mteb_file.parent.name == encoder.revision
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("{bad json", ["--extra-body is not valid JSON"]),
+    ("[1, 2]", ["--extra-body must be a JSON object"]),
+    ('{"dimensions": 8}', ["--extra-body sets 'dimensions'", "--dimensions"]),
+    ('{"input": ["x"]}', ["--extra-body sets 'input'"]),
+])
+def test_a_bad_extra_body_is_refused_before_any_request(endpoint_env: Path, capsys: pytest.CaptureFixture[str], extra: str,
+                                                         words: list[str]):
+    with LoopbackOpenAI(models=("emb",)) as server:
+        assert main(_argv(server, "--extra-body", extra)) == 2
+        assert server.embedding_requests() == []
+    error = capsys.readouterr().err
+    assert all(word in error for word in words), error
+
+
+def test_a_sweep_retriever_takes_an_extra_body(endpoint_env: Path):
+    """retrievers: [{model: openai:<model>, extra_body: {...}}] reaches every request, and is part of the job id and the
+    retriever's stamp (it changes the embeddings)."""
+    import yaml
+
+    from r2med_plugin.sweep import expand_jobs, load_spec, run_sweep
+    from r2med_plugin.sweep.spec import SpecError
+
+    with LoopbackOpenAI(models=("emb",), context_tokens=17) as server:
+        entry = {"model": "openai:emb", "base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY"}
+        spec_path = endpoint_env / "spec.yaml"
+        spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK],
+                                             "retrievers": [entry | {"extra_body": {"truncate_prompt_tokens": 17}}]}))
+        spec = load_spec(spec_path)
+        assert [status.status for status in run_sweep(spec, show_progress=False).jobs] == ["done"]
+        assert all(body["truncate_prompt_tokens"] == 17 for body in server.embedding_requests())
+    record = json.loads(next((endpoint_env / "out" / ".sweep" / "jobs").glob("*.json")).read_text())
+    assert record["stamps"]["retriever"].endswith(':emb:dimensions=None:extra_body={"truncate_prompt_tokens":17}')
+    spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK], "retrievers": [entry]}))
+    assert [job.job_id for job in expand_jobs(load_spec(spec_path))] != [job.job_id for job in expand_jobs(spec)]
+    spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK], "retrievers": [entry | {"extra_body": {"model": "x"}}]}))
+    with pytest.raises(SpecError, match=r"retrievers\[0\].*extra-body sets 'model'"):
+        load_spec(spec_path)

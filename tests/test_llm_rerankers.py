@@ -243,6 +243,102 @@ def test_pointwise_falls_back_to_graded_labels_without_logprobs(own_cache: Path,
     assert usage["scored_by_label"] == 7 and usage["undecided"] == 1 and usage["requests"] == 9  # one yes/no, then labels
 
 
+def thinking_first_tokens(parser: str | None) -> list[tuple[str, float, dict[str, float]]]:
+    """What a reasoning model generates for the pointwise questions: it thinks first, and its first thought token weighs
+    Yes against No (a thought opening "Yes, ..."); behind --reasoning-parser deepseek_r1 the chat template opened
+    <think> in the prompt, without a parser the model writes it."""
+    thought = [("Yes", -0.05, {"Yes": -0.05, "No": -3.0}), (",", -0.1, {}), (" the", -0.2, {}), (" passage", -0.1, {}),
+               (" mentions", -0.3, {}), (" the", -0.1, {}), (" gene", -0.1, {}), (" but", -0.4, {}), ("</think>", -0.01, {}),
+               ("No", -0.2, {"No": -0.2, "Yes": -1.8})]
+    return thought if parser else [("<think>", -0.01, {"<think>": -0.01, "Yes": -5.0, "No": -6.0}), *thought]
+
+
+@pytest.mark.parametrize("parser", ["deepseek_r1", None])
+def test_pointwise_reads_no_reasoning_token_as_the_answer(own_cache: Path, monkeypatch, caplog, parser: str | None):
+    """Behind a reasoning parser the log-probabilities cover the reasoning first (issue 36): the pointwise P(Yes) is
+    read at the answer's own tokens only, as llm-reasoning's; a one-token budget spent inside the thought (content
+    empty, or "<think>" alone) gives no answer: the pair is undecided (0.5), not the thought's P(Yes) of 0.95 (or,
+    on "<think>", 0.73), and the warning names the fix (llm-reasoning, or thinking turned off)."""
+    first_stage, queries, documents = _toy(count=4, queries=1)
+
+    with LoopbackOpenAI(reply=lambda body: {"tokens": thinking_first_tokens(parser)}, reasoning_parser=parser) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = PointwiseLLMReranker("test-llm", _config(server, concurrency=1))
+        with caplog.at_level("WARNING"):
+            run = reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
+        first = server.completions()[0]
+    assert first["max_tokens"] == 1 and first["logprobs"] is True
+    assert run["q0"] == {doc_id: 0.5 for doc_id in documents}
+    usage = reranker.last_report.usage
+    assert usage["undecided"] == 4 and usage["scored_by_logprobs"] == 0 and usage["scored_by_label"] == 0
+    assert "enable_thinking" in caplog.text and "llm-reasoning" in caplog.text
+
+
+def test_extra_body_reaches_every_llm_request_and_names_the_reranker(mirror_env: Path, own_cache: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch, capsys):
+    """--extra-body is merged into every chat request (Qwen3's thinking switch, issue 36); it changes the answers, so
+    it is part of each answer's cache key and of the reranker's name (filed apart) and recorded in rerank_usage."""
+    extra = {"chat_template_kwargs": {"enable_thinking": False}}
+    label = "body-" + hashlib.sha256(json.dumps(extra, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
+    with LoopbackOpenAI(reply=pointwise_reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        argv = ["evaluate", "--task", TASK, "--rerank", "llm-pointwise:test-llm", "--first-stage", "bm25-robertson",
+                "--base-url", server.base_url, "--output", str(tmp_path / "out"), "--quiet"]
+        assert main(argv + ["--extra-body", json.dumps(extra)]) == 0
+        with_body = server.completions()
+        assert main(argv) == 0  # without it: other answers, asked again (never served the other's from the cache)
+        without = server.completions()[len(with_body):]
+    assert with_body and all(body["chat_template_kwargs"] == {"enable_thinking": False} for body in with_body)
+    assert len(without) == len(with_body) and not any("chat_template_kwargs" in body for body in without)
+    printed = capsys.readouterr().out
+    assert printed.count("(0 answers from the cache)") == 2
+    results = {json.loads(path.read_text())["r2med_provenance"]["reranker"]: json.loads(path.read_text())["r2med_provenance"]
+               for path in (tmp_path / "out" / "results").rglob(f"{TASK}.json")}
+    assert sorted(results) == sorted([f"test-llm (pointwise @{_host(server)} {label})", f"test-llm (pointwise @{_host(server)})"])
+    assert results[f"test-llm (pointwise @{_host(server)} {label})"]["rerank_usage"]["extra_body"] == extra
+    assert "extra_body" not in results[f"test-llm (pointwise @{_host(server)})"]["rerank_usage"]
+
+
+@pytest.mark.parametrize("extra, words", [
+    ('{"max_tokens": 5}', "--max-tokens"),
+    ('{"temperature": 0.7}', "'temperature'"),
+    ('"thinking"', "must be a JSON object"),
+])
+def test_an_llm_extra_body_that_replaces_the_request_is_refused(mirror_env: Path, own_cache: Path, capsys, extra: str, words: str):
+    argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:m", "--first-stage", "bm25-robertson",
+            "--base-url", "http://127.0.0.1:9/v1", "--extra-body", extra]
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_an_extra_body_for_two_endpoints_is_refused(mirror_env: Path, own_cache: Path, capsys):
+    """An embedding first stage and an LLM reranker take other request fields: one --extra-body for both is refused."""
+    argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:m", "--first-stage", "openai:emb",
+            "--base-url", "http://127.0.0.1:9/v1", "--extra-body", '{"truncate_prompt_tokens": 256}']
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "two endpoints" in error and "sweep spec" in error
+
+
+def test_a_sweep_reranker_takes_its_own_extra_body(mirror_env: Path, own_cache: Path, tmp_path: Path, monkeypatch):
+    """rerankers: [{..., extra_body: {...}}] reaches every request, and is part of the job id (it changes the answers)."""
+    from r2med_plugin.sweep import expand_jobs, load_spec, run_sweep
+
+    with LoopbackOpenAI(reply=rankgpt_reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        entry = {"model": "llm-listwise:test-llm", "first_stage": "bm25-robertson", "base_url": server.base_url}
+        spec = load_spec(_sweep_spec(tmp_path, entry | {"extra_body": {"top_k": 20}}))
+        assert run_sweep(spec, show_progress=False).count("done") == 1
+        bodies = server.completions()
+    assert bodies and all(body["top_k"] == 20 for body in bodies)
+    plain = load_spec(_sweep_spec(tmp_path, entry))
+    assert [job.job_id for job in expand_jobs(plain)] != [job.job_id for job in expand_jobs(spec)]
+    from r2med_plugin.sweep.spec import SpecError
+
+    with pytest.raises(SpecError, match=r"rerankers\[0\].*extra_body.*'messages'"):
+        load_spec(_sweep_spec(tmp_path, entry | {"extra_body": {"messages": []}}))
+
+
 # --- reasoning ----------------------------------------------------------------------------------------------------
 
 def _true_false(passage: str) -> tuple[float, float]:

@@ -1,11 +1,15 @@
 """Embeddings from any OpenAI-compatible ``/v1/embeddings`` server (OpenAI, vLLM, TEI, Ollama, LiteLLM), as
-an Encoder: ``--retriever openai:<model> --base-url URL [--api-key-env VAR] [--dimensions N] [--concurrency N]``.
+an Encoder: ``--retriever openai:<model> --base-url URL [--api-key-env VAR] [--dimensions N] [--concurrency N]
+[--extra-body JSON]``.
 
 - Texts go in batches (``batch_size`` per request), ``concurrency`` requests in flight, through the
   ``openai`` client, which retries 429, 5xx, timeouts and dropped connections (r2med_plugin.llm.client).
 - Every batch's embeddings are cached as soon as they arrive (key: endpoint host, model id, dimensions,
-  prompt and the batch's texts), so a killed run resumes where it stopped; the whole encode is then
+  prompt, extra body and the batch's texts), so a killed run resumes where it stopped; the whole encode is then
   cached like a local model's (``encode_cached``, key from ``cache_identity``), so a rerun sends nothing.
+- ``--extra-body JSON`` is merged into every request (vLLM: ``{"truncate_prompt_tokens": 256}``, which cuts longer
+  texts instead of refusing them with HTTP 400); it may change the embeddings, so it is part of the cache keys, the
+  stamp and the revision results are filed under.
 - The key is read from the environment (``--api-key-env``, default OPENAI_API_KEY; "EMPTY" when unset) and
   never written to a file, a log, a cache key, a stamp or an error (messages are redacted).
 - An answer with the wrong number of rows, other dimensions than ``--dimensions``, ragged or non-finite
@@ -27,11 +31,16 @@ import numpy as np
 
 from r2med_plugin.cache import key_of, read_cached_array, store_array
 from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
+from r2med_plugin.llm.config import extra_body_key, extra_body_of, refuse_reserved
+from r2med_plugin.llm.client import api_key, describe, endpoint_host, make_client, redact
 from r2med_plugin.retrieval.dense import EncodeKind, check_model_name
 from r2med_plugin.retrieval.registry import RetrieverRef
 
 NAME = SCHEME = "openai"
-SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency")
+SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
+# what every embeddings request carries itself: an extra body may not replace it
+REQUEST_FIELDS = {"model": "--retriever openai:<model> names it", "input": "the texts", "encoding_format": "float",
+                  "dimensions": "set it with --dimensions"}
 BATCH_CACHE = "embeddings-endpoint"
 
 
@@ -69,11 +78,19 @@ class EndpointLoader:
         endpoint_host(settings["base_url"])  # a URL holding credentials or no host is refused here
         _positive("dimensions", settings.get("dimensions"))
         _positive("concurrency", settings.get("concurrency"))
+        settings = dict(settings)
+        if "extra_body" in settings:  # kept as its canonical JSON: a settings tuple holds hashable values
+            body = extra_body_of(settings["extra_body"])
+            refuse_reserved(body, REQUEST_FIELDS)
+            settings.pop("extra_body")
+            if body:
+                settings["extra_body"] = extra_body_key(body)
         return RetrieverRef(name, "plugin", model, None, loader=NAME, settings=tuple(sorted(settings.items())))
 
     def stamp(self, ref: RetrieverRef) -> str:
         settings = dict(ref.settings)
-        return f"{endpoint_host(settings['base_url'])}:{ref.source}:dimensions={settings.get('dimensions')}"
+        body = f":extra_body={settings['extra_body']}" if settings.get("extra_body") else ""
+        return f"{endpoint_host(settings['base_url'])}:{ref.source}:dimensions={settings.get('dimensions')}{body}"
 
     def load_encoder(self, ref: RetrieverRef, *, device: str | None = None, devices: Sequence[str] | None = None,
                      batch_size: int = 32, show_progress: bool = True, name: str | None = None,
@@ -84,7 +101,7 @@ class EndpointLoader:
         return EndpointEncoder(ref.source, settings["base_url"], api_key_env=settings.get("api_key_env"),
                                dimensions=settings.get("dimensions"), concurrency=settings.get("concurrency") or 8,
                                batch_size=batch_size, show_progress=show_progress, name=name, timeout=timeout,
-                               max_retries=max_retries)
+                               max_retries=max_retries, extra_body=extra_body_of(settings.get("extra_body")))
 
     def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
         raise ValueError(f"{ref.name} is an embedding endpoint; it embeds texts and cannot rerank pairs: use it as the first stage")
@@ -100,7 +117,8 @@ class EndpointEncoder:
 
     def __init__(self, model: str, base_url: str, *, api_key_env: str | None = None, dimensions: int | None = None,
                  concurrency: int = 8, batch_size: int = 32, timeout: float = 120.0, max_retries: int = 6,
-                 show_progress: bool = True, name: str | None = None, encoding_format: str = "float") -> None:
+                 show_progress: bool = True, name: str | None = None, encoding_format: str = "float",
+                 extra_body: Mapping[str, Any] | str | None = None) -> None:
         if encoding_format not in ("float", "base64"):
             raise ValueError(f"encoding_format must be float or base64, got {encoding_format!r}")
         self.host = endpoint_host(base_url)
@@ -108,6 +126,8 @@ class EndpointEncoder:
         self.base_url = base_url
         self.model = model
         self.dimensions = _positive("dimensions", dimensions)
+        self.extra_body = extra_body_of(extra_body)  # merged into every request (vLLM's truncate_prompt_tokens)
+        refuse_reserved(self.extra_body, REQUEST_FIELDS)
         self.concurrency = _positive("concurrency", concurrency) or 8
         self.batch_size = _positive("batch_size", batch_size) or 32
         self.timeout, self.max_retries = timeout, max_retries
@@ -121,17 +141,22 @@ class EndpointEncoder:
         # servers, or at two --dimensions, is two systems (two leaderboard rows), never two revisions of one
         self.name = name or endpoint_model_name(model, base_url, self.dimensions)
         self.revision = "endpoint-" + hashlib.sha256(f"{self.host}\0{model}\0{self.dimensions}".encode()).hexdigest()[:12]
+        self.name = name or model
+        body = f"\0{extra_body_key(self.extra_body)}" if self.extra_body else ""  # none: the revisions of earlier versions
+        self.revision = "endpoint-" + hashlib.sha256(f"{self.host}\0{model}\0{self.dimensions}{body}".encode()).hexdigest()[:12]
         self.requests_sent = 0
 
     @property
     def cache_identity(self) -> str:
-        """Endpoint host, model id and dimensions (never the key)."""
+        """Endpoint host, model id, dimensions and the extra body (never the key)."""
         fmt = "" if self.encoding_format == "float" else f":format={self.encoding_format}"
-        return f"endpoint:{self.host}:{self.model}:dimensions={self.dimensions}{fmt}"
+        body = f":extra_body={extra_body_key(self.extra_body)}" if self.extra_body else ""
+        return f"endpoint:{self.host}:{self.model}:dimensions={self.dimensions}{fmt}{body}"
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None,
                extra_body: Mapping[str, Any] | None = None) -> np.ndarray:
-        """One embedding per text (``prompt`` prepended); ``extra_body`` adds fields to each request (Voyage's input_type)."""
+        """One embedding per text (``prompt`` prepended); ``extra_body`` adds fields to each request (Voyage's input_type),
+        over the encoder's own extra body (already in ``cache_identity``)."""
         inputs = [(prompt or "") + text for text in texts]
         extra = dict(extra_body or {})
         batches = [inputs[start:start + self.batch_size] for start in range(0, len(inputs), self.batch_size)]
@@ -185,8 +210,8 @@ class EndpointEncoder:
         arguments: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": self.encoding_format}
         if self.dimensions is not None:
             arguments["dimensions"] = self.dimensions
-        if extra:
-            arguments["extra_body"] = dict(extra)
+        if extra or self.extra_body:
+            arguments["extra_body"] = {**(self.extra_body or {}), **extra}
         self.requests_sent += 1
         try:
             # the raw body, parsed as JSON here: the client's typed parse builds one object per number (20x slower)
@@ -204,6 +229,10 @@ class EndpointEncoder:
         else:
             text = describe(error, model=self.model, key_env=self.key_env, base_url=self.base_url, secrets=[key],
                             model_option="--retriever openai:<model>", timeout_fix="raise --timeout, or lower --concurrency or --batch-size")
+            if "maximum context length" in text or "context length" in text.lower():
+                text += ("; the server refuses texts longer than the model's context: have it cut them (vLLM: --extra-body "
+                         "'{\"truncate_prompt_tokens\": N}' with N at most the context, e.g. 256 for all-MiniLM-L6-v2; "
+                         "TEI: serve with --auto-truncate)")
         return redact(f"embedding endpoint {self.host}, model {self.model!r}: {text}", [key])
 
     def _checked(self, response: Any, count: int, key: str) -> np.ndarray:

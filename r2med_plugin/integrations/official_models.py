@@ -95,7 +95,8 @@ class OfficialLoader:
             unknown = sorted(set(settings) - set(ENDPOINT_SETTINGS))
             if unknown:
                 flags = ", ".join("--" + key.replace("_", "-") for key in unknown)
-                raise ValueError(f"{flags}: {name} embeds at the official size of {profile.checkpoint}; drop {flags}")
+                raise ValueError(f"{flags}: {name} sends the official code's requests, at the official size of "
+                                 f"{profile.checkpoint}; drop {flags}")
             return RetrieverRef(name, "plugin", str(checkpoint), None, loader=NAME,
                                 settings=(("profile", profile.name), ("role", "retriever"), *sorted(settings.items())))
         _no_settings(name, settings, "an official retriever that loads locally")

@@ -2,13 +2,66 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
 DEFAULT_STEP = 10
 DEFAULT_REASONING_TOKENS = 8192  # Rank1's reasoning budget
+
+
+def extra_body_of(value: Any, *, option: str = "--extra-body", example: str = '{"truncate_prompt_tokens": 256}') -> dict[str, Any] | None:
+    """Extra fields for each request body (``--extra-body JSON``, a sweep spec's ``extra_body:`` mapping, or a dict):
+    a JSON object, as a dict; None when nothing (or ``{}``) is given. Refused: text that is not JSON, JSON that is not
+    an object, values that do not serialise as JSON."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise ValueError(f"{option} is not valid JSON ({error}); give an object, e.g. '{example}'") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{option} must be a JSON object of extra request fields, e.g. '{example}'; got {value!r}")
+    try:
+        json.dumps(dict(value), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{option} must hold JSON values only (strings, numbers, true/false, null, lists, objects): {error}") from None
+    return dict(value) or None
+
+
+def extra_body_key(body: Mapping[str, Any] | None) -> str | None:
+    """The canonical JSON of an extra body (sorted keys), for cache keys and identities; None for none."""
+    return json.dumps(dict(body), sort_keys=True, ensure_ascii=False, separators=(",", ":")) if body else None
+
+
+def extra_body_label(body: Mapping[str, Any] | None) -> str:
+    """A short name part for an extra body (``body-<8 hex of its canonical JSON>``), "" for none."""
+    key = extra_body_key(body)
+    return f"body-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:8]}" if key else ""
+
+
+def refuse_reserved(body: Mapping[str, Any] | None, reserved: Mapping[str, str], option: str = "--extra-body") -> None:
+    """Refuse extra fields that would replace what the command itself sends (``reserved``: field -> how to set it)."""
+    for name in body or {}:
+        if name in reserved:
+            raise ValueError(f"{option} sets {name!r}, which the request already carries ({reserved[name]}): "
+                             f"drop {name!r} from {option}")
+
+
+# what an LLM reranker's requests carry themselves: an extra body may not replace them
+RERANKER_REQUEST_FIELDS = {
+    "model": "--rerank llm-<kind>:<model> names it", "messages": "the reranker's prompt",
+    "max_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning)",
+    "max_completion_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning)",
+    "temperature": "0: the rerankers ask greedily", "logprobs": "the pointwise and reasoning rerankers ask for them",
+    "top_logprobs": "20, what vLLM serves by default", "n": "one answer per request", "stream": "answers are read whole",
+}
 
 
 @dataclass(frozen=True)
@@ -29,7 +82,9 @@ class Endpoint:
 @dataclass(frozen=True)
 class LLMRerankerConfig:
     """How an LLM reranker asks: the endpoint, RankGPT's window and step (listwise), the completion budget
-    (``max_tokens``: listwise answer, reasoning budget; pointwise asks for one token) and where answers are cached
+    (``max_tokens``: listwise answer, reasoning budget; pointwise asks for one token), extra fields merged into every
+    request body (``extra_body``: server options such as ``{"chat_template_kwargs": {"enable_thinking": false}}``; part
+    of the reranker's name and of every answer's cache key) and where answers are cached
     (default: ``$R2MED_CACHE_DIR/llm-responses``)."""
 
     endpoint: Endpoint
@@ -37,8 +92,11 @@ class LLMRerankerConfig:
     step: int = DEFAULT_STEP
     max_tokens: int | None = None
     cache_dir: str | os.PathLike | None = None
+    extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body"))
+        refuse_reserved(self.extra_body, RERANKER_REQUEST_FIELDS, "extra_body (--extra-body)")
         if not isinstance(self.endpoint, Endpoint):
             raise TypeError("LLMRerankerConfig(endpoint=...) takes an Endpoint, e.g. Endpoint('http://localhost:8000/v1')")
         for name in ("window", "step"):

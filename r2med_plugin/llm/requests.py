@@ -81,9 +81,11 @@ class Usage:
 class Requester:
     """Sends chat requests for one model through one client, at most ``endpoint.concurrency`` in flight."""
 
-    def __init__(self, model: str, endpoint: Endpoint, cache: ResponseCache, *, model_option: str = "--rerank") -> None:
+    def __init__(self, model: str, endpoint: Endpoint, cache: ResponseCache, *, model_option: str = "--rerank",
+                 extra_body: dict[str, Any] | None = None) -> None:
         api.endpoint_host(endpoint.base_url)  # a malformed URL is refused before anything is sent
         self.model = model
+        self.extra_body = dict(extra_body) if extra_body else None  # merged into every request body, and in its key
         self.endpoint = endpoint
         self.cache = cache
         self.model_option = model_option
@@ -98,6 +100,8 @@ class Requester:
     async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any]) -> api.Answer | None:
         """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
         retry (recorded in ``failures``; the run stops once the other requests are done)."""
+        if self.extra_body:  # the client merges it into the body; as a parameter it is part of the answer's key
+            parameters = {**parameters, "extra_body": self.extra_body}
         key = ResponseCache.key(self.model, messages, parameters, api.endpoint_host(self.endpoint.base_url))
         if key in self._answered:  # asked before in this run (a probe): not a request, not a cache hit
             return self._answered[key]

@@ -26,6 +26,8 @@ from tqdm import tqdm
 
 from r2med_plugin.llm.client import endpoint_host, host_label
 from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig
+from r2med_plugin.llm.client import endpoint_host
+from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig, extra_body_label
 from r2med_plugin.llm.prompting import (
     answer_tokens,
     apply_permutation,
@@ -83,6 +85,8 @@ class LLMReranker:
         # what it is names it: the model, how it asks, and where (one model id on two servers, or with another window,
         # is another reranker, a row of its own); the revision is the prompts' version
         setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.base_url)}", self._settings()) if part)
+        setup = " ".join(part for part in (self.kind, f"@{_host_label(config.endpoint.base_url)}", self._settings(),
+                                           extra_body_label(config.extra_body)) if part)
         self.name = f"{self.model} ({setup})"
         self.revision = self._revision()
         self.last_report: RerankReport | None = None
@@ -109,13 +113,14 @@ class LLMReranker:
         unknown = [doc_id for doc_ids in lists.values() for doc_id in doc_ids if doc_id not in documents]
         if unknown:
             raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
-        requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path))
+        requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path), extra_body=self.config.extra_body)
         counts, traces = _Counts({name: 0 for name in self.counted}), []
         with tqdm(total=self._total(lists), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
             try:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
             finally:
-                self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)}
+                sent = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
+                self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)} | sent
                                                 | requester.usage.as_dict() | counts.notes,
                                                 traces=traces if self.kind == "reasoning" else None)
         warning = fallback_warning(self.kind, self.name, self.last_report.usage)
@@ -223,7 +228,7 @@ class PointwiseLLMReranker(_PairwiseScored):
             answer = await requester.ask(pair_messages("pointwise", query, passage), dict(self.YES_NO))
             if answer is None:
                 return None
-            probability = two_way_probability(answer.logprobs, "yes", "no")
+            probability = two_way_probability(own_logprobs(answer), "yes", "no")
             if probability is not None:
                 counts.add("scored_by_logprobs")
                 return probability
@@ -283,10 +288,23 @@ class ReasoningLLMReranker(_PairwiseScored):
         return score
 
 
+def own_logprobs(answer) -> list | None:
+    """The log-probabilities of an answer's own tokens: all of them where nothing came before the answer (no reasoning
+    part, no ``<think>`` thought in the content), else only the answer's (``answer_tokens``; none for an answer never
+    given): behind vLLM's reasoning parser the log-probabilities cover the reasoning's tokens first."""
+    content = answer.content
+    if answer.reasoning is None and "</think>" not in content and not content.lstrip().startswith("<think>"):
+        return answer.logprobs
+    final = content.split("</think>")[-1] if "</think>" in content else ("" if content.lstrip().startswith("<think>") else content)
+    return answer_tokens(answer.logprobs, final)
+
+
 _FALLBACK_CHECKS = {
     "listwise": "that the model answers with passage identifiers ([2] > [1] > ...) and that --max-tokens, if given, "
                 "leaves room for them",
-    "pointwise": "that the endpoint returns log-probabilities (vLLM: --max-logprobs 20) or answers the 0-3 label question",
+    "pointwise": "that the endpoint returns log-probabilities (vLLM: --max-logprobs 20) or answers the 0-3 label question, "
+                 "and that the model answers without reasoning first (a reasoning model: llm-reasoning, or its thinking "
+                 "turned off, Qwen3: --extra-body '{\"chat_template_kwargs\": {\"enable_thinking\": false}}')",
     "reasoning": "that --max-tokens (the reasoning budget) leaves room for the answer after the reasoning, that the "
                  "server's --reasoning-parser fits the model, and the answers in the traces (<Task>.reasoning.jsonl)",
 }

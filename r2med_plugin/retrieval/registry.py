@@ -156,14 +156,14 @@ def scheme_loader(name: str) -> ModelLoader | None:
 
 
 def endpoint_options_of(name: str) -> tuple[str, ...]:
-    """The endpoint settings (base_url, api_key_env, dimensions, concurrency) a ``<scheme>:<id>`` name takes: all of
+    """The endpoint settings (base_url, api_key_env, dimensions, concurrency, extra_body) a ``<scheme>:<id>`` name takes: all of
     them for an endpoint loader (openai:), what the loader's ``endpoint_options(name)`` says where it has one
     (official:openai takes three, official:bge none), and none for other names."""
     loader = _scheme_loader(name)
     if loader is None:
         return ()
     options = getattr(loader, "endpoint_options", None)
-    return tuple(options(name)) if callable(options) else ("base_url", "api_key_env", "dimensions", "concurrency")
+    return tuple(options(name)) if callable(options) else ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 
 
 def _scheme_loader(name: str) -> ModelLoader | None:

@@ -44,12 +44,13 @@ TOP_KEYS = {
     "options": "extra keyword arguments of evaluate_task, passed as given",
     "env": "environment variables set in every job (e.g. HF_HOME on the workers)",
 }
-MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "loader", "base_url", "api_key_env", "dimensions", "concurrency"}
+MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "loader", "base_url", "api_key_env", "dimensions",
+              "concurrency", "extra_body"}
 # How a model loads (issue 22): --loader, and an openai:<model> endpoint's settings; kept in a job only when given
-LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency")
+LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 NOT_IN_JOB_IDENTITY = ("devices", "batch_size", "api_key_env", "concurrency")  # how, not what, a job computes
 # An LLM reranker's settings (llm-listwise:<model>, ...): what it asks (in a job's identity), and how its requests go (not)
-LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens")
+LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body")
 LLM_REQUEST_KEYS = ("api_key_env", "concurrency", "timeout", "max_retries")
 RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size", *LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS}
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
@@ -417,7 +418,7 @@ def llm_reranker_config(asks: Mapping[str, Any], requests: Mapping[str, Any], *,
         api_key(requests.get("api_key_env"))
     endpoint = Endpoint(str(asks["base_url"]), api_key_env=requests.get("api_key_env"), concurrency=requests.get("concurrency") or 8,
                         **{name: requests[name] for name in ("max_retries", "timeout") if name in requests})
-    return LLMRerankerConfig(endpoint, **{name: asks[name] for name in ("window", "step", "max_tokens") if name in asks})
+    return LLMRerankerConfig(endpoint, **{name: asks[name] for name in ("window", "step", "max_tokens", "extra_body") if name in asks})
 
 
 def _options(path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:

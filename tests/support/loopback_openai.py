@@ -8,7 +8,9 @@ covering every generated token, the reasoning's first),
 records every request (path, JSON body, whether the key matched), and can misbehave on purpose:
 queued faults for the next completions ("429", "500", "drop" a connection, "slow:<seconds>"), a
 delay on every answer; for embeddings also "nonjson" (a 200 whose body is not JSON), "baddim" (vectors
-one dimension short) and "fewer" (one row missing); 401 for a wrong key (echoing the key it was given, so tests can prove the
+one dimension short) and "fewer" (one row missing); with ``context_tokens``, HTTP 400 with vLLM's text for an
+input longer than the context (a token is a word here) unless the request carries ``truncate_prompt_tokens``, which
+cuts each input to its first N tokens as vLLM does (-1: the context); 401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
 it and answers 503 after ``max_seconds``.
 """
@@ -70,6 +72,7 @@ class LoopbackOpenAI:
     faults: list[str] = field(default_factory=list)
     embedding_dim: int = 16  # the width of an embedding when the request names no `dimensions`
     reasoning_parser: str | None = None  # "deepseek_r1": generated tokens are split as vLLM's reasoning parser splits them
+    context_tokens: int | None = None  # embeddings: vLLM's max_model_len (longer inputs: 400 unless truncate_prompt_tokens)
 
     def __post_init__(self) -> None:
         server = self
@@ -233,6 +236,10 @@ class LoopbackOpenAI:
             handler.wfile.write(raw)
             return None
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        if self.context_tokens is not None:
+            refused, texts = self._truncated(body, texts)
+            if refused:
+                return self._send(handler, 400, {"error": {"message": refused, "type": "BadRequestError", "param": None, "code": 400}})
         dim = int(body.get("dimensions") or self.embedding_dim) - (1 if fault == "baddim" else 0)
         rows = [{"object": "embedding", "index": i, "embedding": self.embedding(t, dim)} for i, t in enumerate(texts)]
         if body.get("encoding_format") == "base64":  # float32 little-endian, as OpenAI's and Voyage's APIs answer
@@ -244,6 +251,26 @@ class LoopbackOpenAI:
         tokens = sum(len(t.split()) for t in texts)
         payload = {"object": "list", "data": rows, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
         self._send(handler, 200, payload)
+
+    def _truncated(self, body: dict, texts: list[str]) -> tuple[str | None, list[str]]:
+        """vLLM's checks of an embeddings request against the context (max_model_len): (its error text, or None; the
+        texts as embedded). ``truncate_prompt_tokens`` N keeps each input's first N tokens (-1: the context's); without
+        it an input longer than the context is refused."""
+        limit = self.context_tokens
+        truncate = body.get("truncate_prompt_tokens")
+        if truncate is not None:
+            if truncate == -1:
+                truncate = limit
+            if truncate > limit:
+                return (f"truncate_prompt_tokens value ({truncate}) is greater than max_model_len ({limit}). Please, select "
+                        "a smaller truncation size."), texts
+            return None, [" ".join(text.split()[:truncate]) for text in texts]
+        for text in texts:
+            count = len(text.split())
+            if count > limit:
+                return (f"This model's maximum context length is {limit} tokens. However, you requested {count} tokens in "
+                        "the input for embedding generation. Please reduce the length of the input."), texts
+        return None, texts
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict, *, extra: dict | None = None) -> None:
