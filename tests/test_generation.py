@@ -528,3 +528,24 @@ def test_generated_files_are_readable_like_any_file_open_creates(server, mirror_
     folder = tmp_path / "exp" / "Biology" / "hyde" / "test-llm"
     for name in ("query_with_hydoc.jsonl", "manifest.json", "usage.jsonl"):
         assert (folder / name).stat().st_mode & 0o777 == 0o666 & ~mask, name
+
+
+def test_an_openai_reasoning_model_gets_max_completion_tokens(mirror_env, tmp_path, monkeypatch, caplog):
+    """OpenAI's reasoning models answer max_tokens and temperature with HTTP 400 "Unsupported parameter" (issue 36): the
+    first refusal is learned, the request is sent again at once with max_completion_tokens and without temperature, and
+    so is every later one; the manifest records it and one warning says it."""
+    with LoopbackOpenAI(api_key=KEY, unsupported=("max_tokens", "temperature")) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        with caplog.at_level("WARNING"):
+            report = _generate(server, tmp_path / "exp", "hyde", preset="vllm", concurrency=1)
+        bodies = server.completions()
+    assert report.generated == report.total > 1 and not report.failures
+    assert bodies[0]["max_tokens"] == 10240 and bodies[0]["temperature"] == 0.7  # refused once
+    assert len(bodies) == report.total + 1
+    assert all(body["max_completion_tokens"] == 10240 and "max_tokens" not in body and "temperature" not in body
+               and body["seed"] == 42 for body in bodies[1:])
+    manifest = json.loads(next((tmp_path / "exp").rglob("manifest.json")).read_text())
+    assert manifest["runs"][-1]["unsupported_parameters"] == {"refused": ["max_tokens"], "sent_max_completion_tokens": True,
+                                                              "left_out": ["temperature"]}
+    notes = [record.getMessage() for record in caplog.records if "refused" in record.getMessage()]
+    assert len(notes) == 1 and "max_completion_tokens in place of max_tokens" in notes[0]

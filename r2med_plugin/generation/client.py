@@ -5,6 +5,7 @@ from r2med_plugin.llm.client import (  # noqa: F401
     DEFAULT_KEY_ENV,
     NO_KEY,
     Completion,
+    RequestRules,
     GenerationError,
     api_key,
     available_models,

@@ -9,6 +9,7 @@ another configuration (model, prompts, sampling, first stage, data revision) is 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -29,6 +30,8 @@ from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
 from r2med_plugin.generation.store import ExpansionStore, expansion_dir, slug_name  # noqa: F401 - slug_name: earlier callers
 from r2med_plugin.types import TaskData
+
+logger = logging.getLogger(__name__)
 
 MANIFEST_FORMAT = "r2med-plugin local expansion v1"
 FIELDS = ("id", "text", "hy_doc", "doc_id")
@@ -190,7 +193,9 @@ def generate(
                     store.close()
         finally:
             report.seconds = time.perf_counter() - started
-            _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models)
+            _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models, job.rules)
+            if job.rules.refused:  # OpenAI's reasoning models refuse max_tokens and temperature: said once
+                logger.warning("%s, %s: %s (recorded in %s)", spec.name, llm, job.rules.summary(), store.folder / "manifest.json")
         if report.failures:
             query_id, message = report.failures[0]
             finished = report.already_done + report.generated
@@ -255,13 +260,16 @@ def _start_manifest(previous: dict[str, Any] | None, identity: dict[str, Any], s
 
 
 def _finish_manifest(store: ExpansionStore, manifest: dict[str, Any], query_ids: list[str], report: GenerationReport,
-                     reasoning_seen: bool, served: set[str]) -> None:
+                     reasoning_seen: bool, served: set[str], rules: api.RequestRules | None = None) -> None:
     finished = len(store.finished(query_ids))
     complete = finished == len(query_ids)
     if complete:
         store.rewrite_in_order(query_ids)
     last = dict(manifest["runs"][-1])
     last.update({"ended": _now(), "generated": report.generated, "failed": len(report.failures)})
+    if rules is not None and rules.refused:  # what the model refused, and how this run's requests were sent instead
+        last["unsupported_parameters"] = {"refused": sorted(rules.refused), "sent_max_completion_tokens": rules.completion_tokens,
+                                          "left_out": sorted(rules.dropped)}
     manifest["runs"] = [*manifest["runs"][:-1], last]
     manifest["generated"] = finished
     manifest["complete"] = complete
@@ -296,6 +304,7 @@ class _Job:
     report: GenerationReport
     reasoning_seen: bool = False
     served_models: set[str] = field(default_factory=set)
+    rules: api.RequestRules = field(default_factory=lambda: api.RequestRules())  # what the model refused (HTTP 400)
 
     async def run(self, pending: list[str], client: Any, concurrency: int, show_progress: bool, *, done_before: int) -> None:
         semaphore = asyncio.Semaphore(concurrency)
@@ -304,7 +313,7 @@ class _Job:
             async with semaphore:
                 chat = messages(self.spec, self.method, self.texts[query_id], self.passages.get(query_id))
                 try:
-                    return query_id, await api.complete(client, self.model, chat, self.sampling, self.extra_body), None
+                    return query_id, await api.complete(client, self.model, chat, self.sampling, self.extra_body, self.rules), None
                 except Exception as error:  # noqa: BLE001 - classified below
                     return query_id, None, error
 

@@ -5,14 +5,21 @@ Retries (429, 5xx, 408/409, timeouts, dropped connections) are the client's own:
 backoff from 0.5 s up to 8 s with jitter, honouring ``Retry-After``. A bad key (401/403) or an
 unknown model (404) stops the run with a message that names the fix. The API key is read from an
 environment variable (never from the command line) and is removed from every message we raise.
+
+A model that refuses a request parameter (HTTP 400 "Unsupported parameter: 'max_tokens' is not supported with this
+model. Use 'max_completion_tokens' instead.", as OpenAI's reasoning models answer ``max_tokens``, ``temperature``
+and ``logprobs``) is asked again at once without it (``RequestRules``): ``max_tokens`` goes as
+``max_completion_tokens``, and without ``temperature``; ``temperature``, ``top_p``, ``seed``, ``logprobs`` and
+``top_logprobs`` are left out. The rule is kept for the rest of the run, so each refusal costs one request.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -97,11 +104,89 @@ def _text_of(message: Any) -> tuple[str, bool]:
     return content, False
 
 
-async def complete(client: Any, model: str, messages: list[dict[str, str]], sampling: dict[str, Any], extra_body: dict | None) -> Completion:
-    """One chat completion (the client retries transient faults itself)."""
+# parameters a model may refuse (HTTP 400 "Unsupported parameter"/"Unsupported value") that a request can do without
+DROPPABLE = ("temperature", "top_p", "seed", "logprobs", "top_logprobs")
+_UNSUPPORTED = re.compile(r"Unsupported (?:parameter|value): '(\w+)'")
+
+
+def unsupported_parameter(error: BaseException) -> str | None:
+    """The request parameter an HTTP 400 refuses as unsupported by the model (OpenAI's "Unsupported parameter:
+    'max_tokens' is not supported with this model..." / "Unsupported value: 'temperature' does not support 0..."),
+    else None."""
+    if getattr(error, "status_code", None) != 400:
+        return None
+    match = _UNSUPPORTED.search(_server_message(error))
+    return match.group(1) if match else None
+
+
+@dataclass
+class RequestRules:
+    """What one endpoint's model refused (HTTP 400, unsupported parameters), learned during a run and applied to every
+    later request: ``max_tokens`` sent as ``max_completion_tokens`` (and no ``temperature``), parameters left out."""
+
+    completion_tokens: bool = False  # max_tokens is sent as max_completion_tokens
+    dropped: set[str] = field(default_factory=set)
+    refused: dict[str, str] = field(default_factory=dict)  # parameter -> what the server said, first time
+
+    def apply(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` as this endpoint takes them."""
+        sent = {key: value for key, value in arguments.items() if key not in self.dropped}
+        if self.completion_tokens and "max_tokens" in sent:
+            sent["max_completion_tokens"] = sent.pop("max_tokens")
+        return sent
+
+    def learn(self, error: BaseException) -> bool:
+        """Whether ``error`` refuses a parameter a request can do without (the rule is then kept)."""
+        name = unsupported_parameter(error)
+        if name == "max_tokens":
+            self.completion_tokens = True
+            self.dropped.add("temperature")  # the models that want max_completion_tokens take no temperature but 1
+        elif name in ("logprobs", "top_logprobs"):
+            self.dropped |= {"logprobs", "top_logprobs"}
+        elif name in DROPPABLE:
+            self.dropped.add(name)
+        else:
+            return False
+        self.refused.setdefault(name, _server_message(error))
+        return True
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether the endpoint still gets asked for log-probabilities."""
+        return "logprobs" not in self.dropped
+
+    def summary(self) -> str:
+        """What was refused and what is sent instead, in one sentence ("" when nothing was refused)."""
+        if not self.refused:
+            return ""
+        changes = (["max_completion_tokens in place of max_tokens"] if self.completion_tokens else []) + (
+            [f"no {', '.join(sorted(self.dropped))}"] if self.dropped else [])
+        first = next(iter(self.refused.values()))
+        return (f"the model refused {', '.join(repr(name) for name in sorted(self.refused))} (HTTP 400: {first}); "
+                f"every request was sent with {' and '.join(changes)}")
+
+
+async def create_completion(client: Any, rules: RequestRules | None, **arguments: Any) -> Any:
+    """``client.chat.completions.create(**arguments)`` as the endpoint takes it: a 400 refusing a parameter the
+    request can do without (``RequestRules.learn``) is asked again at once without it, and the rule is kept."""
+    if rules is None:
+        return await client.chat.completions.create(**arguments)
+    while True:
+        sent = rules.apply(arguments)
+        try:
+            return await client.chat.completions.create(**sent)
+        except Exception as error:  # noqa: BLE001 - only a refused parameter is retried; the rest is the caller's
+            learned = rules.learn(error)
+            if not learned or rules.apply(arguments) == sent:  # nothing left to change: the 400 stands
+                raise
+
+
+async def complete(client: Any, model: str, messages: list[dict[str, str]], sampling: dict[str, Any], extra_body: dict | None,
+                   rules: RequestRules | None = None) -> Completion:
+    """One chat completion (the client retries transient faults itself; ``rules``: what the endpoint refused)."""
     started = time.perf_counter()
     arguments = {key: value for key, value in sampling.items() if value is not None}
-    response = await client.chat.completions.create(model=model, messages=messages, extra_body=extra_body or None, **arguments)
+    response = await create_completion(client, rules, model=model, messages=messages, extra_body=extra_body or None, **arguments)
     if not response.choices:
         raise ValueError("the endpoint answered with no choices")
     choice = response.choices[0]
@@ -143,10 +228,11 @@ class Answer:
                    prompt_tokens=int(payload.get("prompt_tokens") or 0), completion_tokens=int(payload.get("completion_tokens") or 0))
 
 
-async def answer(client: Any, model: str, messages: list[dict[str, str]], parameters: dict[str, Any]) -> Answer:
+async def answer(client: Any, model: str, messages: list[dict[str, str]], parameters: dict[str, Any],
+                 rules: RequestRules | None = None) -> Answer:
     """One chat completion, empty answers included (the rerankers decide what an empty answer means); the client
-    retries transient faults itself."""
-    response = await client.chat.completions.create(model=model, messages=messages, **parameters)
+    retries transient faults itself (``rules``: what the endpoint refused)."""
+    response = await create_completion(client, rules, model=model, messages=messages, **parameters)
     if not response.choices:
         return Answer("", None, None, 0, 0, None)
     choice = response.choices[0]

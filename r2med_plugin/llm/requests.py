@@ -8,6 +8,10 @@ the key, and the key is never written: the cache holds answers only.
 Retries on 429, 5xx, timeouts and dropped connections are the ``openai`` client's own (r2med_plugin.llm.client).
 A request that still fails stops the run after the others finished (their answers are cached); a rejected key or
 an unknown model stops it at once. Usage (requests sent, answers from the cache, tokens, wall time) is counted.
+
+Parameters the model refuses (HTTP 400 "Unsupported parameter", r2med_plugin.llm.client.RequestRules) are left out
+of every later request; what was learned is kept beside the answers (``rules/<key>.json`` per endpoint host and
+model), so a rerun asks as the first run asked and finds its answers.
 """
 
 from __future__ import annotations
@@ -62,6 +66,27 @@ class ResponseCache:
         if self.enabled:
             write_json_atomic(self.path(key), answer.to_json(), indent=None)
 
+    def _rules_path(self, host: str, model: str) -> Path:
+        digest = hashlib.sha256(json.dumps([CACHE_FORMAT, host, model]).encode("utf-8")).hexdigest()
+        return self.folder / "rules" / f"{digest}.json"
+
+    def get_rules(self, host: str, model: str) -> api.RequestRules:
+        """What this endpoint's model refused in an earlier run (empty rules when nothing, or the cache is off)."""
+        path = self._rules_path(host, model)
+        if not self.enabled or not path.is_file():
+            return api.RequestRules()
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            return api.RequestRules(completion_tokens=bool(payload["completion_tokens"]), dropped=set(payload["dropped"]),
+                                    refused=dict(payload["refused"]))
+        except (OSError, ValueError, TypeError, KeyError):
+            return api.RequestRules()  # unreadable: learned again
+
+    def put_rules(self, host: str, model: str, rules: api.RequestRules) -> None:
+        if self.enabled and rules.refused:
+            write_json_atomic(self._rules_path(host, model), {"completion_tokens": rules.completion_tokens,
+                                                              "dropped": sorted(rules.dropped), "refused": rules.refused})
+
 
 @dataclass
 class Usage:
@@ -96,6 +121,7 @@ class Requester:
         self._semaphore: asyncio.Semaphore | None = None
         self._key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
         self._secrets: list[str] = []
+        self.rules = cache.get_rules(api.endpoint_host(endpoint.base_url), model)  # what the model refused (HTTP 400)
 
     async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any]) -> api.Answer | None:
         """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
@@ -114,7 +140,7 @@ class Requester:
             raise RuntimeError("Requester.ask runs inside Requester.run")
         async with self._semaphore:
             try:
-                answer = await api.answer(self._client, self.model, messages, parameters)
+                answer = await api.answer(self._client, self.model, messages, parameters, self.rules)
             except Exception as error:  # noqa: BLE001 - classified: fatal errors stop the run, others are counted
                 self.failures[key] = self._failed(error)
                 return None
@@ -152,6 +178,7 @@ class Requester:
         finally:
             await self._client.close()
             self._client = None
+            self.cache.put_rules(api.endpoint_host(self.endpoint.base_url), self.model, self.rules)
         if self.failures:
             raise api.EndpointError(
                 f"{len(self.failures)} request(s) to {api.endpoint_host(self.endpoint.base_url)} failed on every retry "

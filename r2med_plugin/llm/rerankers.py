@@ -120,13 +120,24 @@ class LLMReranker:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
             finally:
                 sent = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
+                if requester.rules.refused:  # the model refused parameters (HTTP 400): recorded with the scores
+                    sent["unsupported_parameters"] = sorted(requester.rules.refused)
                 self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)} | sent
                                                 | requester.usage.as_dict() | counts.notes,
                                                 traces=traces if self.kind == "reasoning" else None)
+        if requester.rules.refused:
+            logger.warning(self._refused_note(requester.rules))
         warning = fallback_warning(self.kind, self.name, self.last_report.usage)
         if warning:
             logger.warning(warning)
         return run
+
+    def _refused_note(self, rules) -> str:
+        """The one message for a model that refused request parameters (OpenAI's reasoning models)."""
+        scored = {"pointwise": "pairs are scored by the 0-3 label question, as for a server that returns none",
+                  "reasoning": "pairs are scored by the word the answer says (true/false)"}.get(self.kind)
+        logprobs = f"; without log-probabilities, {scored}" if scored and not rules.logprobs else ""
+        return f"{self.name}: {rules.summary()}{logprobs}."
 
     def _total(self, lists: Mapping[str, list[str]]) -> int:
         return sum(len(doc_ids) for doc_ids in lists.values())
@@ -215,6 +226,13 @@ class PointwiseLLMReranker(_PairwiseScored):
         super().__init__(model, config)
         self._no_logprobs = False  # the endpoint answered without log-probabilities: ask for labels from then on
 
+    def _graded(self, requester: Requester) -> dict[str, Any]:
+        """The label question's parameters: 8 tokens, or the reasoning budget where the model counts its hidden
+        reasoning in the budget (it takes max_completion_tokens: OpenAI's reasoning models), which 8 tokens never cover."""
+        if requester.rules.completion_tokens:
+            return {"temperature": 0, "max_tokens": DEFAULT_REASONING_TOKENS}
+        return dict(self.GRADED)
+
     async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
         self._no_logprobs = False
         first = next(((query_id, doc_ids[0]) for query_id, doc_ids in lists.items() if doc_ids), None)
@@ -234,7 +252,7 @@ class PointwiseLLMReranker(_PairwiseScored):
                 return probability
             if not answer.logprobs:
                 self._no_logprobs = True
-        graded = await requester.ask(pair_messages("pointwise_graded", query, passage), dict(self.GRADED))
+        graded = await requester.ask(pair_messages("pointwise_graded", query, passage), self._graded(requester))
         if graded is None:
             return None
         label = graded_label(graded.content)

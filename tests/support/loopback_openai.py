@@ -10,7 +10,10 @@ queued faults for the next completions ("429", "500", "drop" a connection, "slow
 delay on every answer; for embeddings also "nonjson" (a 200 whose body is not JSON), "baddim" (vectors
 one dimension short) and "fewer" (one row missing); with ``context_tokens``, HTTP 400 with vLLM's text for an
 input longer than the context (a token is a word here) unless the request carries ``truncate_prompt_tokens``, which
-cuts each input to its first N tokens as vLLM does (-1: the context); 401 for a wrong key (echoing the key it was given, so tests can prove the
+cuts each input to its first N tokens as vLLM does (-1: the context); with ``unsupported`` (OpenAI's reasoning models:
+"max_tokens", "temperature", "logprobs", ...), HTTP 400 with OpenAI's text for a chat request that carries one of those
+parameters, and ``hidden_reasoning`` tokens of reasoning counted in ``max_completion_tokens`` before the answer (a
+smaller budget: empty content, finish_reason "length"); 401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
 it and answers 503 after ``max_seconds``.
 """
@@ -73,6 +76,8 @@ class LoopbackOpenAI:
     embedding_dim: int = 16  # the width of an embedding when the request names no `dimensions`
     reasoning_parser: str | None = None  # "deepseek_r1": generated tokens are split as vLLM's reasoning parser splits them
     context_tokens: int | None = None  # embeddings: vLLM's max_model_len (longer inputs: 400 unless truncate_prompt_tokens)
+    unsupported: tuple[str, ...] = ()  # chat parameters refused with OpenAI's 400 (o3-mini: max_tokens, temperature, logprobs)
+    hidden_reasoning: int = 0  # tokens an OpenAI reasoning model thinks, unseen, within max_completion_tokens
 
     def __post_init__(self) -> None:
         server = self
@@ -172,6 +177,9 @@ class LoopbackOpenAI:
         if body.get("model") not in self.models:
             message = f"The model `{body.get('model')}` does not exist or you do not have access to it."
             return self._send(handler, 404, {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
+        refused = None if embeddings else self._unsupported(body)
+        if refused:
+            return self._send(handler, 400, {"error": refused})
         if fault in ("429", "500"):
             extra = {"retry-after-ms": "20"} if fault == "429" else {}
             return self._send(handler, int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}}, extra=extra)
@@ -186,6 +194,9 @@ class LoopbackOpenAI:
         if embeddings:
             return self._embeddings(handler, body, fault)
         answer = self.reply(body)
+        budget = body.get("max_completion_tokens")
+        if self.hidden_reasoning and isinstance(answer, str) and budget is not None and budget < self.hidden_reasoning + len(answer.split()):
+            answer = {"content": "", "finish_reason": "length"}  # the budget was spent on the hidden reasoning
         generated = answer.get("tokens") if isinstance(answer, dict) else None
         if generated is not None:
             answer = self._generated(body, generated)
@@ -251,6 +262,22 @@ class LoopbackOpenAI:
         tokens = sum(len(t.split()) for t in texts)
         payload = {"object": "list", "data": rows, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
         self._send(handler, 200, payload)
+
+    def _unsupported(self, body: dict) -> dict[str, Any] | None:
+        """OpenAI's 400 error for the first parameter of ``unsupported`` the request carries (None: none)."""
+        for name in self.unsupported:
+            if name not in body or (name == "temperature" and body[name] == 1):  # the default is accepted
+                continue
+            if name == "max_tokens":
+                message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+            elif name == "temperature":
+                message = (f"Unsupported value: 'temperature' does not support {body[name]} with this model. Only the default "
+                           "(1) value is supported.")
+            else:
+                message = f"Unsupported parameter: '{name}' is not supported with this model."
+            code = "unsupported_value" if name == "temperature" else "unsupported_parameter"
+            return {"message": message, "type": "invalid_request_error", "param": name, "code": code}
+        return None
 
     def _truncated(self, body: dict, texts: list[str]) -> tuple[str | None, list[str]]:
         """vLLM's checks of an embeddings request against the context (max_model_len): (its error text, or None; the
