@@ -549,3 +549,39 @@ def test_an_openai_reasoning_model_gets_max_completion_tokens(mirror_env, tmp_pa
                                                               "left_out": ["temperature"]}
     notes = [record.getMessage() for record in caplog.records if "refused" in record.getMessage()]
     assert len(notes) == 1 and "max_completion_tokens in place of max_tokens" in notes[0]
+
+
+def test_a_budget_the_context_cannot_hold_is_refused_before_any_request(mirror_env, tmp_path, monkeypatch, capsys):
+    """--preset vllm sends max_tokens 10240; on a model served with a shorter context every request was refused (HTTP
+    400), the run stopped after 10 queries and said to run it again (issue 36). vLLM reports max_model_len in GET
+    /models: a budget that cannot fit is refused before the data loads or a completion is sent, with the fix."""
+    with LoopbackOpenAI(api_key=KEY, max_model_len=4096) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        argv = ["generate", "--task", "R2MEDBiology", "--method", "hyde", "--llm", "test-llm", "--base-url", server.base_url,
+                "--preset", "vllm", "--out", str(tmp_path / "exp"), "--quiet"]
+        assert main(argv) == 2
+        assert server.completions() == []
+        error = capsys.readouterr().err
+        assert "--preset vllm sends max_tokens 10240" in error and "context of 4096 tokens (max_model_len)" in error
+        assert "--max-tokens 2048" in error and "again" not in error
+        assert not (tmp_path / "exp").exists()
+        assert main(argv + ["--max-tokens", "2048"]) == 0  # a budget that fits: generated
+        assert {body["max_tokens"] for body in server.completions()} == {2048}
+
+
+def test_a_refused_request_is_never_said_to_be_retried_nor_to_help_rerunning(mirror_env, tmp_path, monkeypatch, capsys):
+    """A server that does not report its context answers every request with vLLM's 400: the message says the server
+    refused them (not "on every retry", which a 400 never gets), gives the server's text and the fix (lower
+    --max-tokens), and never suggests running the same command again."""
+    with LoopbackOpenAI(api_key=KEY, max_model_len=60, report_max_model_len=False) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        argv = ["generate", "--task", "R2MEDBiology", "--method", "hyde", "--llm", "test-llm", "--base-url", server.base_url,
+                "--max-tokens", "50", "--out", str(tmp_path / "exp"), "--quiet", "--max-failures", "3"]
+        assert main(argv) == 1
+        sent = server.completions()
+    error = capsys.readouterr().err
+    assert "maximum context length is 60 tokens" in error and "HTTP 400; a refused request is not retried" in error
+    assert "on every retry" not in error and "after 6 retries" not in error
+    assert "lower --max-tokens" in error and "sends the same requests" in error
+    assert "run the same command again to" not in error and "then run again" not in error
+    assert 3 <= len(sent) <= 3 + 8  # stopped after --max-failures refused queries (others were in flight), each sent once

@@ -754,3 +754,20 @@ def test_a_rerank_depth_below_10_is_refused_before_any_request(mirror_env: Path,
     with pytest.raises(SpecError, match=r"`rerankers\[0\]\.depth` must be at least 10"):
         load_spec(_sweep_spec(tmp_path, {"model": "org/cross-encoder", "first_stage": "bm25-robertson", "depth": 3}))
     assert load_spec(_sweep_spec(tmp_path, entry | {"depth": 10})).rerankers[0]["rerank_depth"] == 10
+
+
+def test_refused_requests_are_not_said_to_be_retried_nor_to_help_rerunning(own_cache: Path, monkeypatch):
+    """vLLM refuses a reasoning budget longer than the context with HTTP 400 on every pair (issue 36): such a request is
+    not retried, so the message says the server refused them, gives its text, and does not suggest running again."""
+    from r2med_plugin.llm.client import EndpointError
+
+    first_stage, queries, documents = _toy(count=3, queries=1)
+    with LoopbackOpenAI(reply=reasoning_reply, max_model_len=4096, report_max_model_len=False) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = ReasoningLLMReranker("test-llm", _config(server, concurrency=1))  # the default budget: 8192
+        with pytest.raises(EndpointError) as raised:
+            reranker.rerank(first_stage, queries, documents, depth=3, show_progress=False)
+        assert len(server.completions()) == 3  # each pair asked once: a 400 is not retried
+    message = str(raised.value)
+    assert "3 request(s)" in message and "were refused (not retried" in message and "maximum context length is 4096" in message
+    assert "on every retry" not in message and "run the same command again to continue" not in message

@@ -11,8 +11,10 @@ from r2med_plugin.llm.client import (  # noqa: F401
     available_models,
     classify,
     complete,
+    context_lengths,
     describe,
     endpoint_host,
     make_client,
     redact,
+    refused,
 )

@@ -161,6 +161,7 @@ def generate(
     sampling, extra_body, preset = config.sampling(), config.extra_body, config.preset
     concurrency, timeout, max_retries, first_stage = endpoint.concurrency, endpoint.timeout, endpoint.max_retries, config.first_stage
     config.first_stage_identity()  # a missing run file is refused before the data loads
+    _check_budget_fits(llm, sampling, preset, base_url, key, timeout)  # before the data loads or a request is sent
     data = _load(task, data_dir, accept_drift)
     store = ExpansionStore(expansion_dir(out, spec, method, name))
     created = [folder for folder in (store.folder, *store.folder.parents) if not folder.exists()]  # deepest first
@@ -199,13 +200,48 @@ def generate(
         if report.failures:
             query_id, message = report.failures[0]
             finished = report.already_done + report.generated
-            saved = (f"The {finished} finished queries are saved in {store.folder}; run the same command again to retry the rest"
-                     if finished else "No query finished, so no folder is left behind; check --base-url and --llm, then run again")
+            if job.refused_only:  # the server refused the requests: the same command sends the same requests
+                failed = "were refused by the server (not retried)"
+                saved = (f"The {finished} finished queries are saved in {store.folder}. " if finished else
+                         "No query finished, so no folder is left behind. ") + REFUSED_FIX
+            else:
+                failed = f"failed after {max_retries} retries"
+                saved = (f"The {finished} finished queries are saved in {store.folder}; run the same command again to retry the rest"
+                         if finished else "No query finished, so no folder is left behind; check --base-url and --llm, then run again")
             raise api.GenerationError(
-                f"{spec.name}: {len(report.failures)} of {len(pending)} queries failed after {max_retries} retries "
-                f"(first: {query_id!r}: {message}). {saved}"
+                f"{spec.name}: {len(report.failures)} of {len(pending)} queries {failed} (first: {query_id!r}: {message}). {saved}"
             )
     return report
+
+
+REFUSED_FIX = ("Running the same command again sends the same requests and gets the same answer: change what the server "
+               "refused first (its text is above; a context length: lower --max-tokens)")
+
+
+def _check_budget_fits(llm: str, sampling: dict[str, Any], preset: str, base_url: str, key: str, timeout: float) -> None:
+    """Refuse a completion budget the model's context cannot hold, before any request: vLLM reports each model's
+    ``max_model_len`` in GET /models and refuses (HTTP 400) every request whose prompt and budget exceed it."""
+    budget = sampling.get("max_tokens")
+    if budget is None:
+        return
+
+    async def lengths() -> dict[str, int]:
+        client = api.make_client(base_url, key, timeout=min(timeout, 30.0), max_retries=1)
+        try:
+            return await api.context_lengths(client)
+        finally:
+            await client.close()
+
+    found: dict[str, int] = {}
+    _run_to_end(lengths(), found)
+    context = found.get(llm)
+    if context is not None and budget >= context:
+        where = f"--preset {preset} sends max_tokens {budget}" if preset == "vllm" and budget == 10240 else f"--max-tokens {budget}"
+        raise ValueError(
+            f"{where}, but {api.endpoint_host(base_url)} serves {llm!r} with a context of {context} tokens (max_model_len), "
+            f"which must hold the prompt and the completion: every request would be refused (HTTP 400). Lower --max-tokens "
+            f"below {context} less the prompt's tokens, e.g. --max-tokens {context // 2}, or serve the model with a longer "
+            "--max-model-len")
 
 
 @contextmanager
@@ -218,17 +254,20 @@ def _removed_when_nothing_finished(store: ExpansionStore, created: list[Path]) -
         raise
 
 
-def _run_to_end(coroutine: Any) -> None:
-    """asyncio.run, also from code that already runs an event loop (Jupyter): then in a worker thread."""
+def _run_to_end(coroutine: Any, into: dict | None = None) -> None:
+    """asyncio.run, also from code that already runs an event loop (Jupyter): then in a worker thread (``into``: a dict
+    the coroutine's result, a dict, is merged into)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        asyncio.run(coroutine)
-        return
-    from concurrent.futures import ThreadPoolExecutor
+        result = asyncio.run(coroutine)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coroutine).result()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            result = pool.submit(asyncio.run, coroutine).result()
+    if into is not None and isinstance(result, dict):
+        into.update(result)
 
 
 def _load(task: str, data_dir: str | os.PathLike | None, accept_drift: bool | None) -> TaskData:
@@ -305,6 +344,7 @@ class _Job:
     reasoning_seen: bool = False
     served_models: set[str] = field(default_factory=set)
     rules: api.RequestRules = field(default_factory=lambda: api.RequestRules())  # what the model refused (HTTP 400)
+    refused_only: bool = True  # every failure so far was a refused request (HTTP 4xx, not retried)
 
     async def run(self, pending: list[str], client: Any, concurrency: int, show_progress: bool, *, done_before: int) -> None:
         semaphore = asyncio.Semaphore(concurrency)
@@ -362,6 +402,11 @@ class _Job:
         if kind == "other":
             raise error
         message = api.describe(error, model=self.model, key_env=self.key_env, base_url=self.base_url, secrets=self.secrets)
+        self.refused_only &= api.refused(error)
+        if "context length" in message.lower():
+            budget = self.sampling.get("max_tokens")
+            message += (f"; lower --max-tokens (this run asks for {budget} completion tokens)" if budget is not None else
+                        "; the prompt is longer than the model's context") + ", or serve the model with a longer --max-model-len"
         if kind == "fatal":
             import openai
 
@@ -372,7 +417,8 @@ class _Job:
             raise api.GenerationError(api.redact(message, self.secrets)) from None
         self.report.failures.append((query_id, message))
         if len(self.report.failures) >= self.max_failures:
+            rerun = REFUSED_FIX if self.refused_only else "run the same command again to continue"
             raise api.GenerationError(
                 f"{self.spec.name}: stopping after {len(self.report.failures)} failed queries (last: {message}). "
-                f"Finished queries are saved in {self.store.folder}; run the same command again to continue"
+                f"Finished queries are saved in {self.store.folder}; {rerun}"
             ) from None

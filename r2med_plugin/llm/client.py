@@ -262,6 +262,16 @@ def classify(error: BaseException) -> str:
     return "other"
 
 
+RETRIED_STATUSES = (408, 409, 429)  # and every 5xx: what the openai client retries; any other 4xx is answered once
+
+
+def refused(error: BaseException) -> bool:
+    """Whether ``error`` is an HTTP answer the client does not retry (400, 413, 422, ...: the request itself is refused,
+    and sending it again gets the same answer)."""
+    status = getattr(error, "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in RETRIED_STATUSES
+
+
 def describe(error: BaseException, *, model: str, key_env: str, base_url: str, secrets: list[str], model_option: str = "--llm",
              timeout_fix: str = "raise --timeout or lower --concurrency") -> str:
     """A message for ``error`` with the fix, never holding the key (``model_option``: the option that names the model)."""
@@ -279,6 +289,8 @@ def describe(error: BaseException, *, model: str, key_env: str, base_url: str, s
         text = f"the request timed out on every retry; {timeout_fix}"
     elif isinstance(error, openai.APIConnectionError):
         text = f"cannot reach the endpoint {endpoint_host(base_url)} (connection failed on every retry)"
+    elif refused(error):  # not retried: the same request gets the same answer
+        text = f"the endpoint refused the request (HTTP {status}; a refused request is not retried)"
     elif status is not None:
         text = f"the endpoint answered HTTP {status} on every retry"
     else:
@@ -295,6 +307,21 @@ def _server_message(error: BaseException) -> str:
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])[:300]
     return ""
+
+
+async def context_lengths(client: Any) -> dict[str, int]:
+    """Each served model's context length in tokens, where the endpoint reports it (vLLM: ``max_model_len`` per model
+    in GET /models), else {}."""
+    try:
+        page = await client.models.list()
+    except Exception:  # noqa: BLE001 - a check only; a server without /models is asked as before
+        return {}
+    lengths = {}
+    for model in page.data:
+        value = (getattr(model, "model_extra", None) or {}).get("max_model_len")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            lengths[model.id] = value
+    return lengths
 
 
 async def available_models(client: Any) -> list[str]:

@@ -116,6 +116,7 @@ class Requester:
         self.model_option = model_option
         self.usage = Usage()
         self.failures: dict[str, str] = {}  # request key -> why it failed (dropped when asked again with success)
+        self.refused: set[str] = set()  # request keys the server refused (HTTP 4xx, not retried: a rerun gets the same)
         self._client: Any = None
         self._answered: dict[str, api.Answer] = {}
         self._semaphore: asyncio.Semaphore | None = None
@@ -143,8 +144,11 @@ class Requester:
                 answer = await api.answer(self._client, self.model, messages, parameters, self.rules)
             except Exception as error:  # noqa: BLE001 - classified: fatal errors stop the run, others are counted
                 self.failures[key] = self._failed(error)
+                if api.refused(error):
+                    self.refused.add(key)
                 return None
         self.failures.pop(key, None)
+        self.refused.discard(key)
         self.usage.requests += 1
         self.usage.prompt_tokens += answer.prompt_tokens
         self.usage.completion_tokens += answer.completion_tokens
@@ -173,6 +177,7 @@ class Requester:
         self._client = api.make_client(self.endpoint.base_url, key, timeout=self.endpoint.timeout, max_retries=self.endpoint.max_retries)
         self._semaphore = asyncio.Semaphore(self.endpoint.concurrency)
         self.failures = {}
+        self.refused = set()
         try:
             result = await main()
         finally:
@@ -180,9 +185,13 @@ class Requester:
             self._client = None
             self.cache.put_rules(api.endpoint_host(self.endpoint.base_url), self.model, self.rules)
         if self.failures:
+            host, first = api.endpoint_host(self.endpoint.base_url), next(iter(self.failures.values()))
+            if set(self.failures) <= self.refused:  # a rerun sends the same requests and gets the same answers
+                raise api.EndpointError(
+                    f"{len(self.failures)} request(s) to {host} were refused (not retried; first: {first}); running the same "
+                    "command again sends the same requests: change what the server refused first (its text is above)")
             raise api.EndpointError(
-                f"{len(self.failures)} request(s) to {api.endpoint_host(self.endpoint.base_url)} failed on every retry "
-                f"(first: {next(iter(self.failures.values()))}); "
+                f"{len(self.failures)} request(s) to {host} failed on every retry (first: {first}); "
                 + ("the answers received are cached: run the same command again to continue" if self.cache.enabled
                    else "the cache is off (R2MED_NO_CACHE): a rerun asks every request again"))
         return result

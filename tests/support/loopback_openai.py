@@ -13,7 +13,9 @@ input longer than the context (a token is a word here) unless the request carrie
 cuts each input to its first N tokens as vLLM does (-1: the context); with ``unsupported`` (OpenAI's reasoning models:
 "max_tokens", "temperature", "logprobs", ...), HTTP 400 with OpenAI's text for a chat request that carries one of those
 parameters, and ``hidden_reasoning`` tokens of reasoning counted in ``max_completion_tokens`` before the answer (a
-smaller budget: empty content, finish_reason "length"); 401 for a wrong key (echoing the key it was given, so tests can prove the
+smaller budget: empty content, finish_reason "length"); with ``max_model_len``, vLLM's per-model context in GET
+/models (unless ``report_max_model_len`` is false, as servers that do not report it) and its HTTP 400 for a chat
+request whose prompt (in words) and ``max_tokens`` exceed it; 401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
 it and answers 503 after ``max_seconds``.
 """
@@ -78,6 +80,8 @@ class LoopbackOpenAI:
     context_tokens: int | None = None  # embeddings: vLLM's max_model_len (longer inputs: 400 unless truncate_prompt_tokens)
     unsupported: tuple[str, ...] = ()  # chat parameters refused with OpenAI's 400 (o3-mini: max_tokens, temperature, logprobs)
     hidden_reasoning: int = 0  # tokens an OpenAI reasoning model thinks, unseen, within max_completion_tokens
+    max_model_len: int | None = None  # chat: vLLM's context (prompt + max_tokens beyond it: 400), reported in /models
+    report_max_model_len: bool = True
 
     def __post_init__(self) -> None:
         server = self
@@ -152,6 +156,8 @@ class LoopbackOpenAI:
         self.requests.append({"method": "GET", "path": handler.path, "body": None, "authorized": authorized})
         if handler.path.rstrip("/").endswith("/models"):
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models]
+            if self.max_model_len is not None and self.report_max_model_len:  # as vLLM lists its models
+                data = [entry | {"max_model_len": self.max_model_len} for entry in data]
             return self._send(handler, 200, {"object": "list", "data": data})
         return self._send(handler, 404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -177,7 +183,7 @@ class LoopbackOpenAI:
         if body.get("model") not in self.models:
             message = f"The model `{body.get('model')}` does not exist or you do not have access to it."
             return self._send(handler, 404, {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
-        refused = None if embeddings else self._unsupported(body)
+        refused = None if embeddings else self._unsupported(body) or self._too_long(body)
         if refused:
             return self._send(handler, 400, {"error": refused})
         if fault in ("429", "500"):
@@ -278,6 +284,19 @@ class LoopbackOpenAI:
             code = "unsupported_value" if name == "temperature" else "unsupported_parameter"
             return {"message": message, "type": "invalid_request_error", "param": name, "code": code}
         return None
+
+    def _too_long(self, body: dict) -> dict[str, Any] | None:
+        """vLLM's 400 for a chat request whose prompt and completion budget exceed max_model_len (None: it fits)."""
+        budget = body.get("max_tokens") or body.get("max_completion_tokens")
+        if self.max_model_len is None or budget is None:
+            return None
+        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        if prompt + budget <= self.max_model_len:
+            return None
+        message = (f"'max_tokens' or 'max_completion_tokens' is too large: {budget}. This model's maximum context length is "
+                   f"{self.max_model_len} tokens and your request has {prompt} input tokens ({budget} > {self.max_model_len} "
+                   f"- {prompt}).")
+        return {"message": message, "type": "BadRequestError", "param": None, "code": 400}
 
     def _truncated(self, body: dict, texts: list[str]) -> tuple[str | None, list[str]]:
         """vLLM's checks of an embeddings request against the context (max_model_len): (its error text, or None; the
