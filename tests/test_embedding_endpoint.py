@@ -296,3 +296,72 @@ def test_a_sweep_retriever_takes_an_extra_body(endpoint_env: Path):
     spec_path.write_text(yaml.safe_dump({"output": "out", "tasks": [TASK], "retrievers": [entry | {"extra_body": {"model": "x"}}]}))
     with pytest.raises(SpecError, match=r"retrievers\[0\].*extra-body sets 'model'"):
         load_spec(spec_path)
+
+
+def test_a_404_names_the_url_tried_and_both_base_url_forms(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
+    """infinity serves /embeddings at the root, vLLM and the others under /v1 (issue 36): a 404 for the route names the
+    URL that was tried and both --base-url forms (it said "check that --base-url ends in /v1", the opposite of the fix
+    for infinity)."""
+    with LoopbackOpenAI(models=("emb",), route_prefix="") as infinity:  # infinity's routes
+        root = infinity.base_url
+        assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", f"{root}/v1",
+                     "--api-key-env", "R2MED_TEST_KEY", "--quiet"]) == 2
+        error = capsys.readouterr().err
+        assert f"POST {root}/v1/embeddings was not found (HTTP 404)" in error
+        assert f"under /v1 (vLLM, TEI, Ollama, llama.cpp's server, LiteLLM, OpenAI: --base-url {root}/v1)" in error
+        assert f"at the root (infinity: --base-url {root})" in error and "ends in /v1" not in error
+        assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", root, "--api-key-env",
+                     "R2MED_TEST_KEY", "--quiet"]) == 0  # the root form reaches infinity's routes
+        assert infinity.embedding_requests()
+    with LoopbackOpenAI(models=("emb",)) as vllm:  # routes under /v1, --base-url without it
+        root = vllm.base_url.removesuffix("/v1")
+        assert main(["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url", root, "--api-key-env",
+                     "R2MED_TEST_KEY", "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert f"POST {root}/embeddings was not found" in error and f"--base-url {root}/v1" in error
+
+
+@pytest.mark.parametrize("mode, words", [
+    ("refuse", ["HTTP 400", "does not support matryoshka", "the server refused --dimensions 8", "drop --dimensions"]),
+    ("ignore", ["returned 16-dimensional embeddings", "the server ignored --dimensions and answered longer ones"]),
+])
+def test_dimensions_the_server_refuses_or_ignores_say_so(endpoint_env: Path, capsys: pytest.CaptureFixture[str], mode: str,
+                                                         words: list[str]):
+    """vLLM refuses --dimensions for a model without Matryoshka support (HTTP 400); a server that ignores it answers
+    its full width: the message says which the server did, and the fix."""
+    with LoopbackOpenAI(models=("emb",), embedding_dim=16, dimensions_mode=mode) as server:
+        assert main(_argv(server, "--dimensions", "8")) == 2
+    error = capsys.readouterr().err
+    assert all(word in error for word in words), error
+
+
+def test_dimensions_cut_without_renormalising_are_normalised_before_scoring(endpoint_env: Path):
+    """infinity answers --dimensions N with the first N values of the full vector, not renormalised: the answer has N
+    dimensions (checked), and embeddings are L2-normalised before cosine scoring, so the cut vectors score as
+    renormalised ones."""
+    from r2med_plugin.retrieval.dense import encode_cached
+    from r2med_plugin.retrieval.registry import load_encoder
+
+    texts = ["gene expression in the liver", "protein folding and chaperones"]
+    with LoopbackOpenAI(models=("emb",), embedding_dim=16, dimensions_mode="cut") as server:
+        encoder = load_encoder("openai:emb", settings={"base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY",
+                                                       "dimensions": 8}, show_progress=False)
+        raw = encoder.encode(texts, kind="document")
+        normalised = encode_cached(encoder, texts, kind="document", dataset_revision="test-cut")
+    full = np.asarray([LoopbackOpenAI.embedding(text, 16) for text in texts], dtype=np.float32)
+    np.testing.assert_array_equal(raw, full[:, :8])  # cut, as the server sent it
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0)
+    np.testing.assert_allclose(normalised, full[:, :8] / np.linalg.norm(full[:, :8], axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_a_litellm_proxy_refusing_a_key_names_its_master_key(endpoint_env: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch):
+    """LiteLLM's proxy without a database answers a key it does not know with HTTP 400 "No connected db.": the message
+    keeps the server's text and adds that the proxy may need its master key; the key itself is never shown."""
+    monkeypatch.setenv("R2MED_TEST_KEY", "sk-wrong-key-123456")
+    with LoopbackOpenAI(models=("emb",), wrong_key="litellm") as server:
+        assert main(_argv(server, "--batch-size", "1000")) == 2
+        assert len(server.embedding_requests()) == 1  # a 400 is not retried
+    error = capsys.readouterr().err
+    assert "HTTP 400" in error and "No connected db." in error and "master key" in error and "$R2MED_TEST_KEY" in error
+    assert "on every retry" not in error and "sk-wrong-key-123456" not in error

@@ -33,6 +33,7 @@ from r2med_plugin.cache import key_of, read_cached_array, store_array
 from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
 from r2med_plugin.llm.config import extra_body_key, extra_body_of, refuse_reserved
 from r2med_plugin.llm.client import api_key, describe, endpoint_host, make_client, redact
+from r2med_plugin.llm.client import refused as api_refused
 from r2med_plugin.retrieval.dense import EncodeKind, check_model_name
 from r2med_plugin.retrieval.registry import RetrieverRef
 
@@ -228,7 +229,11 @@ class EndpointEncoder:
             text = f"{self.host} answered with a body that is not an embeddings response (not JSON, or not its shape); check --base-url"
         else:
             text = describe(error, model=self.model, key_env=self.key_env, base_url=self.base_url, secrets=[key],
-                            model_option="--retriever openai:<model>", timeout_fix="raise --timeout, or lower --concurrency or --batch-size")
+                            model_option="--retriever openai:<model>", timeout_fix="raise --timeout, or lower --concurrency or --batch-size",
+                            route="/embeddings")
+            if self.dimensions is not None and api_refused(error) and any(word in text.lower() for word in ("dimension", "matryoshka")):
+                text += (f"; the server refused --dimensions {self.dimensions} (vLLM serves other sizes only for models "
+                         "trained for them, Matryoshka): drop --dimensions")
             if "maximum context length" in text or "context length" in text.lower():
                 text += ("; the server refuses texts longer than the model's context: have it cut them (vLLM: --extra-body "
                          "'{\"truncate_prompt_tokens\": N}' with N at most the context, e.g. 256 for all-MiniLM-L6-v2; "
@@ -252,9 +257,11 @@ class EndpointEncoder:
             raise EndpointError(f"{self.host} returned embeddings of different lengths {sorted(widths)} in one answer (model {self.model!r})")
         (width,) = widths
         if self.dimensions is not None and width != self.dimensions:
+            did = ("ignored --dimensions and answered longer ones" if width > self.dimensions
+                   else "answered shorter ones than asked")
             raise EndpointError(f"{self.host} returned {width}-dimensional embeddings, but --dimensions {self.dimensions} "
-                                f"asked for {self.dimensions}: drop --dimensions (or give {width}), or use a model that "
-                                "can shorten its embeddings")
+                                f"asked for {self.dimensions} (the server {did}): drop --dimensions (or give {width}), or "
+                                "use a model that can shorten its embeddings")
         array = np.asarray(vectors, dtype=np.float32)
         if not np.isfinite(array).all():
             raise EndpointError(f"{self.host} returned NaN or infinite embeddings (model {self.model!r})")

@@ -272,9 +272,17 @@ def refused(error: BaseException) -> bool:
     return isinstance(status, int) and 400 <= status < 500 and status not in RETRIED_STATUSES
 
 
+def base_url_forms(base_url: str) -> tuple[str, str]:
+    """The two places servers put their OpenAI-compatible routes: (``<root>/v1``, ``<root>``)."""
+    root = base_url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    return f"{root}/v1", root
+
+
 def describe(error: BaseException, *, model: str, key_env: str, base_url: str, secrets: list[str], model_option: str = "--llm",
-             timeout_fix: str = "raise --timeout or lower --concurrency") -> str:
-    """A message for ``error`` with the fix, never holding the key (``model_option``: the option that names the model)."""
+             timeout_fix: str = "raise --timeout or lower --concurrency", route: str = "/chat/completions") -> str:
+    """A message for ``error`` with the fix, never holding the key (``model_option``: the option that names the model;
+    ``route``: the path the request went to, after ``base_url``)."""
     import openai
 
     status = getattr(error, "status_code", None)
@@ -284,13 +292,23 @@ def describe(error: BaseException, *, model: str, key_env: str, base_url: str, s
     elif isinstance(error, openai.PermissionDeniedError):
         text = f"the API key may not use this endpoint or model (HTTP 403): check the key in ${key_env}"
     elif isinstance(error, openai.NotFoundError):
-        text = f"unknown model {model!r} or wrong endpoint (HTTP 404); check {model_option} and that --base-url ends in /v1"
+        url = base_url.rstrip("/") + route
+        if "model" in detail.lower() or model in detail:  # the route exists; the model does not
+            text = f"unknown model {model!r}: the endpoint does not serve it (HTTP 404 from POST {url}); check {model_option}"
+        else:
+            with_v1, root = base_url_forms(base_url)
+            text = (f"POST {url} was not found (HTTP 404): --base-url is the address before {route}, and servers put their "
+                    f"routes in one of two places: under /v1 (vLLM, TEI, Ollama, llama.cpp's server, LiteLLM, OpenAI: "
+                    f"--base-url {with_v1}) or at the root (infinity: --base-url {root}); also check {model_option}")
     elif isinstance(error, openai.APITimeoutError):
         text = f"the request timed out on every retry; {timeout_fix}"
     elif isinstance(error, openai.APIConnectionError):
         text = f"cannot reach the endpoint {endpoint_host(base_url)} (connection failed on every retry)"
     elif refused(error):  # not retried: the same request gets the same answer
         text = f"the endpoint refused the request (HTTP {status}; a refused request is not retried)"
+        if "no connected db" in detail.lower():  # LiteLLM's proxy, asked with a key it cannot look up
+            detail += (f"; a LiteLLM proxy answers so for a key it does not know: it may need its master key "
+                       f"(LITELLM_MASTER_KEY, or a virtual key it issued) in ${key_env}")
     elif status is not None:
         text = f"the endpoint answered HTTP {status} on every retry"
     else:

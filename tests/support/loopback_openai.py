@@ -15,7 +15,12 @@ cuts each input to its first N tokens as vLLM does (-1: the context); with ``uns
 parameters, and ``hidden_reasoning`` tokens of reasoning counted in ``max_completion_tokens`` before the answer (a
 smaller budget: empty content, finish_reason "length"); with ``max_model_len``, vLLM's per-model context in GET
 /models (unless ``report_max_model_len`` is false, as servers that do not report it) and its HTTP 400 for a chat
-request whose prompt (in words) and ``max_tokens`` exceed it; 401 for a wrong key (echoing the key it was given, so tests can prove the
+request whose prompt (in words) and ``max_tokens`` exceed it; with ``route_prefix=""`` its routes at the root, as
+infinity serves them (any other path: FastAPI's 404 ``{"detail": "Not Found"}``); ``dimensions_mode`` for a request
+with ``dimensions``: "native" (that many buckets), "cut" (the full vector's first N values, not renormalised, as
+infinity answers), "refuse" (vLLM's 400 for a model without Matryoshka support), "ignore" (the full width);
+``wrong_key="litellm"``: a wrong key answered as LiteLLM's proxy without a database does (400 "No connected db.");
+401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
 it and answers 503 after ``max_seconds``.
 """
@@ -82,6 +87,9 @@ class LoopbackOpenAI:
     hidden_reasoning: int = 0  # tokens an OpenAI reasoning model thinks, unseen, within max_completion_tokens
     max_model_len: int | None = None  # chat: vLLM's context (prompt + max_tokens beyond it: 400), reported in /models
     report_max_model_len: bool = True
+    route_prefix: str = "/v1"  # "": infinity's routes (/embeddings, /models) at the root
+    dimensions_mode: str = "native"  # "cut" (infinity), "refuse" (vLLM without Matryoshka), "ignore"
+    wrong_key: str = "401"  # "litellm": 400 "No connected db." as LiteLLM's proxy answers a key it cannot look up
 
     def __post_init__(self) -> None:
         server = self
@@ -110,7 +118,7 @@ class LoopbackOpenAI:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._server.server_address[1]}{self.route_prefix}"
 
     def __enter__(self) -> "LoopbackOpenAI":
         self._deadline = time.monotonic() + self.max_seconds
@@ -154,12 +162,12 @@ class LoopbackOpenAI:
     def _get(self, handler: BaseHTTPRequestHandler) -> None:
         authorized, _ = self._authorized(handler)
         self.requests.append({"method": "GET", "path": handler.path, "body": None, "authorized": authorized})
-        if handler.path.rstrip("/").endswith("/models"):
+        if handler.path.rstrip("/") == f"{self.route_prefix}/models":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models]
             if self.max_model_len is not None and self.report_max_model_len:  # as vLLM lists its models
                 data = [entry | {"max_model_len": self.max_model_len} for entry in data]
             return self._send(handler, 200, {"object": "list", "data": data})
-        return self._send(handler, 404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+        return self._send(handler, 404, {"detail": "Not Found"})
 
     def _post(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
@@ -174,9 +182,12 @@ class LoopbackOpenAI:
         self.requests.append({"method": "POST", "path": handler.path, "body": body, "authorized": authorized, "fault": fault})
         if time.monotonic() > self._deadline:
             return self._send(handler, 503, {"error": {"message": "loopback server expired"}})
-        embeddings = handler.path.rstrip("/").endswith("/embeddings")
-        if not embeddings and not handler.path.rstrip("/").endswith("/chat/completions"):
-            return self._send(handler, 404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+        embeddings = handler.path.rstrip("/") == f"{self.route_prefix}/embeddings"
+        if not embeddings and handler.path.rstrip("/") != f"{self.route_prefix}/chat/completions":
+            return self._send(handler, 404, {"detail": "Not Found"})  # FastAPI's answer for a route it does not have
+        if not authorized and self.wrong_key == "litellm":
+            return self._send(handler, 400, {"error": {"message": "No connected db.", "type": "no_db_connection", "param": None,
+                                                       "code": "400"}})
         if not authorized:  # like the real API, say which key was refused (the client must never repeat it)
             message = f"Incorrect API key provided: {presented}. You can find your API key at your provider."
             return self._send(handler, 401, {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
@@ -257,8 +268,16 @@ class LoopbackOpenAI:
             refused, texts = self._truncated(body, texts)
             if refused:
                 return self._send(handler, 400, {"error": {"message": refused, "type": "BadRequestError", "param": None, "code": 400}})
-        dim = int(body.get("dimensions") or self.embedding_dim) - (1 if fault == "baddim" else 0)
+        asked = body.get("dimensions")
+        if asked is not None and self.dimensions_mode == "refuse":
+            message = (f'Model "{body["model"]}" does not support matryoshka representation, changing output dimensions '
+                       "will lead to poor results.")
+            return self._send(handler, 400, {"error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}})
+        native = asked is not None and self.dimensions_mode == "native"
+        dim = int(asked if native else self.embedding_dim) - (1 if fault == "baddim" else 0)
         rows = [{"object": "embedding", "index": i, "embedding": self.embedding(t, dim)} for i, t in enumerate(texts)]
+        if asked is not None and self.dimensions_mode == "cut":  # the full vector's first values, not renormalised
+            rows = [row | {"embedding": row["embedding"][:asked]} for row in rows]
         if body.get("encoding_format") == "base64":  # float32 little-endian, as OpenAI's and Voyage's APIs answer
             for row in rows:
                 row["embedding"] = base64.b64encode(struct.pack(f"<{len(row['embedding'])}f", *row["embedding"])).decode()
