@@ -301,6 +301,20 @@ def test_an_unknown_model_names_the_served_ones(server, mirror_env, tmp_path, ca
     assert "unknown model 'no-such-llm'" in err and "HTTP 404" in err and "the endpoint serves: test-llm" in err
 
 
+def test_a_server_pinned_to_another_model_stops_at_once_naming_it(mirror_env, tmp_path, monkeypatch, capsys):
+    """`transformers serve <path>` refuses another model id with HTTP 400 {"detail": ...}: the run stops at the first
+    refusal with the served id and the server's reason (was: "5 of 5 queries failed ... HTTP 400 on every retry", no
+    reason)."""
+    with LoopbackOpenAI(api_key=KEY, models=("/models/tiny-chat",), pinned=True) as pinned:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        command = ["generate", "--task", "R2MEDBiology", "--method", "hyde", "--llm", "tiny-chat", "--base-url", pinned.base_url,
+                   "--concurrency", "1", "--out", str(tmp_path / "exp"), "--quiet"]
+        assert main(command) == 1
+    err = capsys.readouterr().err
+    assert "refused the model 'tiny-chat' (HTTP 400; the server said: Server is pinned to '/models/tiny-chat'; requested" in err
+    assert "it serves /models/tiny-chat: name one of them in --llm" in err and not (tmp_path / "exp").exists()
+
+
 def test_the_key_and_url_credentials_never_reach_the_files(server, mirror_env, tmp_path):
     # user:password@ would go out as Basic auth (and be echoed back by a server); a query string breaks the paths
     for url in (server.base_url.replace("http://", "http://alice:url-SECRET-pass@"), server.base_url + "?token=query-SECRET-tok"):

@@ -586,6 +586,40 @@ def test_a_request_failing_every_retry_stops_the_run_and_keeps_the_answers(own_c
     assert len(run["q0"]) == 4
 
 
+def test_a_server_pinned_to_another_model_stops_the_run_at_the_first_refusal(own_cache: Path, monkeypatch):
+    """`transformers serve <path>` refuses any other model id with HTTP 400 and FastAPI's {"detail": ...} (not 404):
+    the run stops at the first refusal, naming the served id and the server's reason (was: every pair sent, each
+    refused, then "HTTP 400 on every retry", no reason, and "run the same command again to continue")."""
+    first_stage, queries, documents = _toy(count=12, queries=2)
+    with LoopbackOpenAI(reply=pointwise_reply, models=("/models/tiny-chat",), pinned=True) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        for kind in (PointwiseLLMReranker, ListwiseLLMReranker):
+            server.requests.clear()
+            reranker = kind("tiny-chat", _config(server, concurrency=1))
+            with pytest.raises(RuntimeError) as error:
+                reranker.rerank(first_stage, queries, documents, depth=12, show_progress=False)
+            message = str(error.value)
+            assert "refused the model 'tiny-chat' (HTTP 400; the server said: Server is pinned to '/models/tiny-chat'" in message
+            assert "it serves /models/tiny-chat: name one of them in --rerank" in message and "run the same command" not in message
+            # pointwise: its probe only; listwise: each query's first window (queries run in parallel), no second window
+            assert len(server.completions()) == (1 if kind is PointwiseLLMReranker else len(queries)), kind
+
+
+def test_a_refused_request_of_a_served_model_fails_alone_with_the_servers_reason(own_cache: Path, monkeypatch):
+    """A 400 for a model the endpoint serves (a prompt over the context length) is that request's failure: the
+    other requests go on, and the message says the request was refused (not retried) and why."""
+    first_stage, queries, documents = _toy(count=4, queries=1)
+    with LoopbackOpenAI(reply=pointwise_reply, pinned=True) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = PointwiseLLMReranker("test-llm", _config(server, concurrency=1))
+        reranker.rerank(first_stage, queries, documents, depth=1, show_progress=False)  # the first pair: answered
+        server.add_faults("400")
+        with pytest.raises(RuntimeError, match=r"1 request\(s\) .* \(first: the endpoint refused the request \(HTTP 400; "
+                                               r"a refusal is not retried\) \(server said: injected 400: this request is refused\)\)"):
+            reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
+        assert reranker.last_report.usage["requests"] == 2 and len(server.completions()) == 4  # 1, then 3 (one refused)
+
+
 RESUMED = """
 import json, sys
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, PointwiseLLMReranker

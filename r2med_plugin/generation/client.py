@@ -17,4 +17,6 @@ from r2med_plugin.llm.client import (  # noqa: F401
     make_client,
     redact,
     refused,
+    unserved_message,
+    unserved_model,
 )

@@ -407,6 +407,9 @@ class _Job:
             budget = self.sampling.get("max_tokens")
             message += (f"; lower --max-tokens (this run asks for {budget} completion tokens)" if budget is not None else
                         "; the prompt is longer than the model's context") + ", or serve the model with a longer --max-model-len"
+        served = await api.unserved_model(client, self.model, error)
+        if served is not None:  # a server pinned to another model refuses every query alike: stop at once
+            raise api.GenerationError(api.unserved_message(error, served, model=self.model, secrets=self.secrets)) from None
         if kind == "fatal":
             import openai
 

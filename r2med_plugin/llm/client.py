@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+RETRIED_STATUSES = (408, 409, 429)  # the 4xx answers the openai client retries (with 5xx); other 4xx are refusals
 NO_KEY = "EMPTY"  # what local servers (vLLM, llama.cpp, Ollama) accept when they check no key
 
 
@@ -309,6 +310,8 @@ def describe(error: BaseException, *, model: str, key_env: str, base_url: str, s
         if "no connected db" in detail.lower():  # LiteLLM's proxy, asked with a key it cannot look up
             detail += (f"; a LiteLLM proxy answers so for a key it does not know: it may need its master key "
                        f"(LITELLM_MASTER_KEY, or a virtual key it issued) in ${key_env}")
+    elif status is not None and 400 <= status < 500 and status not in RETRIED_STATUSES:
+        text = f"the endpoint refused the request (HTTP {status}; a refusal is not retried)"
     elif status is not None:
         text = f"the endpoint answered HTTP {status} on every retry"
     else:
@@ -319,11 +322,22 @@ def describe(error: BaseException, *, model: str, key_env: str, base_url: str, s
 
 
 def _server_message(error: BaseException) -> str:
+    """The server's reason: OpenAI's and vLLM's ``{"error": {"message"}}`` or ``{"message"}``, FastAPI's
+    ``{"detail": "..."}`` (``transformers serve``) or ``{"detail": [{"msg"}, ...]}`` (a 422), a bare ``{"error": "..."}``."""
     body = getattr(error, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])[:300]
+        if isinstance(inner, str) and inner.strip():
+            return inner.strip()[:300]
+        detail = body.get("detail")
+        if isinstance(detail, str) and detail.strip():
+            return detail.strip()[:300]
+        if isinstance(detail, list):
+            messages = [str(item.get("msg")) for item in detail if isinstance(item, dict) and item.get("msg")]
+            if messages:
+                return "; ".join(messages)[:300]
     return ""
 
 
@@ -340,6 +354,23 @@ async def context_lengths(client: Any) -> dict[str, int]:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             lengths[model.id] = value
     return lengths
+async def unserved_model(client: Any, model: str, error: BaseException) -> list[str] | None:
+    """The models the endpoint lists, when ``error`` is a refusal (HTTP 400 or 422; vLLM and OpenAI answer 404, which
+    is fatal already) and ``model`` is not among them: a server pinned to one model (``transformers serve <path>``
+    answers 400 "Server is pinned to '<path>'") refuses every request alike, so the run stops at once. None otherwise
+    (another refusal, such as a prompt over the context length, belongs to its own request)."""
+    if getattr(error, "status_code", None) not in (400, 422):
+        return None
+    models = await available_models(client)
+    return models if models and model not in models else None
+
+
+def unserved_message(error: BaseException, served: list[str], *, model: str, secrets: list[str], model_option: str = "--llm") -> str:
+    """What to say when the endpoint refused ``model`` and serves ``served`` (``unserved_model``)."""
+    detail = _server_message(error)
+    said = f"; the server said: {detail}" if detail else ""
+    return redact(f"the endpoint refused the model {model!r} (HTTP {getattr(error, 'status_code', '?')}{said}); it serves "
+                  f"{', '.join(served[:20])}: name one of them in {model_option}, exactly as GET /v1/models lists it", secrets)
 
 
 async def available_models(client: Any) -> list[str]:

@@ -143,6 +143,10 @@ class Requester:
             try:
                 answer = await api.answer(self._client, self.model, messages, parameters, self.rules)
             except Exception as error:  # noqa: BLE001 - classified: fatal errors stop the run, others are counted
+                served = await api.unserved_model(self._client, self.model, error)
+                if served is not None:  # a server pinned to another model refuses every request: stop at once
+                    raise api.EndpointError(api.unserved_message(error, served, model=self.model, secrets=self._secrets,
+                                                                 model_option=self.model_option)) from None
                 self.failures[key] = self._failed(error)
                 if api.refused(error):
                     self.refused.add(key)

@@ -6,7 +6,7 @@ API do (log-probabilities included, when a reply gives them: ``logprobs_of``; a 
 ``reasoning_content`` and ``content`` as vLLM's ``--reasoning-parser deepseek_r1`` does, its log-probabilities still
 covering every generated token, the reasoning's first),
 records every request (path, JSON body, whether the key matched), and can misbehave on purpose:
-queued faults for the next completions ("429", "500", "drop" a connection, "slow:<seconds>"), a
+queued faults for the next completions ("400", "429", "500", "drop" a connection, "slow:<seconds>"), a
 delay on every answer; for embeddings also "nonjson" (a 200 whose body is not JSON), "baddim" (vectors
 one dimension short) and "fewer" (one row missing); with ``context_tokens``, HTTP 400 with vLLM's text for an
 input longer than the context (a token is a word here) unless the request carries ``truncate_prompt_tokens``, which
@@ -23,6 +23,10 @@ infinity answers), "refuse" (vLLM's 400 for a model without Matryoshka support),
 401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
 it and answers 503 after ``max_seconds``.
+one dimension short) and "fewer" (one row missing); 401 for a wrong key (echoing the key it was given, so tests can prove the
+client never shows it) and 404 for an unknown model (with ``pinned=True``: 400 and FastAPI's ``{"detail": ...}``, as
+``transformers serve <model>`` answers; the fault "400" is such a refusal too). Bounded: it serves only while the test
+holds it and answers 503 after ``max_seconds``.
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ class LoopbackOpenAI:
     route_prefix: str = "/v1"  # "": infinity's routes (/embeddings, /models) at the root
     dimensions_mode: str = "native"  # "cut" (infinity), "refuse" (vLLM without Matryoshka), "ignore"
     wrong_key: str = "401"  # "litellm": 400 "No connected db." as LiteLLM's proxy answers a key it cannot look up
+    pinned: bool = False  # an unknown model is refused as `transformers serve <model>` refuses it: 400 {"detail": ...}
 
     def __post_init__(self) -> None:
         server = self
@@ -130,7 +135,7 @@ class LoopbackOpenAI:
         self._server.server_close()
 
     def add_faults(self, *faults: str) -> None:
-        """Queue faults for the next completions, one each: "429", "500", "drop", "slow:<seconds>"."""
+        """Queue faults for the next completions, one each: "400", "429", "500", "drop", "slow:<seconds>"."""
         with self._lock:
             self.faults.extend(faults)
 
@@ -191,6 +196,9 @@ class LoopbackOpenAI:
         if not authorized:  # like the real API, say which key was refused (the client must never repeat it)
             message = f"Incorrect API key provided: {presented}. You can find your API key at your provider."
             return self._send(handler, 401, {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
+        if body.get("model") not in self.models and self.pinned:
+            detail = f"Server is pinned to '{self.models[0]}'; requested '{body.get('model')}'."
+            return self._send(handler, 400, {"detail": detail})
         if body.get("model") not in self.models:
             message = f"The model `{body.get('model')}` does not exist or you do not have access to it."
             return self._send(handler, 404, {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
@@ -200,6 +208,8 @@ class LoopbackOpenAI:
         if fault in ("429", "500"):
             extra = {"retry-after-ms": "20"} if fault == "429" else {}
             return self._send(handler, int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}}, extra=extra)
+        if fault == "400":  # a request the server refuses (FastAPI's body, as transformers serve sends it)
+            return self._send(handler, 400, {"detail": "injected 400: this request is refused"})
         if fault == "drop":
             handler.close_connection = True
             handler.connection.shutdown(2)
