@@ -4,7 +4,8 @@ a BERT (contriever, bge, MedCPT towers, InstructOR's encoder), a Llama with a pa
 sentence-transformers folder, and an NV-Embed-style remote-code model with its own ``encode(texts, instruction=...)``.
 
 Used by tests/test_official_retrievers.py and benchmarks/official_dense_parity.py (which runs the official classes
-on the same folders)."""
+on the same folders); ``chat_llama`` (a causal Llama with a chat template, for a real chat-completions server) by
+tests/test_real_servers.py."""
 
 from __future__ import annotations
 
@@ -164,3 +165,34 @@ def build_all(root: Path, texts: Iterable[str]) -> dict[str, Path]:
         "instructor": instructor(root / "instructor", vocab, 6),
         "nv": nv_embed(root / "nv", vocab, 7),
     }
+
+
+CHAT_TEMPLATE = ("{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} {% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|> {% endif %}")
+
+
+def chat_llama(folder: Path, texts: Iterable[str], seed: int) -> Path:
+    """A one-layer LlamaForCausalLM with a chat template, for chat-completion servers (``transformers serve``).
+
+    Its words are those of ``texts`` without any that hold a digit, and its generation config suppresses the special
+    tokens: it never ends early (every answer runs to ``max_tokens``, finish_reason "length") and never says a number,
+    so no answer of it is a relevance label or a passage identifier, whatever the seed: what a reranker makes of its
+    answers is fixed by construction, not by the random weights."""
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    words = [word for word in vocabulary(texts, limit=400) if not any(ch.isdigit() for ch in word)]
+    vocab = list(dict.fromkeys(words + ["<|system|>", "<|user|>", "<|assistant|>"]))
+    tok = tokenizer(vocab, "decoder", pad=True)
+    tok.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                               pad_token_id=tok.pad_token_id,
+                                               suppress_tokens=[vocab.index(token) for token in SPECIAL])
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
