@@ -31,8 +31,7 @@ import numpy as np
 
 from r2med_plugin.cache import key_of, read_cached_array, store_array
 from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
-from r2med_plugin.llm.config import extra_body_key, extra_body_of, refuse_reserved
-from r2med_plugin.llm.client import api_key, describe, endpoint_host, make_client, redact
+from r2med_plugin.llm.config import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
 from r2med_plugin.llm.client import refused as api_refused
 from r2med_plugin.retrieval.dense import EncodeKind, check_model_name
 from r2med_plugin.retrieval.registry import RetrieverRef
@@ -140,10 +139,8 @@ class EndpointEncoder:
             check_model_name(name)
         # what it is names it: the model id, the server (host-port) and the dimensions asked for; one model id on two
         # servers, or at two --dimensions, is two systems (two leaderboard rows), never two revisions of one
-        self.name = name or endpoint_model_name(model, base_url, self.dimensions)
-        self.revision = "endpoint-" + hashlib.sha256(f"{self.host}\0{model}\0{self.dimensions}".encode()).hexdigest()[:12]
-        self.name = name or model
         body = f"\0{extra_body_key(self.extra_body)}" if self.extra_body else ""  # none: the revisions of earlier versions
+        self.name = name or endpoint_model_name(model, base_url, self.dimensions, self.extra_body)
         self.revision = "endpoint-" + hashlib.sha256(f"{self.host}\0{model}\0{self.dimensions}{body}".encode()).hexdigest()[:12]
         self.requests_sent = 0
 
@@ -268,10 +265,13 @@ class EndpointEncoder:
         return array
 
 
-def endpoint_model_name(model: str, base_url: str, dimensions: int | None = None) -> str:
+def endpoint_model_name(model: str, base_url: str, dimensions: int | None = None,
+                        extra_body: Mapping[str, Any] | None = None) -> str:
     """The name an endpoint's results are filed under: ``<model>@<host-port>``, plus ``+dim<N>`` for --dimensions N
-    (``text-embedding-3-large@api.openai.com+dim256``)."""
-    return f"{model}@{host_label(base_url)}" + (f"+dim{dimensions}" if dimensions is not None else "")
+    (``text-embedding-3-large@api.openai.com+dim256``) and ``+body-<hash>`` for an --extra-body (vLLM's
+    truncate_prompt_tokens cuts texts: another system, not another revision of the same one)."""
+    body = f"+{extra_body_label(extra_body)}" if extra_body else ""
+    return f"{model}@{host_label(base_url)}" + (f"+dim{dimensions}" if dimensions is not None else "") + body
 
 
 def _decoded(embedding: Any) -> Any:

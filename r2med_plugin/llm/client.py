@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-RETRIED_STATUSES = (408, 409, 429)  # the 4xx answers the openai client retries (with 5xx); other 4xx are refusals
 NO_KEY = "EMPTY"  # what local servers (vLLM, llama.cpp, Ollama) accept when they check no key
 
 
@@ -310,8 +309,6 @@ def describe(error: BaseException, *, model: str, key_env: str, base_url: str, s
         if "no connected db" in detail.lower():  # LiteLLM's proxy, asked with a key it cannot look up
             detail += (f"; a LiteLLM proxy answers so for a key it does not know: it may need its master key "
                        f"(LITELLM_MASTER_KEY, or a virtual key it issued) in ${key_env}")
-    elif status is not None and 400 <= status < 500 and status not in RETRIED_STATUSES:
-        text = f"the endpoint refused the request (HTTP {status}; a refusal is not retried)"
     elif status is not None:
         text = f"the endpoint answered HTTP {status} on every retry"
     else:

@@ -25,8 +25,6 @@ from typing import Any
 from tqdm import tqdm
 
 from r2med_plugin.llm.client import endpoint_host, host_label
-from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig
-from r2med_plugin.llm.client import endpoint_host
 from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig, extra_body_label
 from r2med_plugin.llm.prompting import (
     answer_tokens,
@@ -84,8 +82,7 @@ class LLMReranker:
         self.config = config
         # what it is names it: the model, how it asks, and where (one model id on two servers, or with another window,
         # is another reranker, a row of its own); the revision is the prompts' version
-        setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.base_url)}", self._settings()) if part)
-        setup = " ".join(part for part in (self.kind, f"@{_host_label(config.endpoint.base_url)}", self._settings(),
+        setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.base_url)}", self._settings(),
                                            extra_body_label(config.extra_body)) if part)
         self.name = f"{self.model} ({setup})"
         self.revision = self._revision()

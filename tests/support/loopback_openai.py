@@ -21,9 +21,6 @@ with ``dimensions``: "native" (that many buckets), "cut" (the full vector's firs
 infinity answers), "refuse" (vLLM's 400 for a model without Matryoshka support), "ignore" (the full width);
 ``wrong_key="litellm"``: a wrong key answered as LiteLLM's proxy without a database does (400 "No connected db.");
 401 for a wrong key (echoing the key it was given, so tests can prove the
-client never shows it) and 404 for an unknown model. Bounded: it serves only while the test holds
-it and answers 503 after ``max_seconds``.
-one dimension short) and "fewer" (one row missing); 401 for a wrong key (echoing the key it was given, so tests can prove the
 client never shows it) and 404 for an unknown model (with ``pinned=True``: 400 and FastAPI's ``{"detail": ...}``, as
 ``transformers serve <model>`` answers; the fault "400" is such a refusal too). Bounded: it serves only while the test
 holds it and answers 503 after ``max_seconds``.
