@@ -210,11 +210,11 @@ def test_ir_datasets_serves_each_id_once(mirror_env: Path):
     dataset = ir_datasets.load("r2med/pmc-treatment")
     ids = [doc.doc_id for doc in dataset.docs_iter()]
     assert len(ids) == len(set(ids)) == R2MED_DOCS and dataset.docs_count() == R2MED_DOCS
-    from r2med_plugin.integrations.ir_datasets import _counts
+    from r2med_plugin.integrations.ir_datasets import card_counts
 
     # without data (the pinned hub revision, nothing downloaded for a count): the real file's unique ids, not its rows
-    assert _counts(r2med_plugin.get_task_spec(PMC))["docs"]["count"] == 28809
-    assert _counts(r2med_plugin.get_task_spec(BIOLOGY))["docs"]["count"] == 57359
+    assert card_counts(r2med_plugin.get_task_spec(PMC))["docs"]["count"] == 28809
+    assert card_counts(r2med_plugin.get_task_spec(BIOLOGY))["docs"]["count"] == 57359
 
 
 def test_cli_evaluate_and_sweep_run_both_tasks_to_the_end(mirror_env: Path, tmp_path: Path, capsys):

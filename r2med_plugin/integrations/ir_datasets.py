@@ -217,7 +217,7 @@ def dataset_id(spec: TaskSpec) -> str:
     return f"{ROOTS[spec.kind]}/{spec.slug}"
 
 
-def _counts(spec: TaskSpec) -> dict[str, dict[str, int]]:
+def card_counts(spec: TaskSpec) -> dict[str, dict[str, int]]:
     """The dataset card's counts, except documents: the unique ids docs_iter yields where the real file is known to
     repeat ids (PMC-Treatment: 28,809 ids on 28,954 rows; the card counts rows)."""
     counts = spec.expected_counts
@@ -239,7 +239,7 @@ def build_datasets() -> tuple[dict[str, Dataset], dict[str, dict]]:
         docs, queries, qrels = R2MEDDocs(source), R2MEDQueries(source), R2MEDQrels(source)
         parent = dataset_id(spec)
         datasets[parent] = Dataset(docs, queries, qrels, _Documentation(spec, spec.description.split(":")[0]))
-        metadata[parent] = _counts(spec)
+        metadata[parent] = card_counts(spec)
         for expansion in list_expansions(spec.name) if spec.kind == "r2med" else []:
             child = f"{parent}/{expansion}"
             gar = R2MEDGarQueries(source, expansion)
