@@ -614,7 +614,7 @@ def test_a_refused_request_of_a_served_model_fails_alone_with_the_servers_reason
         reranker = PointwiseLLMReranker("test-llm", _config(server, concurrency=1))
         reranker.rerank(first_stage, queries, documents, depth=1, show_progress=False)  # the first pair: answered
         server.add_faults("400")
-        with pytest.raises(RuntimeError, match=r"1 request\(s\) .* \(first: the endpoint refused the request \(HTTP 400; "
+        with pytest.raises(RuntimeError, match=r"1 request\(s\) .* \(not retried; first: the endpoint refused the request \(HTTP 400; "
                                                r"a refused request is not retried\) \(server said: injected 400: this request is refused\)\)"):
             reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
         assert reranker.last_report.usage["requests"] == 2 and len(server.completions()) == 4  # 1, then 3 (one refused)
