@@ -379,7 +379,7 @@ def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     # 130, or death by SIGINT after the message (a shell shows both as 130: 128 + SIGINT); seen only with the 2 cores
-    # loaded by the whole suite, never alone (see CHANGELOG)
+    # loaded by the whole suite, never alone
     assert process.returncode in (130, -signal.SIGINT), err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("r2med: interrupted")
     written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()] if (tmp_path / "out").exists() else []
