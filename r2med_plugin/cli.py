@@ -34,7 +34,8 @@ def _check(args: argparse.Namespace) -> int:
         "task": data.name,
         "source": data.source,
         "revision": data.revision,
-        "documents": data.corpus.height,
+        "documents": data.corpus.height,  # unique ids; the file's rows are report.corpus_rows
+        "corpus_rows": data.report.corpus_rows,
         "queries": data.queries.height,
         "qrels_queries": len(data.qrels),
         "candidate_lists": {key: len(lists) for key, lists in data.candidates.items()},

@@ -22,6 +22,9 @@ def test_check_prints_the_report(mirror_env: Path, capsys: pytest.CaptureFixture
     assert main(["check", "NanoR2MEDBiology"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["documents"] == 200 and summary["candidate_lists"] == {"bm25": 5, "dense": 5, "hybrid": 5}
+    assert main(["check", "R2MEDPMCTreatment"]) == 0  # the real file's shape: 3 rows repeat an id
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["documents"], summary["corpus_rows"], summary["report"]["repeated_document_rows"]) == (24, 27, 3)
 
 
 def test_check_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
