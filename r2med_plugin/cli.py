@@ -109,7 +109,8 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
         for dest in ("rerank_depth", "rerank_revision"):
             unreached[dest] = "it configures --rerank, which is not given"
     else:
-        unreached |= {"top_k": "reranking keeps the first stage's top --rerank-depth",
+        unreached |= {"top_k": "the reranked run is the first stage's top --rerank-depth, and first_stage_* scores a "
+                               "first stage computed here at its own result's depth (1000), a run file at the file's depth",
                       "depth": "a reranked run (and its TREC file) holds each query's reranked top --rerank-depth only"}
     llm_unreached = _llm_unreached(args, encoder)
     for dest in {**endpoint_unreached, **llm_unreached}:

@@ -490,8 +490,13 @@ def test_bm25_first_stage_keeps_tied_documents_in_corpus_order_as_the_official_t
 def test_reranked_scores_stop_at_the_reranked_depth(data):
     result = evaluate_task(TASK, "bm25-lucene", rerank=WordOverlap(), rerank_depth=10, show_progress=False)
     assert "ndcg_at_10" in result.scores and "recall_at_100" not in result.scores and "recall_at_1000" not in result.scores
-    assert "first_stage_recall_at_100" not in result.scores or len(next(iter(result.rerank.first_stage_run.values()))) >= 100
-    assert "first_stage_recall_at_1000" not in result.scores
+    # a first stage computed here is scored as its own result is (top 1000, keys to recall_at_1000);
+    # a run given as such stops at its own depth (20 here)
+    assert "first_stage_recall_at_1000" in result.scores
+    bm25 = result.rerank.first_stage_run
+    given = evaluate_task(TASK, rerank=WordOverlap(), first_stage={q: dict(list(r.items())[:20]) for q, r in bm25.items()},
+                          rerank_depth=10, show_progress=False)
+    assert "first_stage_recall_at_10" in given.scores and "first_stage_recall_at_25" not in given.scores
 
 
 def test_a_cross_encoder_folder_is_filed_under_a_fingerprint_of_its_weights(cross_encoder_dir: Path, tmp_path: Path):
@@ -552,3 +557,49 @@ def test_first_stages_of_one_name_never_overwrite_each_other(data, reranker, tmp
     assert reranked_revision("abc", "r2med-plugin-0.2.0") == "abc+first-stage-r2med-plugin-0.2.0"
     long_revision = reranked_revision("abc", "0123456789abcdef0123456789abcdef01234567")
     assert re.fullmatch(r"abc\+first-stage-[0-9a-f]{12}", long_revision)
+
+
+# --- issue 35, 5a: first_stage_* is the first stage's own result, at its own depth -----------------
+
+
+class FarthestFirst:
+    """A real encoder that ranks a query's most similar documents last (the hashing encoder, query negated):
+    most queries' positives sit near the bottom of the 200-document NanoR2MED fixture corpus, below rank 100."""
+
+    name, revision = "farthest-first", "dim64-negated"
+
+    def __init__(self) -> None:
+        from r2med_plugin.retrieval.dense import HashingEncoder
+
+        self.inner = HashingEncoder(dim=64)
+
+    def encode(self, texts, *, kind):
+        embeddings = self.inner.encode(texts, kind=kind)
+        return -embeddings if kind == "query" else embeddings
+
+
+NANO_TASK = "NanoR2MEDIIYiClinical"
+
+
+def test_first_stage_scores_equal_the_first_stages_own_result_encoder(mirror_env: Path):
+    encoder = FarthestFirst()
+    own = evaluate_task(NANO_TASK, encoder, show_progress=False)  # the first stage's own result (top 1000)
+    reranked = evaluate_task(NANO_TASK, encoder, rerank=WordOverlap(), rerank_depth=10, show_progress=False)
+    # most first positives lie below rank 100, where a top-100 cut counts 0 and the full run 1/rank
+    data = load_task(NANO_TASK)
+    first_ranks = [min(list(own.run[q]).index(d) + 1 for d in positives) for q, positives in data.qrels.items()]
+    assert sorted(first_ranks) == [59, 115, 166, 185, 186]
+    top_100_mrr = (1 / 59) / 5  # what first_stage_mrr was before: the top 100 only
+    assert own.scores["mrr"] == pytest.approx((1 / 59 + 1 / 115 + 1 / 166 + 1 / 185 + 1 / 186) / 5)
+    assert reranked.scores["first_stage_mrr"] == own.scores["mrr"] != pytest.approx(top_100_mrr)
+    assert {k: reranked.scores["first_stage_" + k] for k in own.scores} == own.scores  # every key, same value
+    # the reranker still reranks the top 10 of the same ranking
+    assert all(set(reranked.run[q]) == set(list(own.run[q])[:10]) for q in data.qrels)
+
+
+def test_first_stage_scores_equal_the_first_stages_own_result_bm25(mirror_env: Path):
+    own = evaluate_task(NANO_TASK, "bm25-robertson", show_progress=False)
+    reranked = evaluate_task(NANO_TASK, "bm25-robertson", rerank=WordOverlap(), rerank_depth=10, show_progress=False)
+    assert "first_stage_recall_at_1000" in reranked.scores  # the depth the first stage's own result reports
+    assert {k: reranked.scores["first_stage_" + k] for k in own.scores} == own.scores
+    assert reranked.scores["first_stage_mrr"] == own.scores["mrr"]

@@ -147,7 +147,7 @@ def build_plan(
         plan = _rerank_plan(task, retriever, rerank, first_stage, query_prompt=query_prompt,
                             depth=10 if rerank_depth is None else rerank_depth, name=first_stage_name,
                             batch_size=32 if rerank_batch_size is None else rerank_batch_size, hybrid=hybrid,
-                            candidates=candidates, expansion=expansion, workers=bm25_workers, **common)
+                            candidates=candidates, expansion=expansion, workers=bm25_workers, top_k=top_k, **common)
         return _refuse_unused_workers(plan, bm25_workers)
     if first_stage is not None:
         raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
@@ -215,7 +215,7 @@ def _subsets(candidates: Sequence[str]) -> tuple[str, ...]:
 
 
 def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, depth, name, batch_size, hybrid, candidates,
-                 expansion, workers, **common) -> EvaluationPlan:
+                 expansion, workers, top_k, **common) -> EvaluationPlan:
     from r2med_plugin.retrieval.rerank import check_depth
 
     if hybrid or candidates or expansion is not None:
@@ -225,13 +225,15 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
     if first_stage is not None and retriever is not None and first_stage != retriever:
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
     get_task_spec(task)
+    if top_k < MIN_TOP_K:
+        raise ValueError(f"top_k (the depth first_stage_* is scored at) must be at least {MIN_TOP_K}; got {top_k}")
     check_depth(depth)
     check_rerank_depth(depth)
     stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,
                            bm25_workers=workers)
     if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
         rerank = as_reranker(rerank)
-    return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), reranker=rerank, rerank_depth=depth,
+    return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), top_k=top_k, reranker=rerank, rerank_depth=depth,
                           rerank_batch_size=batch_size, **common)
 
 

@@ -11,8 +11,8 @@ What the official code (R2MED/R2MED ``src/eval_reranker.py``) does, and what the
 - the result JSON: dataset_name, model_name (the reranker's short name), topk, evaluation_time
   ("0.26 minutes") and the scores under "test", keys sorted, indented by 2.
 
-Here the first stage is also any retriever this package runs (its top ``max(100, k)``, as the
-official topk_docs files keep 100), a TREC run or an in-memory run. The mode is a plan like any other:
+Here the first stage is also any retriever this package runs (its top 1000, as its own result: the
+reranker takes its top k, ``first_stage_*`` equals the own result's scores), a TREC run or an in-memory run. The mode is a plan like any other:
 a first stage (r2med_plugin.evaluation.first_stages), a reranker (.rerankers), the ``Reranked`` scorer
 (.scorers) and the writers (.writers). This module keeps the names earlier releases exported.
 """

@@ -17,7 +17,7 @@ import polars as pl
 
 from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, RankedRun
+from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun
 from r2med_plugin.evaluation.naming import (
     dataset_count_drift,
     official_query_prompt,
@@ -137,12 +137,15 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
     """The official reranker mode: the first stage's top ``rerank_depth`` reranked; only they are scored."""
     reranker = bound_to_task(as_reranker(plan.reranker, batch_size=plan.rerank_batch_size), data.name)
     depth = plan.rerank_depth
-    stage = plan.first_stage.ranked(data, max(depth, OFFICIAL_TOPK_DOCS_DEPTH), show_progress=plan.show_progress)
+    own = _computed_here(plan.first_stage)
+    fetched = max(depth, OFFICIAL_TOPK_DOCS_DEPTH, plan.top_k if isinstance(own, Dense) else 0)
+    stage = plan.first_stage.ranked(data, fetched, show_progress=plan.show_progress)
     run = _checked(data, stage)
     documents = {doc_id for doc_ids in top_ranked(run, depth).values() for doc_id in doc_ids}
     reranked = reranker.rerank(run, _texts(data.queries, set(run)), _texts(data.corpus, documents), depth=depth,
                                show_progress=plan.show_progress)
-    scores = merged(plan.scorers, Retrieved(data, run, depth, plan.show_progress, reranked=reranked, rerank_depth=depth))
+    first, first_depth = _first_stage_scored(plan, data, own, run)
+    scores = merged(plan.scorers, Retrieved(data, first, first_depth, plan.show_progress, reranked=reranked, rerank_depth=depth))
     report = getattr(reranker, "last_report", None)  # an LLM reranker's usage and traces
     return TaskRunResult(
         task=data.name, retriever=reranked_model_name(reranker.name, stage.name, depth), expansion=None,
@@ -150,9 +153,29 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
         scores=scores.metrics, main_score="ndcg_at_10", run=reranked, evaluation_time=time.perf_counter() - started,
         data=data, dataset_revision_verified=data.revision_verified,
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
-                          first_stage_run=run, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
+                          first_stage_run=first, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
                           usage=getattr(report, "usage", None), traces=getattr(report, "traces", None)),
     )
+
+
+def _computed_here(stage: object) -> Bm25 | Dense | None:
+    """The BM25 or encoder behind a first stage that this package computes (a run file or dict: None)."""
+    while isinstance(stage, Named):
+        stage = stage.stage
+    return stage if isinstance(stage, (Bm25, Dense)) else None
+
+
+def _first_stage_scored(plan: EvaluationPlan, data: TaskData, own: Bm25 | Dense | None, run: Run) -> tuple[Run, int]:
+    """The run ``first_stage_*`` is computed on, and its depth: a first stage computed here, as its own result
+    reports it (top ``plan.top_k``, default 1000: ``first_stage_mrr`` equals the first stage's own ``mrr``);
+    a run file or dict, as given (its depth: the longest list). BM25 ranks again with the own result's tie
+    order (by document id) where the reranker took the official corpus order (same scores, cached)."""
+    if own is None:
+        return run, max((len(ranked) for ranked in run.values()), default=plan.rerank_depth)
+    if isinstance(own, Bm25):
+        run = {query_id: ranked for query_id, ranked in own.search(data, plan.top_k, show_progress=plan.show_progress).items()
+               if query_id in run}
+    return truncate_run(run, plan.top_k), plan.top_k
 
 
 def _checked(data: TaskData, stage: RankedRun) -> Run:

@@ -45,7 +45,8 @@ class Scores:
 
 @dataclass(frozen=True)
 class Retrieved:
-    """What scorers read: the task, the first stage's run (deep enough for every scorer), and the run's depth."""
+    """What scorers read: the task, the first stage's run (deep enough for every scorer), and the run's depth
+    (the reranker mode: the first stage's run and depth as ``first_stage_*`` scores them)."""
 
     data: TaskData
     run: Run
@@ -126,9 +127,9 @@ class Reranked:
 
     def score(self, retrieved: Retrieved) -> Scores:
         data, first, reranked = retrieved.data, retrieved.run, retrieved.reranked
-        first_depth = max((len(ranked) for ranked in first.values()), default=retrieved.rerank_depth)
         scores = within_depth(evaluate_run(data.qrels, reranked), max(retrieved.rerank_depth, 1))
-        scores |= {FIRST_STAGE_PREFIX + key: value for key, value in within_depth(evaluate_run(data.qrels, first), first_depth).items()}
+        first_scores = within_depth(evaluate_run(data.qrels, first), retrieved.top_k)
+        scores |= {FIRST_STAGE_PREFIX + key: value for key, value in first_scores.items()}
         return Scores(scores, official=official_reranker_scores(data.qrels, reranked), layout="reranker")
 
 
