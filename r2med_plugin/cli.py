@@ -194,8 +194,14 @@ def _print_usage(result) -> None:
     if usage:
         counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
         unit = "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs"
-        print(f"  rerank usage: {usage['requests']} requests ({usage['cached_answers']} answers from the cache), "
-              f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s"
+        asked = usage.get(unit, usage["requests"] + usage["cached_answers"])
+        repeated = usage.get("repeated_questions", 0)
+        probes = [f"{usage[key]} {what}" for key, what in (("probe_requests", "request"), ("probe_cached_answers", "from the cache"))
+                  if usage.get(key)]
+        print(f"  rerank usage: {asked} {unit}: {usage['requests']} requests + {usage['cached_answers']} answers from the cache"
+              + (f" + {repeated} repeated questions (a passage text asked before)" if repeated else "")
+              + (f"; log-probability probe: {', '.join(probes)}" if probes else "")
+              + f"; {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s"
               + (f"; {unit}: {counts}" if counts else ""))
 
 

@@ -147,8 +147,8 @@ def test_listwise_end_to_end_with_429s_and_dropped_connections(mirror_env: Path,
     data = load_task(TASK)
     windows_sent = 2 * data.queries.height  # two windows per query: 10-30, then 0-20
     assert sent == windows_sent + 4  # and the four faults, retried by the client
-    assert f"rerank usage: {windows_sent} requests (0 answers from the cache)" in first
-    assert f"rerank usage: 0 requests ({windows_sent} answers from the cache)" in second
+    assert f"rerank usage: {windows_sent} windows: {windows_sent} requests + 0 answers from the cache;" in first
+    assert f"rerank usage: {windows_sent} windows: 0 requests + {windows_sent} answers from the cache;" in second
     name = f"test-llm (listwise @{_host(server)} w20s10)"
     (path,) = (tmp_path / "out" / "results" / f"{name.replace(' ', '_')}--bm25-robertson--top_30").glob(f"*/{TASK}.json")
     written = json.loads(path.read_text())
@@ -240,7 +240,8 @@ def test_pointwise_falls_back_to_graded_labels_without_logprobs(own_cache: Path,
     expected = {f"d{i:02d}": (0.5 if i == 5 else (i % 4) / 3) for i in range(8)}
     assert run["q0"] == pytest.approx(expected)
     usage = reranker.last_report.usage
-    assert usage["scored_by_label"] == 7 and usage["undecided"] == 1 and usage["requests"] == 9  # one yes/no, then labels
+    assert usage["scored_by_label"] == 7 and usage["undecided"] == 1
+    assert (usage["pairs"], usage["requests"], usage["probe_requests"]) == (8, 8, 1)  # one yes/no probe, then labels
 
 
 def thinking_first_tokens(parser: str | None) -> list[tuple[str, float, dict[str, float]]]:
@@ -291,7 +292,7 @@ def test_extra_body_reaches_every_llm_request_and_names_the_reranker(mirror_env:
     assert with_body and all(body["chat_template_kwargs"] == {"enable_thinking": False} for body in with_body)
     assert len(without) == len(with_body) and not any("chat_template_kwargs" in body for body in without)
     printed = capsys.readouterr().out
-    assert printed.count("(0 answers from the cache)") == 2
+    assert printed.count(" requests + 0 answers from the cache") == 2
     results = {json.loads(path.read_text())["r2med_provenance"]["reranker"]: json.loads(path.read_text())["r2med_provenance"]
                for path in (tmp_path / "out" / "results").rglob(f"{TASK}.json")}
     assert sorted(results) == sorted([f"test-llm (pointwise @{_host(server)} {label})", f"test-llm (pointwise @{_host(server)})"])
@@ -730,7 +731,7 @@ def test_one_model_id_on_two_servers_is_two_rerankers(mirror_env: Path, own_cach
             assert main(argv) == 0
         assert len(first.completions()) == len(second.completions()) > 0
     printed = capsys.readouterr().out
-    assert printed.count("(0 answers from the cache)") == 2
+    assert printed.count(" requests + 0 answers from the cache") == 2
     results = sorted((tmp_path / "out" / "results").glob(f"test-llm_(listwise_@*_w20s10)--bm25-robertson--top_10/*/{TASK}.json"))
     assert len(results) == 2  # two rerankers: test-llm (listwise @<host> w20s10), one per server
     hosts = {json.loads(path.read_text())["r2med_provenance"]["rerank_usage"]["endpoint"] for path in results}
@@ -805,3 +806,39 @@ def test_refused_requests_are_not_said_to_be_retried_nor_to_help_rerunning(own_c
     message = str(raised.value)
     assert "3 request(s)" in message and "were refused (not retried" in message and "maximum context length is 4096" in message
     assert "on every retry" not in message and "run the same command again to continue" not in message
+
+
+# --- issue 35, 5b: the usage counts add up to the questions asked, on a first run and its rerun ----------------
+
+
+def _labels_only(body: dict) -> str:
+    """A server that returns no log-probabilities: "Yes" to the yes/no question, a 0-3 label to the graded one."""
+    content = body["messages"][-1]["content"]
+    return f"Relevance: {int(_passage(body).split()[1]) % 4}" if "scale of 0 to 3" in content else "Yes"
+
+
+@pytest.mark.parametrize("logprobs", [True, False])
+def test_pointwise_usage_adds_up_to_the_pairs_on_a_first_run_and_its_rerun(own_cache: Path, monkeypatch, logprobs: bool):
+    first_stage, queries, documents = _toy(count=10, queries=2)
+    for doc_id in ("d07", "d08", "d09"):  # three passages repeat d06's text: their pairs ask d06's question
+        documents[doc_id] = documents["d06"]
+    pairs, unique = 2 * 10, 2 * 7  # per query: d00..d06 distinct, d07..d09 the same question as d06
+    with LoopbackOpenAI(reply=pointwise_reply if logprobs else _labels_only, delay=0.05) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = PointwiseLLMReranker("test-llm", _config(server, concurrency=8))
+        reranker.rerank(first_stage, queries, documents, depth=10, show_progress=False)
+        first = reranker.last_report.usage
+        sent = len(server.completions())
+        reranker.rerank(first_stage, queries, documents, depth=10, show_progress=False)
+        again = reranker.last_report.usage
+        assert len(server.completions()) == sent  # the rerun: every answer from the cache
+    # with log-probabilities the probe is the first pair's own question; without, one yes/no question no pair uses
+    probe = 0 if logprobs else 1
+    assert sent == unique + probe  # each distinct question once, also when its twins are asked concurrently
+    assert (first["pairs"], first["requests"], first["cached_answers"], first["repeated_questions"]) == (pairs, unique, 0, pairs - unique)
+    assert (first["probe_requests"], first["probe_cached_answers"]) == (probe, 0)
+    assert (again["pairs"], again["requests"], again["cached_answers"], again["repeated_questions"]) == (pairs, 0, unique, pairs - unique)
+    assert (again["probe_requests"], again["probe_cached_answers"]) == (0, probe)
+    for usage in (first, again):
+        assert usage["requests"] + usage["cached_answers"] + usage["repeated_questions"] == usage["pairs"]
+        assert usage["scored_by_logprobs" if logprobs else "scored_by_label"] == pairs

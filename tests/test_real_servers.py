@@ -144,7 +144,8 @@ def test_pointwise_against_transformers_serve_falls_back_to_labels(transformers_
     # The server ignores logprobs/top_logprobs: the probe (the first pair's yes/no question) comes back without
     # log-probabilities, so every pair is asked the 0-3 label question; this model never says a digit: all undecided.
     assert (usage["scored_by_logprobs"], usage["scored_by_label"], usage["undecided"]) == (0, 0, pairs)
-    assert (usage["requests"], usage["cached_answers"]) == (pairs + 1, 0)  # the probe and one label question per pair
+    # one label question per pair, and the probe counted apart: requests + cached answers add up to the pairs
+    assert (usage["pairs"], usage["requests"], usage["cached_answers"], usage["probe_requests"]) == (pairs, pairs, 0, 1)
     assert usage["completion_tokens"] == 1 + 8 * pairs  # max_tokens 1 (probe), 8 (labels): always "length" here
     assert usage["endpoint"] == base_url.removesuffix("/v1")
     assert all(score == 0.5 for ranked in reranked.values() for _, score in ranked)
@@ -153,7 +154,8 @@ def test_pointwise_against_transformers_serve_falls_back_to_labels(transformers_
     # A rerun sends no request: every answer, the probe's too, from the cache.
     assert _evaluate(base_url, f"llm-pointwise:{model}", out) == 0
     usage = _result(out)["r2med_provenance"]["rerank_usage"]
-    assert (usage["requests"], usage["cached_answers"], usage["undecided"]) == (0, pairs + 1, pairs)
+    assert (usage["requests"], usage["cached_answers"], usage["undecided"]) == (0, pairs, pairs)
+    assert (usage["probe_requests"], usage["probe_cached_answers"]) == (0, 1)
 
 
 def test_listwise_against_transformers_serve_keeps_the_first_stage_order(transformers_server, served_env: Path,

@@ -90,17 +90,26 @@ class ResponseCache:
 
 @dataclass
 class Usage:
-    """What a rerank cost: requests sent (answers from the cache are counted apart), tokens and wall time."""
+    """What a rerank cost. Every question a reranker asks is answered one way: sent (``requests``), read from the
+    cache (``cached_answers``) or the same question as one asked before in this run (``repeated_questions``: two
+    passages of one text; asked once, also when both are asked concurrently), so the three add up to the questions.
+    A probe (pointwise: does the endpoint return log-probabilities?) that no pair's question reuses is counted
+    apart (``probe_requests``, ``probe_cached_answers``). Tokens (probe's included) and wall time."""
 
     requests: int = 0
     cached: int = 0
+    repeated: int = 0
+    probe_requests: int = 0
+    probe_cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float | int]:
-        return {"requests": self.requests, "cached_answers": self.cached, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "wall_seconds": round(self.wall_seconds, 3)}
+        return {"requests": self.requests, "cached_answers": self.cached, "repeated_questions": self.repeated,
+                "probe_requests": self.probe_requests, "probe_cached_answers": self.probe_cached,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "wall_seconds": round(self.wall_seconds, 3)}
 
 
 class Requester:
@@ -119,22 +128,64 @@ class Requester:
         self.refused: set[str] = set()  # request keys the server refused (HTTP 4xx, not retried: a rerun gets the same)
         self._client: Any = None
         self._answered: dict[str, api.Answer] = {}
+        self._pending: dict[str, asyncio.Future] = {}  # questions in flight: an identical question waits for the answer
+        self._origin: dict[str, str] = {}  # question -> "sent" or "cached": how its answer came
+        self._claimed: set[str] = set()  # questions some asker (not a probe) counted already
+        self._probes: set[str] = set()
         self._semaphore: asyncio.Semaphore | None = None
         self._key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
         self._secrets: list[str] = []
         self.rules = cache.get_rules(api.endpoint_host(endpoint.base_url), model)  # what the model refused (HTTP 400)
 
-    async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any]) -> api.Answer | None:
+    async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any], *, probe: bool = False) -> api.Answer | None:
         """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
-        retry (recorded in ``failures``; the run stops once the other requests are done)."""
+        retry (recorded in ``failures``; the run stops once the other requests are done). ``probe``: a question
+        asked to learn about the endpoint, counted apart unless a later question is the same (see Usage)."""
         if self.extra_body:  # the client merges it into the body; as a parameter it is part of the answer's key
             parameters = {**parameters, "extra_body": self.extra_body}
         key = ResponseCache.key(self.model, messages, parameters, api.endpoint_host(self.endpoint.base_url))
-        if key in self._answered:  # asked before in this run (a probe): not a request, not a cache hit
-            return self._answered[key]
+        if key in self._pending:  # the same question is in flight: its answer, not a second request
+            answer = await self._pending[key]
+        elif key in self._answered:
+            answer = self._answered[key]
+        else:
+            future = asyncio.get_running_loop().create_future()
+            self._pending[key] = future
+            answer = None
+            try:
+                answer = await self._fetch(key, messages, parameters)
+            finally:
+                del self._pending[key]
+                future.set_result(answer)
+        if answer is not None:
+            self._count(key, probe)
+        return answer
+
+    def _count(self, key: str, probe: bool) -> None:
+        if probe:
+            self._probes.add(key)
+        elif key in self._claimed:
+            self.usage.repeated += 1
+        else:
+            self._claimed.add(key)
+            if self._origin[key] == "sent":
+                self.usage.requests += 1
+            else:
+                self.usage.cached += 1
+
+    def _count_probes(self) -> None:
+        """Probes whose answer no later question reused: counted apart (once per run)."""
+        for key in self._probes - self._claimed:
+            if self._origin.get(key) == "sent":
+                self.usage.probe_requests += 1
+            else:
+                self.usage.probe_cached += 1
+        self._probes = set()
+
+    async def _fetch(self, key: str, messages: list[dict[str, str]], parameters: dict[str, Any]) -> api.Answer | None:
         cached = self.cache.get(key)
         if cached is not None:
-            self.usage.cached += 1
+            self._origin[key] = "cached"
             self._answered[key] = cached
             return cached
         if self._semaphore is None or self._client is None:
@@ -153,7 +204,7 @@ class Requester:
                 return None
         self.failures.pop(key, None)
         self.refused.discard(key)
-        self.usage.requests += 1
+        self._origin[key] = "sent"
         self.usage.prompt_tokens += answer.prompt_tokens
         self.usage.completion_tokens += answer.completion_tokens
         self.cache.put(key, answer)
@@ -185,6 +236,7 @@ class Requester:
         try:
             result = await main()
         finally:
+            self._count_probes()
             await self._client.close()
             self._client = None
             self.cache.put_rules(api.endpoint_host(self.endpoint.base_url), self.model, self.rules)

@@ -119,8 +119,9 @@ class LLMReranker:
                 sent = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
                 if requester.rules.refused:  # the model refused parameters (HTTP 400): recorded with the scores
                     sent["unsupported_parameters"] = sorted(requester.rules.refused)
+                asked = {"windows" if self.kind == "listwise" else "pairs": self._total(lists)}
                 self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)} | sent
-                                                | requester.usage.as_dict() | counts.notes,
+                                                | asked | requester.usage.as_dict() | counts.notes,
                                                 traces=traces if self.kind == "reasoning" else None)
         if requester.rules.refused:
             logger.warning(self._refused_note(requester.rules))
@@ -234,7 +235,8 @@ class PointwiseLLMReranker(_PairwiseScored):
         self._no_logprobs = False
         first = next(((query_id, doc_ids[0]) for query_id, doc_ids in lists.items() if doc_ids), None)
         if first is not None:  # one question first: does the endpoint return log-probabilities at all?
-            probe = await requester.ask(pair_messages("pointwise", queries[first[0]], documents[first[1]]), dict(self.YES_NO))
+            probe = await requester.ask(pair_messages("pointwise", queries[first[0]], documents[first[1]]), dict(self.YES_NO),
+                                        probe=True)  # counted apart unless the first pair's own question reuses it
             self._no_logprobs = probe is not None and not probe.logprobs
         return await super()._rerank_all(requester, lists, queries, documents, bar, counts, traces)
 
@@ -330,7 +332,7 @@ def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | No
     unparsed or empty), or None: the scores are then mostly the fallback, not the model's judgement."""
     if kind == "listwise":
         failed = usage.get("unparsed_answers", 0) + usage.get("empty_answers", 0)
-        total = usage.get("requests", 0) + usage.get("cached_answers", 0)
+        total = usage.get("requests", 0) + usage.get("cached_answers", 0) + usage.get("repeated_questions", 0)
         what, fallback = "windows", "were unparsed or empty (each kept the first stage's order)"
     else:
         failed = usage.get("undecided", 0)
