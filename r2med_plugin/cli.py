@@ -529,6 +529,16 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache_packaged_model(args: argparse.Namespace) -> int:
+    from r2med_plugin.retrieval.model_identity import cache_packaged_model, default_hf_home
+
+    name, revision, snapshot = cache_packaged_model(args.alias, args.hf_home)
+    home = Path(args.hf_home) if args.hf_home is not None else default_hf_home()
+    print(f"{name} at revision {revision}: {snapshot} (links to the packaged files)")
+    print(f"  HF_HOME={home} HF_HUB_OFFLINE=1 mteb run -t NanoR2MEDBioinformatics -m {name}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from r2med_plugin.integrations.demo import run_demo
 
@@ -771,6 +781,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func=_demo)
+    packaged = commands.add_parser("cache-packaged-model", help="lay the packaged MiniLM out as a Hugging Face cache, so "
+                                   "`mteb run -m sentence-transformers/all-MiniLM-L6-v2` works offline")
+    packaged.add_argument("alias", nargs="?", default="minilm-packaged", help="the packaged model (default: minilm-packaged)")
+    packaged.add_argument("--hf-home", default=None, help="the Hugging Face home to write into (default: $HF_HOME or ~/.cache/huggingface)")
+    packaged.set_defaults(func=_cache_packaged_model)
     sweep = commands.add_parser("sweep", help="run a YAML spec of tasks x retrievers x expansions, locally or on Ray, resumably")
     sweep.add_argument("spec", help="the sweep spec (YAML); see README, 'Sweeps and clusters'")
     sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")

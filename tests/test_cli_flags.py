@@ -68,6 +68,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.generation.generate_expansions", recorder("generate", stop=True))
     monkeypatch.setattr("r2med_plugin.evaluation.reproduce.reproduce", recorder("reproduce", stop=True))
     monkeypatch.setattr("r2med_plugin.integrations.demo.run_demo", recorder("demo", stop=True))
+    monkeypatch.setattr("r2med_plugin.retrieval.model_identity.cache_packaged_model",
+                        recorder("cache_packaged_model", ("org/name", "rev", tmp_path / "snapshot")))
     monkeypatch.setattr("r2med_plugin.data.loader.load_task", recorder("load_task", stop=True))
     monkeypatch.setattr("r2med_plugin.catalog.list_tasks", recorder("list_tasks", []))
     monkeypatch.setattr("r2med_plugin.sweep.load_spec", recorder("load_spec", SimpleNamespace(output=tmp_path / "sweep")))
@@ -203,6 +205,8 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("reproduce", "quiet"): (["reproduce"], ["reproduce", "--quiet"]),
     ("demo", "out"): (["demo"], ["demo", "--out", "d"]),
     ("demo", "quiet"): (["demo"], ["demo", "--quiet"]),
+    ("cache-packaged-model", "alias"): (["cache-packaged-model"], ["cache-packaged-model", "other-packaged"]),
+    ("cache-packaged-model", "hf_home"): (["cache-packaged-model"], ["cache-packaged-model", "--hf-home", "h"]),
     ("check", "task"): (["check", TASK], ["check", R2MED_TASK]),
     ("check", "data_dir"): (["check", TASK], ["check", TASK, "--data-dir", "d"]),
     ("check", "accept_drift"): (["check", TASK], ["check", TASK, "--accept-drift"]),

@@ -56,6 +56,35 @@ def packaged_model_folder(alias: str) -> Path:
     return Path(module.get_model_path())
 
 
+def default_hf_home() -> Path:
+    """Where huggingface_hub keeps its cache: $HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface."""
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+
+
+def cache_packaged_model(alias: str = "minilm-packaged", hf_home: str | os.PathLike | None = None) -> tuple[str, str, Path]:
+    """Lay a packaged model's files out as a Hugging Face cache entry (``<hf_home>/hub/models--org--name``, the
+    snapshot at the hub commit mteb's ModelMeta pins, ``refs/main`` pointing at it), as symbolic links to the
+    package's files, so that ``mteb run -m <hub name>`` loads it offline with ``HF_HOME=<hf_home>``.
+    Returns (hub name, revision, snapshot folder). Files already there are kept."""
+    if alias not in PACKAGED_MODELS:
+        raise ValueError(f"unknown packaged model {alias!r}: choose one of {sorted(PACKAGED_MODELS)}")
+    packaged, source = PACKAGED_MODELS[alias], packaged_model_folder(alias)
+    home = Path(hf_home) if hf_home is not None else default_hf_home()
+    repo = home / "hub" / f"models--{packaged.hub_name.replace('/', '--')}"
+    snapshot = repo / "snapshots" / packaged.hub_revision
+    for file in sorted(source.rglob("*")):
+        if file.is_file():
+            target = snapshot / file.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                target.symlink_to(file.resolve())
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(packaged.hub_revision)
+    return packaged.hub_name, packaged.hub_revision, snapshot
+
+
 def model_files(folder: Path) -> list[Path]:
     """The files of a model folder that can change its embeddings."""
     files = []
