@@ -105,3 +105,8 @@ def cached_array(kind: str, key: str, compute: Callable[[], np.ndarray]) -> np.n
     array = compute()
     store_array(kind, key, array)
     return array
+
+
+def remove_array(kind: str, key: str) -> None:
+    """Remove the array stored under (kind, key), if any (another process may have removed it already)."""
+    (cache_dir() / kind / f"{key}.npy").unlink(missing_ok=True)

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Mapping, Sequence
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import polars as pl
+from tqdm.auto import tqdm
 
-from r2med_plugin.cache import cached_array, key_of
+from r2med_plugin.cache import cached_array, key_of, remove_array, store_array
 from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.names import BM25_NAMES
@@ -34,6 +37,9 @@ from r2med_plugin.types import Run
 EncodeKind = Literal["query", "document"]
 FAISS_MIN_DOCUMENTS = 5000
 E5_TEMPLATE = "Instruct: {instruction}\nQuery: "
+CHUNK_ENV = "R2MED_ENCODE_CHUNK_TEXTS"
+DEFAULT_CHUNK_TEXTS = 4096
+CHUNK_CACHE = "embedding-chunks"
 
 
 @runtime_checkable
@@ -238,25 +244,71 @@ def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
     return list(position), rows
 
 
+def encode_chunk_size() -> int:
+    """Texts per checkpointed chunk of a local encoding ($R2MED_ENCODE_CHUNK_TEXTS, default 4096)."""
+    raw = os.environ.get(CHUNK_ENV, "")
+    if not raw:
+        return DEFAULT_CHUNK_TEXTS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"${CHUNK_ENV}={raw!r}: give a positive number of texts per checkpointed chunk (default "
+                         f"{DEFAULT_CHUNK_TEXTS})")
+    return int(raw)
+
+
+def chunk_keys(texts: Sequence[str], key: str) -> list[str]:
+    """The cache keys of the checkpointed chunks of ``texts`` encoded under the embedding key ``key``: the key, the
+    chunk's place and its texts (so another text list, model or prompt never meets them); none for one chunk."""
+    size = encode_chunk_size()
+    if len(texts) <= size:
+        return []
+    return [key_of(key, "chunk", start, _digest(texts[start:start + size])) for start in range(0, len(texts), size)]
+
+
+def encode_in_chunks(texts: list[str], keys: list[str], encode_part: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``encode_part`` over ``texts`` a chunk at a time, each chunk stored as soon as it is encoded, so a killed run
+    resumes at the first chunk it had not finished (``keys``: ``chunk_keys``; none: one call)."""
+    if not keys:
+        return encode_part(texts)
+    size = encode_chunk_size()
+    parts: list[np.ndarray] = []
+    with tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text", disable=None, leave=False) as bar:
+        for start, chunk_key in zip(range(0, len(texts), size), keys):
+            part = cached_array(CHUNK_CACHE, chunk_key, lambda start=start: encode_part(texts[start:start + size]))
+            parts.append(part)
+            bar.update(part.shape[0])
+    return np.concatenate(parts, axis=0)
+
+
+def _digest(texts: Sequence[str]) -> str:
+    return hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def encode_cached_raw(
     encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind | Literal["expansion"], dataset_revision: str,
     prompt: str | None = None,
 ) -> np.ndarray:
     """The embeddings of ``texts`` as the encoder gives them (cached); kind "expansion": ``encode_expansions``."""
     prompt = effective_prompt(encoder, "query" if kind == "expansion" else kind, prompt)
-    digest = hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+    digest = _digest(texts)
     identity = getattr(encoder, "cache_identity", "")
     key = key_of(encoder.name, encoder.revision, identity, dataset_revision, kind, prompt, len(texts), digest)
 
+    def encode_part(part: list[str]) -> np.ndarray:
+        if kind == "expansion":
+            return _validated(encoder.encode_expansions(part), len(part), encoder, "expansion")
+        return _validated(_encode(encoder, part, kind, prompt), len(part), encoder, kind)
+
+    chunks: list[str] = []
+
     def compute() -> np.ndarray:
         distinct, rows = distinct_texts(texts)
-        if kind == "expansion":
-            vectors = _validated(encoder.encode_expansions(distinct), len(distinct), encoder, "expansion")
-        else:
-            vectors = _validated(_encode(encoder, distinct, kind, prompt), len(distinct), encoder, kind)
+        chunks.extend(chunk_keys(distinct, key))
+        vectors = encode_in_chunks(distinct, chunks, encode_part)
         return vectors if len(distinct) == len(texts) else vectors[rows]
 
     embeddings = cached_array("embeddings", key, compute)
+    for chunk_key in chunks:  # the whole array is stored now: its chunks are not needed again
+        remove_array(CHUNK_CACHE, chunk_key)
     if embeddings.shape[0] != len(texts):
         raise ValueError(f"cached embeddings for {encoder.name!r} have {embeddings.shape[0]} rows, expected {len(texts)}")
     return embeddings
