@@ -359,6 +359,22 @@ def test_leaderboard_marks_ties_and_intervals(results_copy: Path, capsys: pytest
     assert low <= average <= high
 
 
+def test_leaderboard_significance_with_one_row_of_yours_tests_nothing_and_says_so(results_copy: Path,
+                                                                                   capsys: pytest.CaptureFixture[str]):
+    """With one model of yours (beside the published rows: `--compare-published`, which the fixture's count drift keeps
+    out of the ranking here), the table said "vs best: best" and "Holm correction over the 0 rows compared": no column
+    for a test that was not run, and the reason instead."""
+    for model in ("hash-8", "hash-64"):
+        shutil.rmtree(results_copy / "results" / model)
+    assert main(["leaderboard", str(results_copy), "--significance"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("| Rank"))
+    assert "vs best" not in header and "| best |" not in out and "over the 0 rows" not in out
+    assert "vs best: not tested, bm25-lucene" in out and "is the only row of yours with per-query scores on these data" in out
+    row = next(line for line in out.splitlines() if "| bm25-lucene" in line)
+    assert "[" in row.split(" | ")[3]  # its interval is still shown
+
+
 def test_leaderboard_significance_is_pure_and_names_missing_files(results_copy: Path):
     _sidecar(results_copy, "hash-8", "R2MEDIIYiClinical").unlink()
     tables = build_leaderboards([results_copy])

@@ -204,24 +204,28 @@ def _evaluated_queries(spec: TaskSpec, queries: pl.DataFrame, qrels: Qrels) -> t
 
 
 def _warn_unverified(root: Path, task: str, revision: str, unproven: dict[str, str]) -> None:
-    """One message per mirror (the same text for every task of it: a command shows it once, see cli), and one per
-    file that contradicts the hash published for its revision (that file is named: it is not the revision's)."""
+    """One message per mirror folder (its text names the folder that holds every task's repo, not the task's own
+    repo or revision, so a command shows it once: see cli), and one per file that contradicts the hash published for
+    its revision (that file is named: it is not the revision's)."""
     spec = get_task_spec(task)
     for name in sorted(set(unproven) & set(spec.published_files)):
         logger.warning("%s: %s is not the file of revision %s: %s. Its results are not filed under that revision; "
                        "download the file again", task, root / name, revision, unproven[name])
+    mirror = root.parent.parent  # <mirror>/<org>/<repo>
     if revision.startswith(LOCAL_REVISION_PREFIX):
         logger.warning(
-            "the mirror %s records no commit it was downloaded at, so each task's results are filed under a fingerprint of "
-            "the files it reads (local-<fingerprint>); `huggingface-cli download --local-dir` records the commit", root,
+            "the mirror %s: a repo in it records no commit it was downloaded at, so that task's results are filed under "
+            "a fingerprint of the files it reads (local-<fingerprint>); `huggingface-cli download --local-dir` records "
+            "the commit", mirror,
         )
     else:
         logger.warning(
-            "the mirror %s does not record every file read at one commit, or a file changed since its download; its "
-            "files are not verified to be revision %s (results record <revision>+unverified-files-<fingerprint>; download it "
-            "again with `huggingface-cli download --local-dir`)", root, revision,
+            "the mirror %s: a repo in it does not record every file read at one commit, or a file changed since its "
+            "download; those files are not verified to be the task's pinned revision (results record "
+            "<revision>+unverified-files-<fingerprint>; download the repo again with `huggingface-cli download "
+            "--local-dir`)", mirror,
         )
-    logger.debug("%s: unverified mirror files, filed as revision %s", task, revision)
+    logger.debug("%s: unverified mirror files (%s), filed as revision %s", task, root, revision)
 
 
 def _evicting(source: str, path: Path, read: Callable[[], T]) -> T:

@@ -104,13 +104,19 @@ def add_significance(
         _, rejected = sig.corrected(p, correction, alpha)
         for index, reject in zip(tested, rejected):
             out[index].versus_best = "below" if reject else "tied"
+    interval_text = (f"Avg. [95% CI]: BCa bootstrap of the average, queries resampled within each task ({permutations} "
+                     f"resamples, seed {seed}).")
+    if not tested:  # nothing to compare the best with: no "vs best" column, and the reason instead of a test
+        best.versus_best = "-"
+        best.significance = (f"{interval_text} vs best: not tested, {row_label(best)} is the only row of yours with "
+                             "per-query scores on these data (published rows have none)")
+        return out
     correction_text = "no correction" if correction == "none" else f"{correction.capitalize()} correction over the {len(tested)} row{'' if len(tested) == 1 else 's'} compared"
     top = next((row for row in out if row.ranked), None)
     published_best = (f" The top row, {row_label(top)}, is published and has no per-query scores: ties are judged against the "
                       "best of your rows." if top is not None and top.source == "published" else "")
     best.significance = (
-        f"Avg. [95% CI]: BCa bootstrap of the average, queries resampled within each task ({permutations} resamples, seed "
-        f"{seed}). vs best: paired randomization test of the difference in average {metric} x 100 from {row_label(best)} "
+        f"{interval_text} vs best: paired randomization test of the difference in average {metric} x 100 from {row_label(best)} "
         f"(sign flips of per-query differences, {permutations} permutations, seed {seed}), {correction_text}, alpha {alpha}; "
         f"tied = not significantly different from the best.{published_best}"
     )

@@ -22,7 +22,7 @@ def _partial_extras(row: LeaderboardRow) -> dict[str, int]:
 
 def _header(rows: Sequence[LeaderboardRow]) -> list[str]:
     extras = [EXTRA_LABELS[key] for key in _extra_keys(rows)]
-    tested = ["vs best"] if any(r.versus_best for r in rows) else []
+    tested = ["vs best"] if any(r.versus_best not in (None, "", "-") for r in rows) else []
     return ["Rank", "LLM", "Retriever", "Avg.", *tested, *task_columns(), *extras]
 
 
