@@ -15,14 +15,14 @@ from r2med_plugin.cli_options import bounded, given_options, refuse_unreached
 def _tasks(args: argparse.Namespace) -> int:
     from r2med_plugin.catalog import list_tasks
 
-    for spec in list_tasks(args.kind):
-        counts = spec.expected_counts
-        print(f"{spec.name:<28} {spec.hub_repo:<26} {counts['queries']:>4} queries {counts['documents']:>6} docs  {spec.revision or 'resolved at load'}")
-    for spec in list_tasks(args.kind) if args.kind != "r2med" else []:
-        if spec.kind == "nano":  # the MTEB reranking task over the same data (reranking_hybrid lists)
-            counts = spec.expected_counts
-            print(f"{spec.name + 'Reranking':<28} {spec.hub_repo:<26} {counts['queries']:>4} queries {'101':>6} cands "
-                  f"{spec.revision or 'resolved at load'}")
+    specs = list_tasks(args.kind)
+    rows = [(spec.name, spec, "docs", spec.expected_counts["documents"]) for spec in specs]
+    rows += [(spec.name + "Reranking", spec, "cands", 101) for spec in specs if spec.kind == "nano"]  # the MTEB
+    # reranking task over the same data (reranking_hybrid lists: 100 candidates and at most one safeguard row)
+    width = max((len(name) for name, *_ in rows), default=0)
+    for name, spec, unit, count in rows:
+        print(f"{name:<{width}}  {spec.hub_repo:<24} {spec.expected_counts['queries']:>4} queries {count:>6} {unit:<5} "
+              f"{spec.revision or 'resolved at load'}")
     return 0
 
 
@@ -374,14 +374,37 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     return _run_plans(args, plans, lambda result: keys)
 
 
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {rest:02d} s"
+
+
+def progress_line(done: int, sizes: Sequence[int], elapsed: float) -> str:
+    """"3/8 tasks done in 4 min 10 s; about 6 min 02 s left": the time left estimated from the elapsed time per
+    document so far (the tasks' corpus sizes as their cards count them), so a 60,000-document task counts 6 times a
+    10,000-document one."""
+    finished, total = sum(sizes[:done]), sum(sizes)
+    text = f"{done}/{len(sizes)} tasks done in {_duration(elapsed)}"
+    if done == len(sizes) or finished == 0:
+        return text
+    return f"{text}; about {_duration(elapsed * (total - finished) / finished)} left (estimated by corpus size)"
+
+
 def _run_plans(args: argparse.Namespace, plans: list, keys_of) -> int:
     """Execute each (label, plan), print its scores (``keys_of(result)``) and write its files."""
+    import time
+
+    from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.runner import execute, write_outputs
 
-    for label, plan in plans:
+    sizes = [get_task_spec(plan.task).expected_counts["documents"] for _, plan in plans]
+    command_started = time.perf_counter()
+    for index, (label, plan) in enumerate(plans):
         started = _announce(args, label)
         result = execute(plan)
         _announce_end(args, plan.task, started)
+        if len(plans) > 1:
+            print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)
         _print_scores(result, keys_of(result))
         _print_usage(result)
         if args.output:

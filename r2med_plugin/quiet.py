@@ -104,3 +104,18 @@ def silenced(quiet: bool = True) -> Iterator[None]:
         yield
     finally:
         restore_libraries()
+
+
+@contextmanager
+def no_loading_bar() -> Iterator[None]:
+    """transformers' "Loading weights" bar off while a model loads (a bar for a step of a second that the user did not
+    ask about, printed between our own lines), then as it was."""
+    import transformers  # noqa: F401  (so that its switch is known)
+
+    is_enabled, switch = _progress_switches()["transformers"]
+    was = is_enabled()
+    switch(False)
+    try:
+        yield
+    finally:
+        switch(was)

@@ -18,6 +18,16 @@ def test_tasks_lists_all_twenty_four(capsys: pytest.CaptureFixture[str]):
     assert all(line.startswith("NanoR2MED") for line in capsys.readouterr().out.splitlines())
 
 
+def test_tasks_columns_line_up_with_the_longest_reranking_name(capsys: pytest.CaptureFixture[str]):
+    """The Reranking names are longer than the column was wide, so their rows were shifted right."""
+    assert main(["tasks"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    repo_at = {line.index(" R2MED/") + 1 if " R2MED/" in line else line.index(" hakari-bench/") + 1 for line in lines}
+    queries_at = {line.index(" queries") for line in lines}
+    assert len(repo_at) == 1 and len(queries_at) == 1, lines
+    assert "NanoR2MEDMedicalSciencesReranking  hakari-bench/NanoR2MED" in "\n".join(lines)
+
+
 def test_check_prints_the_report(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["check", "NanoR2MEDBiology"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -32,3 +42,17 @@ def test_check_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureF
     assert "Did you mean 'R2MEDBiology'" in capsys.readouterr().err
     assert main(["check", "R2MEDBiology", "--data-dir", str(tmp_path)]) == 2
     assert "huggingface-cli download R2MED/Biology" in capsys.readouterr().err
+
+
+def test_a_command_over_several_tasks_says_how_long_is_left(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    """There was no estimate for a whole command; after each task one line gives the time so far and, until the last
+    task, the time left by corpus size."""
+    from r2med_plugin.cli import progress_line
+
+    assert progress_line(1, [10_000, 60_000], 30.0) == ("1/2 tasks done in 0 min 30 s; about 3 min 00 s left (estimated "
+                                                        "by corpus size)")
+    assert progress_line(2, [10_000, 60_000], 3725.0) == "2/2 tasks done in 1 h 02 min"
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "R2MEDIIYiClinical", "--retriever", "bm25-robertson", "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if " tasks done in " in line]
+    assert len(lines) == 2 and lines[0].startswith("1/2 tasks done in ") and "left (estimated by corpus size)" in lines[0]
+    assert lines[1].startswith("2/2 tasks done in ") and "left" not in lines[1]

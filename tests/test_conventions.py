@@ -306,7 +306,8 @@ def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Pa
     quiet = subprocess.run([*command, "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     loud = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
-    assert "Loading weights" in loud.stderr and "Could not reach the Hub" in loud.stderr  # what --quiet has to silence
+    assert "Could not reach the Hub" in loud.stderr  # what --quiet has to silence
+    assert "Loading weights" not in loud.stderr  # transformers' loading bar is off while our loaders load (issue 35)
     # Only r2med's own data report remains ("R2MEDBiology: ..."; the fixture differs from the real task on purpose).
     assert quiet.stderr and all(line.startswith(("R2MEDBiology: ", "the mirror ")) for line in quiet.stderr.splitlines())  # ours only
     progress = ("R2MEDBiology: started", "R2MEDBiology: finished in ")  # --quiet's own one line per task start and end
@@ -434,3 +435,30 @@ def test_a_sweep_spec_with_a_near_miss_bm25_name_is_refused(tmp_path):
     spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucene]\ntop_k: 5\n", encoding="utf-8")
     with pytest.raises(SpecError, match="top_k"):
         load_spec(spec)
+
+
+def test_nano_columns_held_on_some_tasks_show_each_tasks_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """The NanoR2MED table showed Hybrid and Cand. as "-" unless all 8 tasks held them, so a run of 2 tasks with
+    --hybrid showed its hybrid scores nowhere. Each task's value is listed under the table now."""
+    for index, spec in enumerate(NANO):
+        extra = {"hybrid_ndcg_at_10": 0.41 + index / 100} if index < 2 else {}
+        _result(tmp_path, "org/partial", spec.name, 0.30, **extra)
+    assert main(["leaderboard", str(tmp_path), "--benchmark", "nano"]) == 0
+    out = capsys.readouterr().out
+    assert "org/partial: no average for Hybrid on 2 of 8 tasks (averages need every task)" in out
+    (line,) = [line for line in out.splitlines() if line.startswith("| org/partial | Hybrid |")]
+    assert line.split(" | ")[2:4] == ["41.00", "42.00"] and line.count("| - ") == 6
+
+
+def test_the_nano_chart_draws_a_real_row_before_the_demo_sample(tmp_path: Path, svg_text):
+    """With the demo's synthetic results in the same folder as real ones, --plot drew the demo's row."""
+    from r2med_plugin.reporting.plots import plot_leaderboard
+
+    for index, spec in enumerate(NANO):
+        _result(tmp_path, "demo/minilm", spec.name, 0.9, "synthetic-sample")
+        if index < 2:  # a first real run of two tasks: unranked, as the demo's row is next to it
+            _result(tmp_path, "org/real", spec.name, 0.3, "rev")
+    rows = build_leaderboard([tmp_path], benchmark="nano")
+    assert [row.synthetic for row in rows if row.source == "yours"] == [True, False]  # the demo's row comes first
+    path, dropped = plot_leaderboard(rows, tmp_path / "nano.svg", benchmark="nano")
+    assert "NanoR2MED: org/real" in _svg_text(path) and dropped == ["demo/minilm (synthetic sample)"]

@@ -181,3 +181,18 @@ def test_the_chunk_size_setting_is_checked(monkeypatch: pytest.MonkeyPatch):
         encode_chunk_size()
     monkeypatch.setenv("R2MED_ENCODE_CHUNK_TEXTS", "")
     assert encode_chunk_size() == 4096
+
+
+def test_loading_a_model_prints_no_loading_weights_bar(capfd: pytest.CaptureFixture[str]):
+    """The demo printed transformers' "Loading weights" bar between its own lines; our loaders switch it off while
+    a model loads, and give it back as it was."""
+    from transformers.utils import logging as transformers_logging
+
+    from r2med_plugin.integrations.demo import _minilm
+    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+
+    transformers_logging.enable_progress_bar()
+    SentenceTransformerEncoder("minilm-packaged")
+    assert _minilm() is not None
+    assert "Loading weights" not in capfd.readouterr().err
+    assert transformers_logging.is_progress_bar_enabled()

@@ -41,7 +41,9 @@ def _minilm():
     from mteb.models import SentenceTransformerEncoderWrapper
     from sentence_transformers import SentenceTransformer
 
-    with warnings.catch_warnings():
+    from r2med_plugin.quiet import no_loading_bar
+
+    with warnings.catch_warnings(), no_loading_bar():
         warnings.simplefilter("ignore", FutureWarning)
         model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     model.mteb_model_meta = mteb.get_model_meta(MINILM_NAME)

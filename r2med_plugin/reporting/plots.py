@@ -16,9 +16,16 @@ def _label(row: LeaderboardRow) -> str:
     return row_label(row) + (" (published)" if row.source == "published" else "")
 
 
+def yours_real_first(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
+    """Your rows in table order, those on the shipped synthetic sample last (a folder that mixes the demo's results
+    with real ones would otherwise draw the demo's first)."""
+    mine = [row for row in rows if row.source == "yours"]
+    return [row for row in mine if not row.synthetic] + [row for row in mine if row.synthetic]
+
+
 def default_selection(rows: Sequence[LeaderboardRow], published_count: int = 2) -> list[LeaderboardRow]:
     """The user's first rows, plus the best published row and the published plain BM25 row."""
-    mine = [row for row in rows if row.source == "yours"][:DEFAULT_USER_ROWS]
+    mine = yours_real_first(rows)[:DEFAULT_USER_ROWS]
     published = [row for row in rows if row.source == "published"]
     chosen = published[:1] + [row for row in published if row.retriever == "BM25" and not row.llm][:1]
     unique = [row for index, row in enumerate(chosen) if all(row is not other for other in chosen[:index])]
@@ -135,7 +142,7 @@ def plot_leaderboard(
     if selection:
         chosen = select_rows(rows, selection)
     elif benchmark == "nano":
-        chosen = [row for row in rows if row.source == "yours"][:1]
+        chosen = yours_real_first(rows)[:1]
     else:
         chosen = default_selection(rows)
     dropped = [_label(row) for row in rows if row.source == "yours" and all(row is not other for other in chosen)]

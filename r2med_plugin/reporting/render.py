@@ -67,6 +67,21 @@ def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
     return lines
 
 
+def partial_extras_table(rows: Sequence[LeaderboardRow]) -> list[str]:
+    """Markdown lines: each task's value of the NanoR2MED columns that a row holds on some tasks but not all (its
+    average is left out, so without this the values would show nowhere); none when every row is complete."""
+    held = [(row, key) for row in rows for key in _partial_extras(row)]
+    if not held:
+        return []
+    columns = task_columns()
+    lines = ["", "Per task, where a row has no average (nDCG@10 x 100):", "",
+             "| Retriever | Column | " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in range(len(columns) + 2)) + "|"]
+    for row, key in held:
+        values = [f"{row.task_extras[c][key]:.2f}" if key in row.task_extras.get(c, {}) else "-" for c in columns]
+        lines.append("| " + " | ".join([row_label(row).replace("|", "\\|"), EXTRA_LABELS[key], *values]) + " |")
+    return lines
+
+
 def _html_body(rows: Sequence[LeaderboardRow]) -> str:
     header, body = table_cells(rows)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -96,7 +111,8 @@ def render(rows: Sequence[LeaderboardRow], fmt: str = "md") -> str:
         footnotes = notes(rows)
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |" for cells in body]  # "Reranker | First stage"
-        return "\n".join(lines + ([""] + [f"- {note}" for note in footnotes] if footnotes else [])) + "\n"
+        lines += [""] + [f"- {note}" for note in footnotes] if footnotes else []
+        return "\n".join(lines + partial_extras_table(rows)) + "\n"
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

@@ -112,6 +112,8 @@ class SentenceTransformerEncoder:
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
+        from r2med_plugin.quiet import no_loading_bar
+
         if name is not None:
             check_model_name(name)
 
@@ -129,7 +131,8 @@ class SentenceTransformerEncoder:
                 raise ValueError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
             source = str(packaged_model_folder(model_name_or_path))
         try:
-            self.model = SentenceTransformer(source, revision=revision, device=device)
+            with no_loading_bar():
+                self.model = SentenceTransformer(source, revision=revision, device=device)
         except OSError as error:
             raise ValueError(
                 f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
