@@ -248,3 +248,15 @@ def test_job_ids_of_fixed_specs_never_change():
     for name, (raw, expected) in specs.items():
         jobs = expand_jobs(parse_spec({"output": "/tmp/o", **raw}, "/tmp/spec.yaml"))
         assert [job.job_id for job in jobs] == expected, name
+
+
+def test_the_spec_top_k_reaches_reranker_jobs_and_default_ids_hold():
+    """`top_k` set the depth of retriever jobs only: a reranker job computed its first stage's own result (and its
+    first_stage_* keys) at 1000 whatever the spec said. It reaches reranker jobs now; at the default their ids hold."""
+    from r2med_plugin.sweep.spec import expand_jobs, parse_spec
+
+    raw = {"output": "/tmp/o", "tasks": ["R2MEDBiology"], "rerankers": [{"model": "org/ce", "first_stage": "bm25-lucene", "depth": 10}]}
+    (default,) = expand_jobs(parse_spec(raw, "/tmp/spec.yaml"))
+    (shallow,) = expand_jobs(parse_spec({**raw, "top_k": 100}, "/tmp/spec.yaml"))
+    assert "top_k" not in default.options and default.job_id == "62570b6d8cd9ac92"
+    assert shallow.options["top_k"] == 100 and shallow.job_id != default.job_id

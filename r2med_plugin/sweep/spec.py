@@ -22,6 +22,7 @@ from r2med_plugin.metrics import MIN_TOP_K, check_rerank_depth
 from r2med_plugin.names import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
+DEFAULT_TOP_K = 1000  # evaluate_task's own default
 SUBSETS = CANDIDATE_SUBSETS
 TOP_KEYS = {
     "output": "folder for results/, official/, the summary and the job records (required)",
@@ -491,7 +492,7 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
         candidates=candidates,
         candidates_only=candidates_only,
         hybrid=bool(_as_bool(path, "hybrid", raw.get("hybrid"))),
-        top_k=_as_int(path, "top_k", raw.get("top_k"), 1000, MIN_TOP_K),
+        top_k=_as_int(path, "top_k", raw.get("top_k"), DEFAULT_TOP_K, MIN_TOP_K),
         trec=bool(_as_bool(path, "trec", raw.get("trec"))),
         rerankers=rerankers,
         retries=_as_int(path, "retries", raw.get("retries"), 1, 0),
@@ -593,6 +594,8 @@ def expand_jobs(spec: SweepSpec, env: Mapping[str, str | None] | None = None) ->
         for retriever in first_stages:
             for task in spec.tasks:
                 options = {k: v for k, v in _base_options(spec, task, None).items() if k in ("data_dir", "accept_drift")}
+                if spec.top_k != DEFAULT_TOP_K:  # the depth of the first stage's own result (its first_stage_* keys);
+                    options["top_k"] = spec.top_k  # left out at the default, so the job ids of earlier specs hold
                 jobs.append(Job(task, retriever, options | spec.options | reranker, str(spec.output), spec.trec,
                                 bool((retriever or {}).get("instruction")), env))
     unique = list({job.job_id: job for job in jobs}.values())
