@@ -55,12 +55,9 @@ def _computes_bm25_lucene(args: argparse.Namespace, first_stage: str | None) -> 
         return True
     if not args.hybrid or args.candidates_only:
         return False
-    for task in args.task:  # the hybrid partner: the task's own BM25, or the other variant for that same BM25
-        own = "bm25-lucene" if get_task_spec(task).kind == "r2med" else "bm25-robertson"
-        partner = "bm25-lucene" if own == "bm25-robertson" and args.retriever == own and args.expansion is None else own
-        if partner == "bm25-lucene":
-            return True
-    return False
+    from r2med_plugin.evaluation.plan import hybrid_partner
+
+    return any(hybrid_partner(get_task_spec(task), args.retriever, args.expansion) == "bm25-lucene" for task in args.task)
 
 
 ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
@@ -145,9 +142,11 @@ def _llm_kind(args: argparse.Namespace) -> str | None:
     """"listwise", "pointwise" or "reasoning" when --rerank names an LLM reranker, else None."""
     from r2med_plugin.llm.rerankers import is_llm_reranker_name
 
+    from r2med_plugin.llm.config import llm_reranker_kind
+
     if not is_llm_reranker_name(args.rerank):
         return None
-    return args.rerank.split(":", 1)[0].lower().removeprefix("llm-")
+    return llm_reranker_kind(args.rerank)
 
 
 def _llm_unreached(args: argparse.Namespace, encoder: bool) -> dict[str, str]:
@@ -161,27 +160,19 @@ def _llm_unreached(args: argparse.Namespace, encoder: bool) -> dict[str, str]:
     if not encoder:
         unreached |= {"device": "the LLM runs behind --base-url, and this first stage loads no model",
                       "batch_size": "LLM requests go --concurrency at a time, and this first stage encodes nothing"}
-    if kind != "listwise":
-        unreached |= {dest: f"RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time" for dest in ("window", "step")}
-    if kind == "pointwise":
-        unreached["max_tokens"] = "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label"
-    return unreached
+    from r2med_plugin.llm.config import settings_unused_by
+
+    return unreached | settings_unused_by(kind)
 
 
 def _llm_reranker(args: argparse.Namespace):
     """The LLM reranker --rerank names, with its endpoint and settings (checked before any data loads)."""
     from r2med_plugin.evaluation.rerankers import as_reranker
-    from r2med_plugin.llm.client import api_key, endpoint_host
-    from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
+    from r2med_plugin.llm.config import build_reranker_config
 
-    if not args.base_url:
-        raise ValueError(f"--rerank {args.rerank} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
-    endpoint_host(args.base_url)  # a malformed URL is refused before any data loads
-    api_key(args.api_key_env)  # so is an unset --api-key-env variable (the key itself is not kept)
-    endpoint = Endpoint(args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency or 8,
-                        **_request_options(args))
-    config = LLMRerankerConfig(endpoint, window=args.window, step=args.step, max_tokens=args.max_tokens,
-                               extra_body=args.extra_body)
+    config = build_reranker_config(args.base_url, what=f"--rerank {args.rerank}", api_key_env=args.api_key_env,
+                                   concurrency=args.concurrency, window=args.window, step=args.step,
+                                   max_tokens=args.max_tokens, extra_body=args.extra_body, **_request_options(args))
     return as_reranker(args.rerank, llm=config)
 
 
@@ -293,11 +284,10 @@ def _resolved(name: str, args: argparse.Namespace, *, revision: str | None, sett
 
 
 def _refuse_prompt_for_mteb(args: argparse.Namespace, ref) -> None:
-    if ref is not None and ref.loader == "mteb":
-        refuse_unreached(args, {"instruction": f"{ref.name} loads through mteb, which applies the model's own prompts and the "
-                                               "task's instruction (add --loader sentence-transformers to prepend the official prompt)"})
-    if ref is not None and ref.loader == "official":
-        refuse_unreached(args, {"instruction": f"{ref.name} applies the official code's instructions for each task itself"})
+    refusal = ref.instruction_refusal if ref is not None else None
+    if refusal is not None:
+        why, fix = refusal
+        refuse_unreached(args, {"instruction": f"{why} ({fix})"})
 
 
 def _load_encoder(ref, args: argparse.Namespace):

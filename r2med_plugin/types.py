@@ -65,6 +65,12 @@ class TaskSpec:
     real_file_facts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
+    def own_bm25(self) -> str:
+        """The task's own BM25, the one its hybrid_* fuses with: bm25-lucene (the official R2MED BM25) for R2MED,
+        bm25-robertson (how the stored bm25 lists were built) for NanoR2MED. The one place this rule is written."""
+        return "bm25-robertson" if self.kind == "nano" else "bm25-lucene"
+
+    @property
     def hub_org(self) -> str:
         return self.hub_repo.split("/", 1)[0]
 

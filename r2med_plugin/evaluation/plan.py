@@ -111,7 +111,7 @@ def hybrid_partner(spec: TaskSpec, retriever: str | Encoder, expansion: str | No
     Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
     run differs from the plain-query BM25, so it keeps the task's variant.
     """
-    own = "bm25-robertson" if spec.kind == "nano" else "bm25-lucene"
+    own = spec.own_bm25
     if retriever == own and expansion is None:
         return next(name for name in BM25_RETRIEVERS if name != own)
     return own
@@ -240,5 +240,4 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
 def extra_scorers(spec: TaskSpec) -> tuple[Scorer, ...]:
     """What every run of a task reports next to the model's own metrics (the mteb tasks' extra scores):
     hybrid with the task's BM25, and each stored candidate list (NanoR2MED)."""
-    own = "bm25-robertson" if spec.kind == "nano" else "bm25-lucene"
-    return Hybrid(own, 1000), CandidateSubsets(tuple(spec.candidate_configs))
+    return Hybrid(spec.own_bm25, 1000), CandidateSubsets(tuple(spec.candidate_configs))

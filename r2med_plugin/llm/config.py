@@ -114,3 +114,54 @@ class LLMRerankerConfig:
     @property
     def cache_path(self) -> Path | None:
         return Path(self.cache_dir) if self.cache_dir is not None else None
+
+
+# The LLM reranker kinds and the settings each one uses: the one place this rule is written (the CLI and sweep specs
+# both refuse, from this table, a setting the kind never reads).
+LLM_SETTING_USERS = {
+    "window": ("listwise",), "step": ("listwise",), "max_tokens": ("listwise", "reasoning"),
+}
+UNUSED_SETTING_REASONS = {
+    "window": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
+    "step": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
+    "max_tokens": "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label",
+}
+
+
+def llm_reranker_kind(name: str) -> str:
+    """"listwise", "pointwise" or "reasoning" of ``llm-<kind>:<model>`` (the kind as written, lowered)."""
+    return name.split(":", 1)[0].lower().removeprefix("llm-")
+
+
+def settings_unused_by(kind: str) -> dict[str, str]:
+    """Setting -> why an llm-``kind`` reranker never reads it (window and step outside listwise; max_tokens in
+    pointwise)."""
+    return {name: UNUSED_SETTING_REASONS[name].format(kind=kind)
+            for name, users in LLM_SETTING_USERS.items() if kind not in users}
+
+
+def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str | None = None,
+                          concurrency: int | None = None, max_retries: int | None = None, timeout: float | None = None,
+                          window: int | None = None, step: int | None = None, max_tokens: int | None = None,
+                          extra_body: Mapping[str, Any] | None = None, check_key: bool = True) -> LLMRerankerConfig:
+    """The one way an LLM reranker's endpoint and settings are built (``r2med evaluate --rerank llm-...`` and a sweep
+    spec's rerankers entry): the URL is checked, the key variable too (``check_key``), unset settings take the
+    defaults. ``what`` names the source in the missing-endpoint message ("--rerank llm-listwise:m", "rerankers[0]")."""
+    from r2med_plugin.llm.client import api_key, endpoint_host
+
+    if not base_url:
+        raise ValueError(f"{what} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
+    endpoint_host(str(base_url))  # a malformed URL is refused before any data loads
+    for name, value, minimum in (("window", window, 1), ("step", step, 1), ("max_tokens", max_tokens, 1),
+                                 ("concurrency", concurrency, 1), ("max_retries", max_retries, 0)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+            raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if check_key:
+        api_key(api_key_env)  # an unset variable is refused now (the key itself is not kept)
+    requests = {name: value for name, value in (("max_retries", max_retries), ("timeout", timeout)) if value is not None}
+    endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency or 8, **requests)
+    asks = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),
+                                            ("extra_body", extra_body)) if value is not None}
+    return LLMRerankerConfig(endpoint, **asks)

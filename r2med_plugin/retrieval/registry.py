@@ -60,6 +60,20 @@ class RetrieverRef:
             commit = cached_hub_commit(f"sentence-transformers/{self.source}", "model", "main")
         return f"{code}:hub:{commit or 'unresolved'}"
 
+    @property
+    def instruction_refusal(self) -> tuple[str, str] | None:
+        """(why, fix) when the official instruction (``--instruction``, a spec's ``instruction: true``) would reach no
+        code of this model, else None: mteb's implementations apply their own prompts and the task's instruction,
+        the official profiles apply the official code's per task. The one place this rule is written."""
+        if self.loader == "mteb":
+            return (f"{self.name} loads through mteb, which applies the model's own prompts and the task's instruction",
+                    "add --loader sentence-transformers (a spec: loader: sentence-transformers) to prepend the official "
+                    "prompt, or drop instruction")
+        if self.loader == "official":
+            return (f"{self.name} is an official profile: it applies the official code's instructions for each task "
+                    "itself", "drop instruction")
+        return None
+
     def load_encoder(self, **options: Any):
         """An Encoder (r2med_plugin.retrieval.dense): a SentenceTransformerEncoder (options: device, devices,
         batch_size, show_progress, name), or what the plugin loader builds (it takes the same options)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -252,12 +251,9 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
         raise _fail(path, field_key, f"is {entry['model']!r}" if field_key == key else f"is {revision!r}",
                     str(error).replace("--", "")) from None
-    if instruction and ref.loader == "mteb":
-        raise _fail(path, f"{key}.instruction", f"is set, but {entry['model']} loads through mteb",
-                    "mteb applies the model's own prompts and the task's instruction: drop instruction, or add loader: sentence-transformers")
-    if instruction and ref.loader == "official":
-        raise _fail(path, f"{key}.instruction", f"is set, but {entry['model']} is an official profile",
-                    "it applies the official code's instructions for each task itself: drop instruction")
+    if instruction and ref.instruction_refusal is not None:
+        why, fix = ref.instruction_refusal
+        raise _fail(path, f"{key}.instruction", f"is set, but {why}", fix)
     return {
         "model": entry["model"],
         "revision": revision,
@@ -384,12 +380,11 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
                     "its requests go `concurrency` at a time: drop batch_size")
     if not entry.get("base_url"):
         raise _fail(path, f"{key}.base_url", "is missing", "an LLM reranker needs its endpoint: base_url: http://localhost:8000/v1")
-    kind = entry["model"].split(":", 1)[0].lower().removeprefix("llm-")
-    unused = {"window": "listwise", "step": "listwise"} | ({"max_tokens": "pointwise"} if kind == "pointwise" else {})
-    for name, owner in unused.items():
-        if entry.get(name) is not None and (kind != owner if owner == "listwise" else kind == owner):
-            why = ("RankGPT's sliding window is listwise" if owner == "listwise"
-                   else "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label")
+    from r2med_plugin.llm.config import llm_reranker_kind, settings_unused_by
+
+    kind = llm_reranker_kind(entry["model"])
+    for name, why in settings_unused_by(kind).items():
+        if entry.get(name) is not None:
             raise _fail(path, f"{key}.{name}", f"is set, but {entry['model']} is llm-{kind}", f"{why}: drop {name}")
     asks = {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None}
     requests = {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}
@@ -404,22 +399,10 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
 
 def llm_reranker_config(asks: Mapping[str, Any], requests: Mapping[str, Any], *, check_key: bool = True) -> Any:
     """The LLMRerankerConfig of a sweep's LLM reranker settings (``check_key``: its API key variable must be set)."""
-    from r2med_plugin.llm.client import api_key, endpoint_host
-    from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
+    from r2med_plugin.llm.config import build_reranker_config
 
-    endpoint_host(str(asks["base_url"]))
-    for name, minimum in (("window", 1), ("step", 1), ("max_tokens", 1), ("concurrency", 1), ("max_retries", 0)):
-        value = {**asks, **requests}.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-            raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
-    timeout = requests.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if check_key:
-        api_key(requests.get("api_key_env"))
-    endpoint = Endpoint(str(asks["base_url"]), api_key_env=requests.get("api_key_env"), concurrency=requests.get("concurrency") or 8,
-                        **{name: requests[name] for name in ("max_retries", "timeout") if name in requests})
-    return LLMRerankerConfig(endpoint, **{name: asks[name] for name in ("window", "step", "max_tokens", "extra_body") if name in asks})
+    return build_reranker_config(asks.get("base_url"), what="a rerankers entry", check_key=check_key,
+                                 **{name: value for name, value in {**asks, **requests}.items() if name != "base_url"})
 
 
 def _options(path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
