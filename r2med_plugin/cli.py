@@ -405,7 +405,6 @@ def _run_plans(args: argparse.Namespace, plans: list, keys_of) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from r2med_plugin.metrics import MIN_TOP_K
     from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name
 
     if args.quiet:
@@ -430,15 +429,18 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValueError("--retriever is required (bm25-lucene, bm25-robertson, or a model name or folder), or use --rerank")
     # Every argument of every task is checked before the first task runs or a model loads.
     check_retriever_name(args.retriever)
+    from r2med_plugin.evaluation.request import RequestError
+
     for task in args.task:
-        check_arguments(task, candidates=args.candidates or (), candidates_only=args.candidates_only, expansion=args.expansion,
-                        hybrid=args.hybrid)
+        try:
+            check_arguments(task, candidates=args.candidates or (), candidates_only=args.candidates_only,
+                            expansion=args.expansion, hybrid=args.hybrid, top_k=args.top_k)
+        except RequestError as error:
+            raise ValueError(error.flag_message) from None
     if args.depth < 1:
         raise ValueError(f"--depth must be a positive number of documents per query, got {args.depth}")
     if args.depth != 1000 and not args.trec:  # a flag that would reach no code
         raise ValueError("--depth is the depth of TREC run files: add --trec (and --output DIR), or drop --depth")
-    if args.top_k < MIN_TOP_K:
-        raise ValueError(f"--top-k must be at least {MIN_TOP_K}: the main score is nDCG@10; got {args.top_k}")
     if args.depth != 1000 and args.depth > args.top_k:  # the run holds --top-k documents per query
         raise ValueError(f"--depth {args.depth} is deeper than the run (--top-k {args.top_k} documents per query): "
                          f"raise --top-k to {args.depth}, or lower --depth")

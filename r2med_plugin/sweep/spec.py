@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.metrics import MIN_TOP_K, check_rerank_depth
+from r2med_plugin.evaluation.request import RequestError, Scoring
+from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.names import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
@@ -277,12 +278,15 @@ def _expansions(path: Path, raw: Mapping[str, Any]) -> list[str | None]:
     return list(dict.fromkeys(chosen))
 
 
-def _candidates(path: Path, raw: Mapping[str, Any]) -> list[str]:
-    values = _as_list(path, "candidates", raw.get("candidates"))
-    unknown = [value for value in values if value not in SUBSETS]
-    if unknown:
-        raise _fail(path, "candidates", f"holds {unknown[0]!r}", f"choose from {list(SUBSETS)}")
-    return list(dict.fromkeys(values))
+def _scoring(path: Path, raw: Mapping[str, Any]) -> Scoring:
+    """The spec's scoring settings, checked by ``Scoring`` (the rules the CLI and evaluate_task follow)."""
+    try:
+        return Scoring(top_k=_as_int(path, "top_k", raw.get("top_k"), DEFAULT_TOP_K, 1),
+                       hybrid=bool(_as_bool(path, "hybrid", raw.get("hybrid"))),
+                       candidates=tuple(_as_list(path, "candidates", raw.get("candidates"))),
+                       candidates_only=bool(_as_bool(path, "candidates_only", raw.get("candidates_only"))))
+    except RequestError as error:
+        raise SpecError(f"{path}: {error.keyed(f'`{error.field}`')}") from None
 
 
 def _check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[str | None]) -> None:
@@ -309,11 +313,8 @@ def _check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[str
                             unknown_name_message("expansion", value, known) + "; or local:FOLDER for one you generated")
 
 
-def _check_candidates(path: Path, tasks: Sequence[str], candidates: Sequence[str], candidates_only: bool) -> None:
+def _check_candidates(path: Path, tasks: Sequence[str], candidates: Sequence[str]) -> None:
     """Candidate subsets reach only tasks with stored candidate lists (the NanoR2MED tasks)."""
-    if candidates_only and not candidates:
-        raise _fail(path, "candidates_only", "is true but `candidates` names no subset",
-                    "add candidates: [bm25, dense, hybrid] (the lists to rank), or remove candidates_only")
     if candidates and not any(get_task_spec(task).candidate_profiles for task in tasks):
         raise _fail(
             path, "candidates", f"is {list(candidates)}, which reaches no task: stored candidate lists exist for the NanoR2MED "
@@ -459,9 +460,9 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
     tasks = _tasks(path, raw)
     expansions = _expansions(path, raw)
     _check_expansions(path, tasks, expansions)
-    candidates = _candidates(path, raw)
-    candidates_only = bool(_as_bool(path, "candidates_only", raw.get("candidates_only")))
-    _check_candidates(path, tasks, candidates, candidates_only)
+    scoring = _scoring(path, raw)
+    candidates, candidates_only = list(scoring.candidates), scoring.candidates_only
+    _check_candidates(path, tasks, candidates)
     models = [entry for entry in retrievers if "model" in entry] + rerankers
     for key in ("batch_size", "devices"):
         if raw.get(key) is not None and not models:
@@ -474,8 +475,8 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
         expansions=expansions,
         candidates=candidates,
         candidates_only=candidates_only,
-        hybrid=bool(_as_bool(path, "hybrid", raw.get("hybrid"))),
-        top_k=_as_int(path, "top_k", raw.get("top_k"), DEFAULT_TOP_K, MIN_TOP_K),
+        hybrid=scoring.hybrid,
+        top_k=scoring.top_k,
         trec=bool(_as_bool(path, "trec", raw.get("trec"))),
         rerankers=rerankers,
         retries=_as_int(path, "retries", raw.get("retries"), 1, 0),
