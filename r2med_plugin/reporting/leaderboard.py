@@ -29,7 +29,14 @@ from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
     grouped_records,
 )
 from r2med_plugin.reporting.published import published_reranker_rows, published_rows  # noqa: F401 - re-exported
-from r2med_plugin.reporting.render import notes, render, render_many, row_label, table_cells  # noqa: F401 - re-exported
+from r2med_plugin.reporting.render import (  # noqa: F401 - re-exported
+    leaderboard_table,
+    notes,
+    render,
+    render_many,
+    row_label,
+    table_cells,
+)
 from r2med_plugin.reporting.result_files import RERANKING_SUFFIX, ResultRecord, read_result_folders  # noqa: F401
 from r2med_plugin.retrieval.official_dense import profile_of_result, published_row_of
 from r2med_plugin.reporting.rows import (
@@ -133,7 +140,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
                            count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET),
                            revision_set=revisions,
                            task_revisions={hub: record.dataset_revision for hub, record in per_task.items()},
-                           expansion=_expansion_of(model),
+                           expansion=_expansion_of(model), model=model, reranked=ResultName.parse(model).reranked,
                            sources={hub: record.path for hub, record in per_task.items() if MAIN_METRIC in record.scores})
         )
     return rows
@@ -244,6 +251,12 @@ def build_leaderboards(
     return {name: _build(records, name, compare_published and name == "r2med") for name in present}
 
 
+def published_leaderboard() -> list[LeaderboardRow]:
+    """The published R2MED leaderboard alone: its rows and the official reranker results, ranked as
+    ``build_leaderboard(..., compare_published=True)`` ranks them among yours."""
+    return rank_rows(published_rows() + published_reranker_rows())
+
+
 def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: bool) -> list[LeaderboardRow]:
     rows = user_rows(records, benchmark)
     if compare_published:
@@ -265,6 +278,7 @@ __all__ = [  # the leaderboard's names, wherever they live now (result_files, gr
     "BENCHMARK_TITLES", "BENCHMARKS", "BUILTIN_LABEL", "DRIFT_LABEL", "Grouping", "LOCAL_LABEL", "LOCAL_MIRROR_SET",
     "LeaderboardRow", "MAIN_METRIC", "NANO_EXTRA_COLUMNS", "PINNED_DRIFT_SET", "RERANKING_SUFFIX", "ResultRecord",
     "RowGroup", "SYNTHETIC_LABEL", "UNVERIFIED_DRIFT_SET", "UNVERIFIED_SET", "build_leaderboard", "build_leaderboards",
-    "grouped_records", "notes", "published_reranker_rows", "published_rows", "rank_rows", "read_result_folders", "render",
-    "render_many", "row_label", "split_model_name", "table_cells", "task_columns", "user_rows",
+    "grouped_records", "leaderboard_table", "notes", "published_leaderboard", "published_reranker_rows", "published_rows",
+    "rank_rows", "read_result_folders", "render", "render_many", "row_label", "split_model_name", "table_cells",
+    "task_columns", "user_rows",
 ]

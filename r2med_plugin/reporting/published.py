@@ -27,8 +27,7 @@ def published_rows() -> list[LeaderboardRow]:
 def published_reranker_rows() -> list[LeaderboardRow]:
     """The official reranker results (results/reranker/<reranker>/<retriever>/top_<k>/, shipped with the
     package): one "Reranker | First stage" row per reranker, first stage and depth, nDCG@10 x 100."""
-    text = (resources.files("r2med_plugin") / "reporting" / "r2med_reranker_results.json").read_text(encoding="utf-8")
-    facts = json.loads(text)
+    facts = _reranker_facts()
     models = facts["models"]
     grouped: dict[tuple[str, str, int], dict[str, float]] = {}
     for result in facts["results"]:
@@ -37,10 +36,21 @@ def published_reranker_rows() -> list[LeaderboardRow]:
     return [
         LeaderboardRow(
             llm="", retriever=f"{_short(models.get(reranker, reranker))} | {_short(models.get(retriever, retriever))}",
-            scores=scores, source="published", note=f"rerank top {depth}",
+            scores=scores, source="published", note=f"rerank top {depth}", reranked=True,
         )
         for (reranker, retriever, depth), scores in grouped.items()
     ]
+
+
+def _reranker_facts() -> dict:
+    text = (resources.files("r2med_plugin") / "reporting" / "r2med_reranker_results.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def published_sources() -> dict[str, str]:
+    """Where the published rows come from: ``leaderboard`` (the leaderboard's own source line) and ``reranker``
+    (the address of the official reranker results)."""
+    return {"leaderboard": str(published_table()["source"]), "reranker": str(_reranker_facts()["source"])}
 
 
 def _short(model: str) -> str:

@@ -6,6 +6,7 @@ import csv
 import html
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from r2med_plugin.reporting.rows import BENCHMARK_TITLES, EXTRA_LABELS, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
@@ -30,9 +31,26 @@ def _extra_keys(rows: Sequence[LeaderboardRow]) -> list[str]:
     return [key for key in NANO_EXTRA_METRICS if any(key in r.extras or key in _partial_extras(r) for r in rows)]
 
 
-def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[str]]]:
+@dataclass(frozen=True)
+class TableLine:
+    """One line of the leaderboard table: the row and its cells as every format shows them."""
+
+    row: LeaderboardRow
+    rank: int | None  # None: not ranked ("-")
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The leaderboard table: what Markdown, CSV, the HTML table and the HTML page (reporting/leaderboard_page.py) show."""
+
+    header: tuple[str, ...]
+    lines: tuple[TableLine, ...]
+
+
+def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     header = _header(rows)
-    body, rank = [], 0
+    lines, rank = [], 0
     for row in rows:
         rank = rank + 1 if row.ranked else rank
         retriever = row.retriever + (f" ({row.note})" if row.note else "") + (" [published]" if row.source == "published" else "")
@@ -43,8 +61,13 @@ def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[st
             cells.append(row.versus_best or "-")
         cells += [f"{row.scores[c]:.2f}" if c in row.scores else "-" for c in task_columns()]
         cells += [f"{row.extras[key]:.2f}" if key in row.extras else "-" for key in _extra_keys(rows)]
-        body.append(cells)
-    return header, body
+        lines.append(TableLine(row=row, rank=rank if row.ranked else None, cells=tuple(cells)))
+    return Table(header=tuple(header), lines=tuple(lines))
+
+
+def table_cells(rows: Sequence[LeaderboardRow]) -> tuple[list[str], list[list[str]]]:
+    table = leaderboard_table(rows)
+    return list(table.header), [list(line.cells) for line in table.lines]
 
 
 def row_label(row: LeaderboardRow) -> str:
