@@ -50,6 +50,9 @@ class LeaderboardRow:
     interval: tuple[float, float] | None = None  # 95% interval of the average
     versus_best: str = ""  # "best", "tied", "below", or "-" (not tested: the reason is in significance)
     significance: str = ""  # a note under the table (the method, or why the row was not tested)
+    versus_above: str = ""  # "tied" (not separable from the nearest tested row above), "below", "-" (not tested)
+    above_detail: str = ""  # the row versus_above was tested against and the p-value, or why it was not tested
+    adjacent_note: str = ""  # the method of versus_above, on the first tested row (the HTML page shows it)
 
     @property
     def ranked(self) -> bool:
