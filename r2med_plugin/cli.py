@@ -499,6 +499,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
         refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
     elif Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
+    if args.html:  # refused before any result is read
+        from r2med_plugin.reporting.leaderboard_page import check_page_folder
+
+        check_page_folder(args.html)
     tables = build_leaderboards(args.results, benchmark=args.benchmark, compare_published=args.compare_published)
     if args.significance:  # intervals on the averages, rows tied with the best (per-query files)
         from r2med_plugin.reporting.leaderboard_significance import significance_for_tables
@@ -511,6 +515,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}")
     else:
         print(text, end="")
+    if args.html:  # the same tables as the text above, as a page
+        from r2med_plugin.reporting.leaderboard_page import write_leaderboard_page
+
+        print(f"wrote {write_leaderboard_page(tables, args.html)}")
     if args.plot:
         from r2med_plugin.reporting.plots import plot_leaderboard
 
@@ -757,6 +765,8 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--format", choices=["md", "csv", "html"], default="md")
     board.add_argument("--out", default=None, help="write the table here instead of printing it")
     board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
+    board.add_argument("--html", default=None, metavar="DIR",
+                       help="also write the table as a sortable, filterable page, DIR/index.html (opens from file://)")
     board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
                        help="rows to plot: 'all', row numbers as printed (1 = first row) or labels ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")

@@ -63,6 +63,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.build_leaderboards", recorder("build_leaderboards", {"r2med": []}))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.render_many", recorder("render_many", "table\n"))
     monkeypatch.setattr("r2med_plugin.reporting.plots.plot_leaderboard", recorder("plot", lambda rows, path, **k: (path, [])))
+    monkeypatch.setattr("r2med_plugin.reporting.leaderboard_page.write_leaderboard_page",
+                        recorder("leaderboard_page", lambda tables, folder, **k: Path(folder) / "index.html"))
     monkeypatch.setattr("r2med_plugin.reporting.submission.export_submission", recorder("export_submission", []))
     monkeypatch.setattr("r2med_plugin.reporting.submission.export_trec_runs", recorder("export_trec_runs", []))
     monkeypatch.setattr("r2med_plugin.generation.generate_expansions", recorder("generate", stop=True))
@@ -181,6 +183,7 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("leaderboard", "plot"): (["leaderboard", "a"], ["leaderboard", "a", "--plot", "{tmp}/c.png"]),
     ("leaderboard", "plot_rows"): (["leaderboard", "a", "--plot", "{tmp}/c.png"], ["leaderboard", "a", "--plot", "{tmp}/c.png", "--plot-rows", "all"]),
     ("leaderboard", "compare_published"): (["leaderboard", "a"], ["leaderboard", "a", "--compare-published"]),
+    ("leaderboard", "html"): (["leaderboard", "a"], ["leaderboard", "a", "--html", "{tmp}/site"]),
     ("export", "submission"): (["export", "--trec", "a", "--out", "o"], ["export", "--submission", "a", "--model", "m", "--out", "o"]),
     ("export", "trec"): (["export", "--trec", "a", "--out", "o"], ["export", "--trec", "b", "--out", "o"]),
     ("export", "model"): (["export", "--submission", "a", "--model", "m", "--out", "o"], ["export", "--submission", "a", "--model", "n", "--out", "o"]),
