@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import itertools
 import re
 import subprocess
 import sys
@@ -105,7 +106,8 @@ def _markdown_tables(text: str) -> dict[str, tuple[list[str], list[list[str]]]]:
     pairs = zip(sections[1::2], sections[2::2]) if len(sections) > 1 else [("R2MED", text)]
     tables = {}
     for title, body in pairs:
-        lines = [line for line in body.splitlines() if line.startswith("| ")]
+        lines = list(itertools.takewhile(lambda line: line.startswith("|"), body.strip().splitlines()))  # the table, not
+        lines = [line for line in lines if line.startswith("| ")]  # the per-task lines below it; no |---| line
         cells = [[cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in lines]
         tables[titles[title]] = (cells[0], cells[1:])
     return tables
