@@ -508,6 +508,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
         from r2med_plugin.reporting.leaderboard_significance import significance_for_tables
 
         tables = significance_for_tables(tables)
+    if args.audit:  # mark the tasks where an audited model's training data overlapped the evaluation data
+        from r2med_plugin.reporting.leaderboard_audit import attach_audits
+
+        tables = attach_audits(tables, args.audit)
     text = render_many(tables, args.format)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -772,6 +776,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
     board.add_argument("--significance", action="store_true",
                        help="95%% intervals on your rows' averages and which rows tie with the best (needs per-query files)")
+    board.add_argument("--audit", nargs="+", default=None, metavar="[MODEL=]DIR",
+                       help="mark the tasks where a model's training data overlapped (folders of `r2med audit --out DIR`; "
+                            "MODEL= when the audit was run without --model)")
     board.set_defaults(func=_leaderboard)
     export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
     source = export.add_mutually_exclusive_group(required=True)
@@ -824,6 +831,9 @@ def build_parser() -> argparse.ArgumentParser:
     from r2med_plugin.cli_compare import add_commands  # r2med compare, r2med inspect
 
     add_commands(commands)
+    from r2med_plugin.cli_audit import add_commands as add_audit  # r2med audit
+
+    add_audit(commands)
     return parser
 
 

@@ -59,7 +59,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
             cells[-1] += f" [{row.interval[0]:.2f}, {row.interval[1]:.2f}]"
         if "vs best" in header:
             cells.append(row.versus_best or "-")
-        cells += [f"{row.scores[c]:.2f}" if c in row.scores else "-" for c in task_columns()]
+        cells += [f"{row.scores[c]:.2f}" + ("†" if c in row.overlap else "") if c in row.scores else "-" for c in task_columns()]
         cells += [f"{row.extras[key]:.2f}" if key in row.extras else "-" for key in _extra_keys(rows)]
         lines.append(TableLine(row=row, rank=rank if row.ranked else None, cells=tuple(cells)))
     return Table(header=tuple(header), lines=tuple(lines))
@@ -87,6 +87,7 @@ def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
             held = "; ".join(f"{EXTRA_LABELS[key]} on {count} of {len(task_columns())} tasks" for key, count in partial.items())
             lines.append(f"{row_label(row)}: no average for {held} (averages need every task)")
     lines += [row.significance for row in rows if row.significance]
+    lines += [row.audit_note for row in rows if row.audit_note]
     return lines
 
 

@@ -53,6 +53,9 @@ class LeaderboardRow:
     versus_above: str = ""  # "tied" (not separable from the nearest tested row above), "below", "-" (not tested)
     above_detail: str = ""  # the row versus_above was tested against and the p-value, or why it was not tested
     adjacent_note: str = ""  # the method of versus_above, on the first tested row (the HTML page shows it)
+    # r2med leaderboard --audit (r2med_plugin.reporting.leaderboard_audit)
+    overlap: dict[str, str] = field(default_factory=dict)  # hub name -> what the model's training data overlapped there
+    audit_note: str = ""  # a note under the table (what the audit found)
 
     @property
     def ranked(self) -> bool:
