@@ -87,6 +87,12 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.reporting.inspect.render_losses", recorder("render_losses", "losses\n"))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard_significance.significance_for_tables",
                         recorder("significance", lambda tables, **k: tables))
+    # issue 34: r2med audit, leaderboard --audit
+    monkeypatch.setattr("r2med_plugin.audit.run.run_audit", recorder("run_audit", {"hits": 0}))
+    monkeypatch.setattr("r2med_plugin.audit.report.render_report", recorder("render_report", "report\n"))
+    monkeypatch.setattr("r2med_plugin.audit.report.render_declared", recorder("render_declared", "declared\n"))
+    monkeypatch.setattr("r2med_plugin.integrations.mteb_training.declared_training_data", recorder("declared", {}))
+    monkeypatch.setattr("r2med_plugin.reporting.leaderboard_audit.attach_audits", recorder("attach_audits", lambda tables, v: tables))
     return calls
 
 
@@ -114,6 +120,7 @@ ENDPOINT = ["evaluate", "--task", TASK, "--retriever", "openai:emb", "--base-url
 COMPARE = ["compare", "a"]
 INSPECT_QUERY = ["inspect", "a", "--task", TASK, "--query", "q"]
 INSPECT_WORST = ["inspect", "a", "--worst", "3", "--baseline", "m"]
+AUDIT = ["audit", "train.jsonl"]
 
 # (command, dest): (base argv, argv with the option) -- the option must change the recorded calls
 REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
@@ -240,6 +247,22 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("inspect", "worst"): (INSPECT_WORST, ["inspect", "a", "--worst", "4", "--baseline", "m"]),
     ("inspect", "baseline"): (INSPECT_WORST, ["inspect", "a", "--worst", "3", "--baseline", "n"]),
     ("inspect", "metric"): (INSPECT_QUERY, INSPECT_QUERY + ["--metric", "recall_at_10"]),
+    ("audit", "train"): (AUDIT, ["audit", "other.jsonl"]),
+    ("audit", "task"): (AUDIT, AUDIT + ["--task", "nano"]),
+    ("audit", "out"): (AUDIT, AUDIT + ["--out", "{tmp}/audit"]),
+    ("audit", "threshold"): (AUDIT, AUDIT + ["--threshold", "0.7"]),
+    ("audit", "ngram"): (AUDIT, AUDIT + ["--ngram", "2"]),
+    ("audit", "corpus"): (AUDIT, AUDIT + ["--corpus"]),
+    ("audit", "write_clean"): (AUDIT, AUDIT + ["--write-clean"]),
+    ("audit", "query_column"): (AUDIT, AUDIT + ["--query-column", "q"]),
+    ("audit", "positive_column"): (AUDIT, AUDIT + ["--positive-column", "p"]),
+    ("audit", "negative_column"): (AUDIT, AUDIT + ["--negative-column", "n1", "n2"]),
+    ("audit", "text_column"): (AUDIT, AUDIT + ["--text-column", "t"]),
+    ("audit", "model"): (AUDIT, AUDIT + ["--model", "org/m"]),
+    ("audit", "data_dir"): (AUDIT, AUDIT + ["--data-dir", "d"]),
+    ("audit", "accept_drift"): (AUDIT, AUDIT + ["--accept-drift"]),
+    ("audit", "quiet"): (AUDIT, AUDIT + ["--quiet"]),
+    ("leaderboard", "audit"): (["leaderboard", "a"], ["leaderboard", "a", "--audit", "d"]),
 }
 
 # argv -> the option that must be refused (it would reach no code there)
@@ -288,6 +311,8 @@ REFUSED: list[tuple[list[str], str]] = [
     (SWEEP + ["--address", "auto"], "--address"),
     (INSPECT_QUERY + ["--worst", "3"], "--worst"),
     (INSPECT_QUERY + ["--baseline", "m"], "--baseline"),
+    (["audit", "--model", "org/m", "--threshold", "0.7"], "--threshold"),  # no training set: only mteb's declared data
+    (["audit", "--model", "org/m", "--write-clean"], "--write-clean"),
 ]
 
 

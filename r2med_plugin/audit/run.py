@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -103,12 +104,18 @@ def run_audit(train: Sequence[str | Path], *, out: str | Path = "r2med-audit", t
     index, revisions = load_index(names, ngram=ngram, threshold=threshold, corpus=corpus, data_dir=data_dir,
                                   accept_drift=accept_drift, show_progress=show_progress)
     out = Path(out)
-    tally = _Tally(sources)
-    atomic_write(out / HITS_FILE, lambda temporary: _stream(index, sources, tally, temporary, show_progress))
-    cleaned = _clean_copies(sources, tally, out) if write_clean_copy else {}
-    summary = _summary(index, sources, tally, cleaned, revisions, corpus=corpus, model=model, declared=declared)
-    write_json_atomic(out / SUMMARY_FILE, summary)
-    write_text_atomic(out / REPORT_FILE, render_report(summary))
+    created = not out.exists()
+    try:
+        tally = _Tally(sources)
+        atomic_write(out / HITS_FILE, lambda temporary: _stream(index, sources, tally, temporary, show_progress))
+        cleaned = _clean_copies(sources, tally, out) if write_clean_copy else {}
+        summary = _summary(index, sources, tally, cleaned, revisions, corpus=corpus, model=model, declared=declared)
+        write_json_atomic(out / SUMMARY_FILE, summary)
+        write_text_atomic(out / REPORT_FILE, render_report(summary))
+    except BaseException:
+        if created:  # a bad row found mid-stream, or Ctrl-C: no half-written audit folder is left
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return summary
 
 

@@ -190,7 +190,10 @@ def _parquet_schema(path: Path) -> tuple[list[str], int]:
 def _folder_sources(path: Path, columns: Mapping[str, Sequence[str]] | None) -> list[TrainingSource]:
     if (path / "dataset_dict.json").is_file():
         splits = json.loads((path / "dataset_dict.json").read_text(encoding="utf-8")).get("splits", [])
-        return [_arrow_source(path / split, columns, f"{path}[{split}]") for split in splits]
+        sources = [_arrow_source(path / split, columns, f"{path}[{split}]") for split in splits]
+        if not any(source.total_rows for source in sources):
+            raise _empty(path)
+        return [source for source in sources if source.total_rows]  # an empty split has nothing to audit
     if (path / "state.json").is_file():
         return [_arrow_source(path, columns, str(path))]
     beir = [path / name for name in ("corpus.jsonl", "queries.jsonl") if (path / name).is_file()]
@@ -201,17 +204,20 @@ def _folder_sources(path: Path, columns: Mapping[str, Sequence[str]] | None) -> 
 
 
 def _arrow_source(folder: Path, columns: Mapping[str, Sequence[str]] | None, label: str) -> TrainingSource:
+    """One saved Dataset (a split of a DatasetDict: ``label`` names it); an empty one has total_rows 0."""
     import pyarrow as pa
 
+    if not (folder / "state.json").is_file():
+        raise ValueError(f"{label}: no state.json in {folder}; save the dataset again with save_to_disk")
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     files = tuple(folder / item["filename"] for item in state.get("_data_files", []))
-    if not files:
-        raise ValueError(f"{folder}: state.json lists no data files; save the dataset again with save_to_disk")
-    with pa.memory_map(str(files[0])) as source:
-        names = list(pa.ipc.open_stream(source).schema.names)
     rows = sum(_arrow_rows(file) for file in files)
     if rows == 0:
-        raise ValueError(f"{label}: the dataset holds no rows (empty training set); check the path, or leave it out of TRAIN")
+        if "[" not in label:
+            raise _empty(folder)
+        return TrainingSource(folder, label, "arrow", "empty split", {}, None, 0, files)
+    with pa.memory_map(str(files[0])) as source:
+        names = list(pa.ipc.open_stream(source).schema.names)
     layout, roles = resolve_columns(folder, names, columns)
     return TrainingSource(folder, label, "arrow", layout, roles, None, rows, files)
 
