@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class EvalIndex:
     ngram: int
     threshold: float
     hasher: MinHasher
-    lsh: object  # datasketch.MinHashLSH over the entries with at least ``ngram`` words
+    lsh: Any  # datasketch.MinHashLSH over the entries with at least ``ngram`` words
     normalized: list[str]
     sets: list[np.ndarray]
     refs: list[tuple[tuple[str, str, str], ...]]
@@ -69,7 +70,7 @@ def task_totals(data: TaskData, corpus: bool = False) -> dict[str, int]:
 
 def build_index(entries: Iterable[tuple[str, str, str, str]], *, ngram: int, threshold: float,
                 positives: dict[str, dict[str, frozenset[str]]] | None = None,
-                totals: dict[str, dict[str, int]] | None = None, progress=None) -> EvalIndex:
+                totals: dict[str, dict[str, int]] | None = None, progress: Any = None) -> EvalIndex:
     """Index ``entries`` (task, kind, id, text); texts empty after normalisation are left out (they copy nothing).
     ``progress``: a tqdm-like bar updated per entry, or None."""
     hasher, lsh = MinHasher(), lsh_index(threshold)

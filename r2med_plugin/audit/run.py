@@ -17,6 +17,7 @@ from r2med_plugin.audit.minhash import candidate_probability
 from r2med_plugin.audit.report import AUDIT_FORMAT, HITS_FILE, REPORT_FILE, SUMMARY_FILE, render_report, task_rows
 from r2med_plugin.audit.training import TrainingSource, open_training, read_rows
 from r2med_plugin.io import atomic_write, write_json_atomic, write_text_atomic
+from r2med_plugin.types import TaskData
 
 DEFAULT_THRESHOLD = 0.5
 DEFAULT_NGRAM = 3
@@ -36,7 +37,7 @@ def resolve_tasks(names: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def load_index(tasks: Sequence[str], *, ngram: int, threshold: float, corpus: bool = False, data_dir=None,
+def load_index(tasks: Sequence[str], *, ngram: int, threshold: float, corpus: bool = False, data_dir: str | Path | None = None,
                accept_drift: bool | None = None, show_progress: bool = True) -> tuple[EvalIndex, dict[str, str]]:
     """The evaluation index of ``tasks`` (loaded with load_task: the hub, R2MED_DATA_DIR or ``data_dir``) and each
     task's dataset revision."""
@@ -51,7 +52,7 @@ def load_index(tasks: Sequence[str], *, ngram: int, threshold: float, corpus: bo
     return index, {data.name: data.result_revision for data in loaded}
 
 
-def _load(name: str, data_dir, accept_drift):
+def _load(name: str, data_dir: str | Path | None, accept_drift: bool | None) -> TaskData:
     from r2med_plugin.data.loader import load_task
 
     try:
@@ -92,7 +93,7 @@ class _Tally:
 def run_audit(train: Sequence[str | Path], *, out: str | Path = "r2med-audit", tasks: Sequence[str] | None = None,
               threshold: float = DEFAULT_THRESHOLD, ngram: int = DEFAULT_NGRAM, corpus: bool = False,
               write_clean_copy: bool = False, columns: Mapping[str, Sequence[str]] | None = None, model: str | None = None,
-              declared: Mapping | None = None, data_dir=None, accept_drift: bool | None = None,
+              declared: Mapping | None = None, data_dir: str | Path | None = None, accept_drift: bool | None = None,
               show_progress: bool = True) -> dict:
     """Audit the training sets ``train`` against ``tasks``; writes audit.json, hits.jsonl and report.md (and clean/
     with ``write_clean_copy``) under ``out`` and returns the summary (what audit.json holds)."""
