@@ -93,6 +93,9 @@ class LoadReport(Mapping[str, Any]):
     revision_verified: bool = True
     files_fingerprint: str | None = None
     expansion_file: str | None = None  # a released expansion's file, when a result also read it
+    # the result revision of the task's own files (queries, qrels, corpus) when an expansion file joined them: runs
+    # with and without that expansion are scored on the same judged queries, so a paired test may pair them
+    base_result_revision: str | None = None
     # The corpus file's rows, as the dataset card counts them, and what folding repeated ids left (DESIGN.md §3):
     corpus_rows: int = 0
     unique_document_ids: int = 0
@@ -161,6 +164,12 @@ class TaskData:
         marker = self.files_fingerprint
         unproven = not (self.revision_verified or marker is None or marker in self.revision)
         return DatasetRevision(self.revision, marker if unproven else None, bool(self.report.count_drift)).format()
+
+    @property
+    def paired_revision(self) -> str:
+        """The revision a paired test compares (``r2med compare``, ``inspect``): that of the queries, qrels and corpus,
+        without a released expansion's file, which changes what is searched, not what is judged."""
+        return self.report.base_result_revision or self.result_revision
 
     @property
     def cache_revision(self) -> str:

@@ -405,3 +405,11 @@ def test_bca_intervals_match_scipy_bootstrap():
     assert np.array_equal(sig.bootstrap_intervals(diffs, resamples=500, seed=4), sig.bootstrap_intervals(diffs, resamples=500, seed=4))
     flat = sig.bootstrap_intervals(np.full((1, 10), 0.25), resamples=200)
     assert flat.tolist() == [[0.25, 0.25]]
+
+
+def test_significance_says_why_it_added_nothing(results_copy: Path, capsys: pytest.CaptureFixture[str]):
+    """Found by the third new-user trial: with --compare-published every fixture row is unranked (count drift), and
+    --significance added no interval, no column and no word."""
+    assert main(["leaderboard", str(results_copy), "--compare-published", "--significance"]) == 0
+    out = capsys.readouterr().out
+    assert "--significance: no interval and no test, as no row of yours is ranked in this table" in out

@@ -128,3 +128,14 @@ def test_a_partial_expected_table_says_which_tasks_were_not_checked(expected_fil
     assert f"expected values: {expected_file}" in out and "published" not in out
     assert "not checked (7 of 8 R2MED tasks have no expected value)" in out and "R2MEDIIYiClinical" in out
     assert "all checks PASS (1 of 8 BM25 tasks checked)" in out
+
+
+def test_an_expected_file_of_bm25_values_only_says_the_profiles_are_the_shipped_ones(
+        expected_file: Path, capsys: pytest.CaptureFixture[str]):
+    """Found by the third new-user trial: with BM25 values only, the header named the file as the source of every
+    expected value, while the candidate profiles were checked against task_metadata."""
+    payload = json.loads(expected_file.read_text())
+    expected_file.write_text(json.dumps({"bm25_ndcg_at_10": payload["bm25_ndcg_at_10"]}))
+    main(["reproduce", "--expected", str(expected_file), "--quiet", "--skip-nano"])
+    out = capsys.readouterr().out
+    assert f"expected values: BM25 from {expected_file}; candidate profiles from task_metadata (not in the file)" in out

@@ -185,7 +185,11 @@ def test_the_unverified_mirror_warning_shows_once_for_tasks_of_several_repos(mir
     err = capsys.readouterr().err
     assert err.count(f"the mirror {mirror_env}: a repo in it does not record every file read at one commit") == 1, err
     assert err.count("a repo in it") == 1  # and the files that contradict their published hash are named apart
-    assert "R2MEDIIYiClinical: " + str(mirror_env / "R2MED" / "IIYi-Clinical" / "corpus.jsonl") + " is not the file" in err
+    line = next(line for line in err.splitlines() if line.startswith("R2MEDIIYiClinical: 3 files of "))
+    assert str(mirror_env / "R2MED" / "IIYi-Clinical") in line and "are not the files of revision" in line
+    assert all(f"{name}: " in line for name in ("corpus.jsonl", "qrels.jsonl", "query.jsonl"))
+    assert all(err.count(f"{task}: ") and sum(line.startswith(f"{task}: ") and "not the file" in line
+                                             for line in err.splitlines()) <= 1 for task in tasks)  # a line per task
 
 
 # --- export --------------------------------------------------------------------------------------------------------

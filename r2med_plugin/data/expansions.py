@@ -113,7 +113,8 @@ def with_expansion_files(data: TaskData, expansion: str, data_dir: str | os.Path
     repo, path = released_expansion_file(data.spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
     verified = data.revision_verified and mirror_files_verified(repo.root, [path], data.revision)
     combined = hashlib.sha256(f"{data.files_fingerprint}\0{files_fingerprint([path], repo.root)}".encode()).hexdigest()[:16]
-    report = replace(data.report, revision_verified=verified, files_fingerprint=combined, expansion_file=str(path))
+    report = replace(data.report, revision_verified=verified, files_fingerprint=combined, expansion_file=str(path),
+                     base_result_revision=data.report.base_result_revision or data.result_revision)
     return replace(data, files_fingerprint=combined, revision_verified=verified, report=report)
 
 

@@ -208,9 +208,15 @@ def _warn_unverified(root: Path, task: str, revision: str, unproven: dict[str, s
     repo or revision, so a command shows it once: see cli), and one per file that contradicts the hash published for
     its revision (that file is named: it is not the revision's)."""
     spec = get_task_spec(task)
-    for name in sorted(set(unproven) & set(spec.published_files)):
+    contradicted = sorted(set(unproven) & set(spec.published_files))
+    if len(contradicted) == 1:
+        (name,) = contradicted
         logger.warning("%s: %s is not the file of revision %s: %s. Its results are not filed under that revision; "
                        "download the file again", task, root / name, revision, unproven[name])
+    elif contradicted:  # one line per task, not one per file
+        reasons = "; ".join(f"{name}: {unproven[name]}" for name in contradicted)
+        logger.warning("%s: %d files of %s are not the files of revision %s (%s). Its results are not filed under that "
+                       "revision; download them again", task, len(contradicted), root, revision, reasons)
     mirror = root.parent.parent  # <mirror>/<org>/<repo>
     if revision.startswith(LOCAL_REVISION_PREFIX):
         logger.warning(

@@ -99,6 +99,7 @@ def write_result_per_query(result: TaskRunResult, result_path: str | os.PathLike
         "model_name": _model_name(result),
         "model_revision": result.model_revision,
         "dataset_revision": result.data.result_revision,
+        "paired_revision": result.data.paired_revision,
         "main_score": result.main_score,
         "official_layout": "reranker" if result.rerank is not None else result.official_layout,
         "writer": "r2med evaluate",

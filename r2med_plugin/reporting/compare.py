@@ -154,7 +154,8 @@ def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> 
         frame, sidecar = chosen
         table.setdefault(label, {})[task] = ModelTask(
             model=label, task=task, query_ids=tuple(frame["query_id"].to_list()), values=frame["value"].to_numpy().copy(),
-            path=sidecar.path, dataset_revision=str(sidecar.info.get("dataset_revision") or ""),
+            path=sidecar.path,  # a paired test pairs runs scored on the same judged data (an expansion's file aside)
+            dataset_revision=str(sidecar.info.get("paired_revision") or sidecar.info.get("dataset_revision") or ""),
         )
     if not table:
         sidecar = missing[0]

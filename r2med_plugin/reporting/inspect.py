@@ -80,7 +80,7 @@ def _revision_of(path: Path, sidecars: dict) -> str:
     for files in sidecars.values():
         for sidecar in files:
             if sidecar.path == path:
-                return str(sidecar.info.get("dataset_revision") or "")
+                return str(sidecar.info.get("paired_revision") or sidecar.info.get("dataset_revision") or "")
     return ""
 
 

@@ -62,7 +62,11 @@ def add_significance(
     permutations = sig.check_permutations(permutations)
     out = [dataclasses.replace(row) for row in rows]
     data = _tested_rows(out, metric=metric, permutations=permutations, seed=seed)
-    if not data:
+    if not data:  # say why --significance added nothing, rather than nothing at all
+        yours = [row for row in out if row.source == "yours"]
+        if yours and not any(row.significance for row in yours):
+            yours[0].significance = ("--significance: no interval and no test, as no row of yours is ranked in this "
+                                     "table (the notes above say why each is not)")
         return out
     test = {"alpha": alpha, "correction": correction, "seed": seed, "permutations": permutations}
     _versus_best(out, data, metric=metric, **test)
