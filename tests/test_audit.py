@@ -522,3 +522,21 @@ def test_source_mapping_entries_cite_their_sources():
     found = {s["dataset"]: s["source"] for s in match_sources(names)}
     assert found == {"MedQA": "MedQA", "MedXpertQA": "MedXpertQA", "PMC-Patients": "PMC-Patients",
                      "StackExchange": "Stack Exchange", "R2MEDPMCClinicalRetrieval": "R2MED"}
+
+
+def test_a_beir_folders_qrels_make_its_leaked_pairs(mirror_env: Path, tmp_path: Path, planted: dict):
+    """A BEIR training folder keeps its queries and documents in two files; its qrels pair them. The planted exact
+    and near pairs leak through qrels rows; a qrels row pairing a planted query with another row's document, or with
+    a score of 0, does not."""
+    rows = _pairs_of(planted)
+    path, extra = _write_format("beir", tmp_path / "in", rows)
+    (path / "qrels").mkdir()
+    (path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td1\t1\nq0\td1\t0\nq1\td2\t1\n")
+    _audit(mirror_env, path, tmp_path / "out", tasks=["R2MEDBiology", "R2MEDMedQADiag"], **extra)
+    pairs = [h for h in _hits(tmp_path / "out") if h["kind"] == PAIR]
+    assert {(h["task"], h["id"], h["training_doc_id"], h["qrels_line"]) for h in pairs} == {
+        ("R2MEDBiology", "q0", "d0", 2), ("R2MEDBiology", "q1", "d1", 3)}
+    assert all(h["field"] == "query+qrels" and h["file"].endswith("queries.jsonl") for h in pairs)
+    (path / "qrels" / "train.tsv").write_text("q0\td0\tnot-a-number\n")
+    with pytest.raises(ValueError, match=r"train.tsv, line 1: the score 'not-a-number' is not a number"):
+        _audit(mirror_env, path, tmp_path / "out2", tasks=["R2MEDBiology"], **extra)

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from r2med_plugin.audit.beir_pairs import CORPUS_FILE, QUERIES_FILE, beir_folders, qrels_pair_hits
 from r2med_plugin.audit.clean import write_clean
 from r2med_plugin.audit.index import CORPUS, PAIR, QUERY, RELEVANT, EvalIndex, build_index, task_entries, task_positives, task_totals
 from r2med_plugin.audit.matching import row_hits
@@ -130,6 +131,8 @@ def _check_settings(threshold: float, ngram: int) -> None:
 def _stream(index: EvalIndex, sources: Sequence[TrainingSource], tally: _Tally, temporary: Path, show_progress: bool) -> None:
     from tqdm.auto import tqdm
 
+    folders = beir_folders({source.label: source.path for source in sources if source.id_column})
+    kept: dict[str, list[dict]] = {label: [] for files in folders.values() for label in files.values()}
     with temporary.open("w", encoding="utf-8") as handle:
         for source in sources:
             with tqdm(total=source.total_rows, desc=f"audit: {Path(source.label).name}", unit="row",
@@ -138,7 +141,15 @@ def _stream(index: EvalIndex, sources: Sequence[TrainingSource], tally: _Tally, 
                     hits = [{"file": source.label, **hit} for hit in row_hits(index, rows)]
                     handle.writelines(json.dumps(hit, ensure_ascii=False) + "\n" for hit in hits)
                     tally.add(source, rows, hits)
+                    kept.get(source.label, []).extend(hits)  # a BEIR file's hits, for the pairs its qrels make
                     bar.update(len(rows))
+        by_label = {source.label: source for source in sources}
+        for folder, files in folders.items():  # a BEIR folder's pairs are made by its qrels
+            queries = by_label[files[QUERIES_FILE]]
+            pairs = [{"file": queries.label, **pair}
+                     for pair in qrels_pair_hits(index, folder, kept[queries.label], kept[files[CORPUS_FILE]])]
+            handle.writelines(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs)
+            tally.add(queries, [], pairs)
 
 
 def _clean_copies(sources: Sequence[TrainingSource], tally: _Tally, out: Path) -> dict[str, dict]:
