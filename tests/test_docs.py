@@ -1,0 +1,76 @@
+"""Issue 32: the docs site. Its generated pages equal what the package generates, and it builds strictly."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI") == "true"
+
+
+def _run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / name), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_reference_is_what_the_parser_generates():
+    result = _run_script("generate_cli_reference.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_cli_reference_lists_every_subcommand_and_option():
+    import argparse
+
+    from r2med_plugin.cli import build_parser
+
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, subparser in subparsers.choices.items():
+        assert f"## `r2med {name}`" in page
+        for action in subparser._actions:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            for option in action.option_strings:
+                assert f"**`{option}" in page or f", {option}" in page, (name, option)
+
+
+def test_cli_reference_check_fails_on_drift(tmp_path, monkeypatch):
+    """--check must exit 1 when the committed page differs; run it against a changed copy of the page."""
+    spec = importlib.util.spec_from_file_location("generate_cli_reference", ROOT / "scripts" / "generate_cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    stale = tmp_path / "cli.md"
+    stale.write_text(module.OUTPUT.read_text(encoding="utf-8").replace("--top-k", "--top-n"), encoding="utf-8")
+    monkeypatch.setattr(module, "OUTPUT", stale)
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    assert module.main(["--check"]) == 1
+    assert module.main([]) == 0
+    assert module.main(["--check"]) == 0
+
+
+def _mkdocs_available() -> bool:
+    return importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None
+
+
+def test_mkdocs_build_strict_passes_without_warning(tmp_path):
+    if not _mkdocs_available():
+        message = ("mkdocs and mkdocs-material are not installed in this interpreter: "
+                   "pip install -e '.[docs]' (the test extra has them too)")
+        if IN_CI:
+            pytest.fail(message + "; CI installs the test extra, so this is an install problem")
+        pytest.skip(message)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "WARNING" not in output, output
+    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
