@@ -74,3 +74,47 @@ def test_mkdocs_build_strict_passes_without_warning(tmp_path):
     assert result.returncode == 0, output
     assert "WARNING" not in output, output
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+def test_task_pages_are_what_the_package_data_generates():
+    result = _run_script("generate_task_pages.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_task_pages_hold_the_catalog_and_the_published_scores():
+    from r2med_plugin.catalog import list_tasks
+    from r2med_plugin.reporting.published import published_reranker_rows, published_rows
+
+    pages = ROOT / "docs" / "tasks"
+    index = (pages / "index.md").read_text(encoding="utf-8")
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for spec in list_tasks():
+        page = (pages / f"{spec.name}.md").read_text(encoding="utf-8")
+        assert f"]({spec.name}.md)" in index and f"tasks/{spec.name}.md" in nav
+        assert f"`{spec.hub_repo}`" in page and f"{spec.expected_counts['queries']:,} |" in page
+        if spec.revision:
+            assert f"`{spec.revision}`" in page
+        for name, entry in spec.published_files.items():
+            assert f"| `{name}` | {entry['bytes']:,} | `{entry['sha256']}` |" in page
+        for subset, profile in spec.candidate_profiles.items():
+            assert f"| `{subset}` | `{profile['config']}` | {profile['top_k']} |" in page
+        if spec.kind == "r2med":
+            for row in [*published_rows(), *published_reranker_rows()]:
+                if spec.hub_name in row.scores:
+                    assert f"| {row.retriever} |" in page.replace("&#124;", "|")
+                    assert f"| {row.scores[spec.hub_name]:.2f} |" in page
+
+
+def test_task_pages_check_fails_on_a_stale_or_extra_page(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("generate_task_pages", ROOT / "scripts" / "generate_task_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "OUTPUT", tmp_path)
+    assert module.main([]) == 0 and module.main(["--check"]) == 0
+    page = tmp_path / "R2MEDBiology.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("103", "104"), encoding="utf-8")
+    assert module.main(["--check"]) == 1
+    assert module.main([]) == 0
+    (tmp_path / "R2MEDGone.md").write_text("# gone\n", encoding="utf-8")
+    assert module.main(["--check"]) == 1
+    assert module.main([]) == 0 and not (tmp_path / "R2MEDGone.md").exists()
