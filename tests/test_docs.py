@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -118,3 +119,16 @@ def test_task_pages_check_fails_on_a_stale_or_extra_page(tmp_path, monkeypatch):
     (tmp_path / "R2MEDGone.md").write_text("# gone\n", encoding="utf-8")
     assert module.main(["--check"]) == 1
     assert module.main([]) == 0 and not (tmp_path / "R2MEDGone.md").exists()
+
+
+def test_api_reference_is_what_all_generates_and_names_every_public_name():
+    import r2med_plugin
+
+    result = _run_script("generate_api_reference.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (ROOT / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    entries = [line.removeprefix("::: ") for line in page.splitlines() if line.startswith("::: ")]
+    assert sorted(entry.rsplit(".", 1)[1] for entry in entries) == sorted(n for n in r2med_plugin.__all__ if n != "__version__")
+    for entry in entries:  # each entry names the object the package re-exports under that name
+        module, name = entry.rsplit(".", 1)
+        assert getattr(importlib.import_module(module), name) is getattr(r2med_plugin, name), entry
