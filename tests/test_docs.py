@@ -58,12 +58,12 @@ def test_cli_reference_check_fails_on_drift(tmp_path, monkeypatch):
 
 
 def _mkdocs_available() -> bool:
-    return importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None
+    return all(importlib.util.find_spec(name) is not None for name in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers"))
 
 
 def test_mkdocs_build_strict_passes_without_warning(tmp_path):
     if not _mkdocs_available():
-        message = ("mkdocs and mkdocs-material are not installed in this interpreter: "
+        message = ("mkdocs, mkdocs-material and mkdocstrings[python] are not installed in this interpreter: "
                    "pip install -e '.[docs]' (the test extra has them too)")
         if IN_CI:
             pytest.fail(message + "; CI installs the test extra, so this is an install problem")
