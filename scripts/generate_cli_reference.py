@@ -76,7 +76,7 @@ def _describe(action: argparse.Action, parser: argparse.ArgumentParser) -> str:
     takes_value = action.nargs != 0
     if takes_value and action.default not in (None, argparse.SUPPRESS) and action.option_strings:
         default = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) else action.default
-        extra.append(f"default: {_code(default)}")
+        extra.append("default: the empty string" if default == "" else f"default: {_code(default)}")
     if extra:
         parts.append(" (" + "; ".join(extra) + ")")
     return "".join(parts)
@@ -97,6 +97,11 @@ def _section(name: str, summary: str, parser: argparse.ArgumentParser, level: in
         lines += ["Arguments:", ""] + [_describe(a, parser) for a in positionals] + [""]
     if options:
         lines += ["Options:", ""] + [_describe(a, parser) for a in options] + [""]
+    for group in parser._mutually_exclusive_groups:
+        names = ", ".join(_code(a.option_strings[-1] if a.option_strings else a.dest) for a in group._group_actions
+                          if a.help != argparse.SUPPRESS)
+        lines += [f"{'Exactly one' if group.required else 'At most one'} of {names} "
+                  f"{'must' if group.required else 'can'} be given.", ""]
     for sub_name, sub_help, subparser in _subcommands(parser):
         lines += _section(f"{name} {sub_name}", sub_help, subparser, level + 1)
     return lines
