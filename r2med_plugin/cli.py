@@ -128,7 +128,8 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
     return unreached
 
 
-LLM_OPTIONS = ("base_url", "api_key_env", "concurrency", "window", "step", "max_tokens", "extra_body")
+LLM_OPTIONS = ("base_url", "api_key_env", "concurrency", "window", "step", "max_tokens", "extra_body", "set_size",
+               "setwise_method", "setwise_k")
 REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint: embeddings and LLM rerankers
 
 
@@ -172,7 +173,8 @@ def _llm_reranker(args: argparse.Namespace):
 
     config = build_reranker_config(args.base_url, what=f"--rerank {args.rerank}", api_key_env=args.api_key_env,
                                    concurrency=args.concurrency, window=args.window, step=args.step,
-                                   max_tokens=args.max_tokens, extra_body=args.extra_body, **_request_options(args))
+                                   max_tokens=args.max_tokens, extra_body=args.extra_body, set_size=args.set_size,
+                                   setwise_method=args.setwise_method, setwise_k=args.setwise_k, **_request_options(args))
     return as_reranker(args.rerank, llm=config)
 
 
@@ -184,7 +186,8 @@ def _print_usage(result) -> None:
     usage = getattr(getattr(result, "rerank", None), "usage", None)
     if usage:
         counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
-        unit = "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs"
+        unit = next((unit for unit in ("comparisons", "windows", "pairs") if unit in usage),
+                    "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs")
         asked = usage.get(unit, usage["requests"] + usage["cached_answers"])
         repeated = usage.get("repeated_questions", 0)
         probes = [f"{usage[key]} {what}" for key, what in (("probe_requests", "request"), ("probe_cached_answers", "from the cache"))
@@ -702,7 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--rerank", default=None, metavar="RERANKER",
                           help="rerank the top --rerank-depth of --first-stage with this cross-encoder (a name of mteb's registry, "
                                "else a sentence-transformers CrossEncoder name or folder), or an LLM behind --base-url: "
-                               "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>")
+                               "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model>")
     evaluate.add_argument("--first-stage", default=None,
                           help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     evaluate.add_argument("--rerank-depth", type=_positive_int, default=10, help="documents reranked per query, at least 10 (official: 10 or 100; default 10)")
@@ -735,7 +738,16 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--window", type=_positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
     evaluate.add_argument("--step", type=_positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
     evaluate.add_argument("--max-tokens", type=_positive_int, default=None,
-                          help="llm-reasoning: the reasoning budget (default 8192); llm-listwise: the answer's budget (default: the server's)")
+                          help="llm-reasoning: the reasoning budget (default 8192); llm-listwise, llm-setwise: the answer's budget "
+                               "(default: the server's)")
+    evaluate.add_argument("--set-size", type=_positive_int, default=None,
+                          help="llm-setwise: passages per question, from 2 to 23 (default 3, the paper's c; llm-rankers' "
+                               "num_child is one less)")
+    evaluate.add_argument("--setwise-method", choices=["heapsort", "bubblesort"], default=None,
+                          help="llm-setwise: how the picks sort the list (default heapsort)")
+    evaluate.add_argument("--setwise-k", type=_positive_int, default=None,
+                          help="llm-setwise: documents sorted to the top, in order (default 10; at most --rerank-depth); "
+                               "the rest keep the first stage's order")
     evaluate.set_defaults(func=_evaluate)
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")

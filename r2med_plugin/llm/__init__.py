@@ -1,4 +1,4 @@
-"""LLM rerankers (listwise, pointwise, reasoning) and the OpenAI-compatible client they share with ``r2med generate``.
+"""LLM rerankers (listwise, pointwise, reasoning, setwise) and the OpenAI-compatible client they share with ``r2med generate``.
 
 Nothing here imports ``openai`` at import time; it is loaded when a request is first sent.
 """
@@ -10,10 +10,11 @@ from r2med_plugin.llm.rerankers import (
     PointwiseLLMReranker,
     ReasoningLLMReranker,
     RerankReport,
+    SetwiseLLMReranker,
     llm_reranker,
 )
 
 __all__ = [
     "Endpoint", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker", "PointwiseLLMReranker",
-    "ReasoningLLMReranker", "RerankReport", "llm_reranker",
+    "ReasoningLLMReranker", "RerankReport", "SetwiseLLMReranker", "llm_reranker",
 ]

@@ -13,6 +13,12 @@ from typing import Any
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
 DEFAULT_STEP = 10
 DEFAULT_REASONING_TOKENS = 8192  # Rank1's reasoning budget
+# Setwise (Zhuang et al., 2024): passages per question (the paper's c = 3; llm-rankers' num_child = c - 1 = 2), how the
+# picks sort the list, and how many documents they sort to the top (llm-rankers' k)
+DEFAULT_SET_SIZE = 3
+SETWISE_METHODS = ("heapsort", "bubblesort")
+DEFAULT_SETWISE_K = 10
+MAX_SET_SIZE = 23  # the labels A to W (llm-rankers' CHARACTERS)
 
 
 def extra_body_of(value: Any, *, option: str = "--extra-body", example: str = '{"truncate_prompt_tokens": 256}') -> dict[str, Any] | None:
@@ -57,8 +63,8 @@ def refuse_reserved(body: Mapping[str, Any] | None, reserved: Mapping[str, str],
 # what an LLM reranker's requests carry themselves: an extra body may not replace them
 RERANKER_REQUEST_FIELDS = {
     "model": "--rerank llm-<kind>:<model> names it", "messages": "the reranker's prompt",
-    "max_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning)",
-    "max_completion_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning)",
+    "max_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise)",
+    "max_completion_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise)",
     "temperature": "0: the rerankers ask greedily", "logprobs": "the pointwise and reasoning rerankers ask for them",
     "top_logprobs": "20, what vLLM serves by default", "n": "one answer per request", "stream": "answers are read whole",
 }
@@ -81,8 +87,10 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class LLMRerankerConfig:
-    """How an LLM reranker asks: the endpoint, RankGPT's window and step (listwise), the completion budget
-    (``max_tokens``: listwise answer, reasoning budget; pointwise asks for one token), extra fields merged into every
+    """How an LLM reranker asks: the endpoint, RankGPT's window and step (listwise), the set size, sort method and
+    number of documents sorted to the top (setwise: ``set_size`` passages per question, ``setwise_method`` heapsort or
+    bubblesort, ``setwise_k``), the completion budget (``max_tokens``: listwise and setwise answer, reasoning budget;
+    pointwise asks for one token), extra fields merged into every
     request body (``extra_body``: server options such as ``{"chat_template_kwargs": {"enable_thinking": false}}``; part
     of the reranker's name and of every answer's cache key) and where answers are cached
     (default: ``$R2MED_CACHE_DIR/llm-responses``)."""
@@ -92,6 +100,9 @@ class LLMRerankerConfig:
     step: int = DEFAULT_STEP
     max_tokens: int | None = None
     cache_dir: str | os.PathLike | None = None
+    set_size: int = DEFAULT_SET_SIZE
+    setwise_method: str = "heapsort"
+    setwise_k: int = DEFAULT_SETWISE_K
     extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
@@ -108,6 +119,14 @@ class LLMRerankerConfig:
         if self.step >= self.window:
             raise ValueError(f"--step ({self.step}) must be smaller than --window ({self.window}): windows must overlap for a "
                              "passage to move up past a window's edge (RankGPT: --window 20 --step 10)")
+        for name, low, high in (("set_size", 2, MAX_SET_SIZE), ("setwise_k", 1, None)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+                bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer {bounds}, got {value!r}"
+                                 + (" (passages per setwise question, labelled A to W)" if name == "set_size" else ""))
+        if self.setwise_method not in SETWISE_METHODS:
+            raise ValueError(f"--setwise-method must be one of {', '.join(SETWISE_METHODS)}, got {self.setwise_method!r}")
         if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1):
             raise ValueError(f"--max-tokens must be a positive integer, got {self.max_tokens!r}")
 
@@ -119,12 +138,20 @@ class LLMRerankerConfig:
 # The LLM reranker kinds and the settings each one uses: the one place this rule is written (the CLI and sweep specs
 # both refuse, from this table, a setting the kind never reads).
 LLM_SETTING_USERS = {
-    "window": ("listwise",), "step": ("listwise",), "max_tokens": ("listwise", "reasoning"),
+    "window": ("listwise",), "step": ("listwise",), "max_tokens": ("listwise", "reasoning", "setwise"),
+    "set_size": ("setwise",), "setwise_method": ("setwise",), "setwise_k": ("setwise",),
 }
+_SETWISE_ONLY = "setwise's sets and sort are llm-setwise's; llm-{kind} never sorts by picks from sets"
 UNUSED_SETTING_REASONS = {
     "window": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
     "step": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
     "max_tokens": "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label",
+    "set_size": _SETWISE_ONLY, "setwise_method": _SETWISE_ONLY, "setwise_k": _SETWISE_ONLY,
+}
+# a kind's own words where the general reason does not fit it
+UNUSED_SETTING_REASONS_BY_KIND = {
+    ("setwise", "window"): "RankGPT's sliding window is listwise; llm-setwise asks about sets of --set-size passages",
+    ("setwise", "step"): "RankGPT's sliding window is listwise; llm-setwise asks about sets of --set-size passages",
 }
 
 
@@ -135,15 +162,17 @@ def llm_reranker_kind(name: str) -> str:
 
 def settings_unused_by(kind: str) -> dict[str, str]:
     """Setting -> why an llm-``kind`` reranker never reads it (window and step outside listwise; max_tokens in
-    pointwise)."""
-    return {name: UNUSED_SETTING_REASONS[name].format(kind=kind)
+    pointwise; set size, method and k outside setwise)."""
+    return {name: UNUSED_SETTING_REASONS_BY_KIND.get((kind, name), UNUSED_SETTING_REASONS[name]).format(kind=kind)
             for name, users in LLM_SETTING_USERS.items() if kind not in users}
 
 
 def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str | None = None,
                           concurrency: int | None = None, max_retries: int | None = None, timeout: float | None = None,
                           window: int | None = None, step: int | None = None, max_tokens: int | None = None,
-                          extra_body: Mapping[str, Any] | None = None, check_key: bool = True) -> LLMRerankerConfig:
+                          extra_body: Mapping[str, Any] | None = None, set_size: int | None = None,
+                          setwise_method: str | None = None, setwise_k: int | None = None,
+                          check_key: bool = True) -> LLMRerankerConfig:
     """The one way an LLM reranker's endpoint and settings are built (``r2med evaluate --rerank llm-...`` and a sweep
     spec's rerankers entry): the URL is checked, the key variable too (``check_key``), unset settings take the
     defaults. ``what`` names the source in the missing-endpoint message ("--rerank llm-listwise:m", "rerankers[0]")."""
@@ -153,7 +182,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
         raise ValueError(f"{what} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
     endpoint_host(str(base_url))  # a malformed URL is refused before any data loads
     for name, value, minimum in (("window", window, 1), ("step", step, 1), ("max_tokens", max_tokens, 1),
-                                 ("concurrency", concurrency, 1), ("max_retries", max_retries, 0)):
+                                 ("concurrency", concurrency, 1), ("max_retries", max_retries, 0),
+                                 ("set_size", set_size, 2), ("setwise_k", setwise_k, 1)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
             raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")):
@@ -163,5 +193,6 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
     requests = {name: value for name, value in (("max_retries", max_retries), ("timeout", timeout)) if value is not None}
     endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency or 8, **requests)
     asks = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),
-                                            ("extra_body", extra_body)) if value is not None}
+                                            ("extra_body", extra_body), ("set_size", set_size),
+                                            ("setwise_method", setwise_method), ("setwise_k", setwise_k)) if value is not None}
     return LLMRerankerConfig(endpoint, **asks)

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-KINDS = ("listwise", "pointwise", "reasoning")
+KINDS = ("listwise", "pointwise", "reasoning", "setwise")
 
 
 @lru_cache(maxsize=1)
@@ -86,6 +86,42 @@ def windows(count: int, window: int, step: int) -> list[tuple[int, int]]:
 def apply_permutation(order: Sequence[str], start: int, end: int, permutation: Sequence[int]) -> list[str]:
     window = list(order[start:end])
     return [*order[:start], *(window[position] for position in permutation), *order[end:]]
+
+
+# --- setwise (Zhuang et al., 2024) -------------------------------------------------------------------------------
+
+def setwise_labels() -> str:
+    """The passage labels of a setwise prompt, in order (A, B, C, ...): at most this many passages in one set."""
+    return llm_prompts()["setwise"]["labels"]
+
+
+def setwise_messages(query: str, passages: Sequence[str]) -> list[dict[str, str]]:
+    """The setwise question for one set: the system turn, then the query and the passages labelled A, B, C, ...,
+    each text as it is (llm-rankers' OpenAI setwise ranker sends them so)."""
+    prompt = llm_prompts()["setwise"]
+    labels = prompt["labels"]
+    if not 1 <= len(passages) <= len(labels):
+        raise ValueError(f"a setwise prompt holds 1 to {len(labels)} passages, got {len(passages)}")
+    listed = prompt["separator"].join(prompt["passage"].format(label=label, passage=passage)
+                                      for label, passage in zip(labels, passages))
+    return [{"role": "system", "content": prompt["system"]},
+            {"role": "user", "content": prompt["user"].format(query=query, passages=listed)}]
+
+
+_PASSAGE_LABEL = re.compile(r"Passage ([A-Z])")
+
+
+def parse_pick(answer: str, size: int) -> int | None:
+    """The position (0-based) of the passage a setwise answer names among ``size``, or None when it names none of
+    them. Read as llm-rankers reads it: the first "Passage X" in the answer, else the whole answer (stripped) as a
+    bare label; a label beyond the set (or any other text) names none. A reasoning model's
+    ``<think>...</think>`` part is ignored."""
+    if "</think>" in answer:
+        answer = answer.split("</think>")[-1]
+    match = _PASSAGE_LABEL.search(answer)
+    label = match.group(1) if match else answer.strip()
+    labels = setwise_labels()[:size]
+    return labels.index(label) if len(label) == 1 and label in labels else None
 
 
 # --- pointwise and reasoning --------------------------------------------------------------------------------------

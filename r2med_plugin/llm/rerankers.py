@@ -4,13 +4,17 @@
   stage's top k to the top, each window permuted by the LLM; the final order gives the scores (k, k-1, ..., 1).
 - ``llm-pointwise:<model>`` — one request per (query, passage): P(Yes) from the answer token's log-probabilities,
   or, where the endpoint returns none, a 0-3 relevance label / 3.
+- ``llm-setwise:<model>`` — Setwise (Zhuang et al., SIGIR 2024): the LLM names the most relevant of a set of c
+  passages (``set_size``, default 3); a heap sort (default) or bubble sort of the first stage's top k driven by those
+  picks puts the best ``setwise_k`` (default 10) on top, in order; the others follow in the first stage's order.
 - ``llm-reasoning:<model>`` — Rank1 style (Weller et al., 2025): the model reasons, then answers true or false;
   the score is P(true) from the answer token's log-probabilities (the said word where there are none). The
   reasoning traces are kept (``last_report.traces``) and written beside the result.
 
 A pair whose answer says neither word (an empty answer, a reasoning budget spent before the answer) scores 0.5 and
 is counted as ``undecided``; a listwise answer with no usable identifier keeps its window's order and is counted
-as ``unparsed_answers``. Prompts: prompts.json (each with its published source).
+as ``unparsed_answers``; a setwise answer that names no passage of its set picks the set's first passage (as
+llm-rankers reads it: "A") and is counted as ``unparsed_answers`` (``empty_answers`` when empty). Prompts: prompts.json (each with its published source).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from r2med_plugin.llm.prompting import (
     listwise_messages,
     pair_messages,
     parse_permutation,
+    parse_pick,
     prompts_sha256,
+    setwise_messages,
     two_way_probability,
     windows,
     word_answer,
@@ -119,7 +125,7 @@ class LLMReranker:
                 sent = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
                 if requester.rules.refused:  # the model refused parameters (HTTP 400): recorded with the scores
                     sent["unsupported_parameters"] = sorted(requester.rules.refused)
-                asked = {"windows" if self.kind == "listwise" else "pairs": self._total(lists)}
+                asked = self._asked(lists, counts)
                 self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)} | sent
                                                 | asked | requester.usage.as_dict() | counts.notes,
                                                 traces=traces if self.kind == "reasoning" else None)
@@ -137,8 +143,12 @@ class LLMReranker:
         logprobs = f"; without log-probabilities, {scored}" if scored and not rules.logprobs else ""
         return f"{self.name}: {rules.summary()}{logprobs}."
 
-    def _total(self, lists: Mapping[str, list[str]]) -> int:
+    def _total(self, lists: Mapping[str, list[str]]) -> int | None:
         return sum(len(doc_ids) for doc_ids in lists.values())
+
+    def _asked(self, lists: Mapping[str, list[str]], counts: _Counts) -> dict[str, int]:
+        """What the rerank asked, for its usage: its windows (listwise) or pairs."""
+        return {"windows" if self.kind == "listwise" else "pairs": self._total(lists)}
 
     async def _rerank_all(self, requester: Requester, lists: Mapping[str, list[str]], queries: Mapping[str, str],
                           documents: Mapping[str, str], bar: tqdm, counts: _Counts, traces: list) -> Run:
@@ -189,6 +199,133 @@ class ListwiseLLMReranker(LLMReranker):
 
         ranked = await asyncio.gather(*(one(query_id) for query_id in lists))
         return {query_id: {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)} for query_id, order in ranked}
+
+class SetwiseLLMReranker(LLMReranker):
+    """Setwise (Zhuang et al., SIGIR 2024), as llm-rankers' OpenAI setwise ranker asks: each question shows the LLM a
+    set of ``set_size`` passages labelled A, B, C, ... and it names the most relevant one.
+
+    - heapsort (the default): a heap over the first stage's list in which each node has ``set_size - 1`` children, so
+      a question holds a parent and its children; the best ``setwise_k`` are taken off the top one by one, and the
+      order of the comparisons is llm-rankers' (same questions, same final ranking).
+    - bubblesort: the textbook bubble sort over sets: for each of the ``setwise_k`` top places, windows of
+      ``set_size`` passages overlapping by one move from the bottom of the list up, each window's pick swapped to
+      its top, so the best remaining passage reaches the place. llm-rankers ships this one commented out (as the
+      "standard" variant) beside a faster one that can leave a wrong top k even when every pick is right
+      (benchmarks/setwise_parity.py counts it), so the standard variant is the one built here.
+
+    The top ``setwise_k`` (at most the rerank depth) are in the order the picks give; the rest keep the first stage's
+    order. Scores: depth, depth - 1, ..., 1. A query's questions depend on the answers before them (asked in turn);
+    queries run concurrently. An answer that names no passage of its set picks the set's first (llm-rankers: "A").
+    """
+
+    kind = "setwise"
+    prompt_names = ("setwise",)
+    counted = ("unparsed_answers", "empty_answers")
+
+    def _settings(self) -> str:
+        budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
+        return f"{self.config.setwise_method} c{self.config.set_size} k{self.config.setwise_k}{budget}"
+
+    def _parameters(self) -> dict[str, Any]:
+        parameters: dict[str, Any] = {"temperature": 0}
+        if self.config.max_tokens:
+            parameters["max_tokens"] = self.config.max_tokens
+        return parameters
+
+    def _total(self, lists: Mapping[str, list[str]]) -> int | None:
+        return None  # how many questions a sort asks depends on the answers
+
+    def _asked(self, lists: Mapping[str, list[str]], counts: _Counts) -> dict[str, int]:
+        return {"comparisons": self._comparisons}
+
+    async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
+        self._comparisons = 0
+        parameters = self._parameters()
+
+        async def one(query_id: str) -> tuple[str, list[str]]:
+            first_stage = list(lists[query_id])
+
+            async def pick(doc_ids: list[str]) -> int | None:
+                """The position of the set's most relevant passage (0 when the answer names none); None: the request
+                failed every retry (the sort stops; the run fails once the other queries are done)."""
+                self._comparisons += 1
+                answer = await requester.ask(setwise_messages(queries[query_id], [documents[d] for d in doc_ids]), parameters)
+                bar.update(1)
+                if answer is None:
+                    return None
+                position = parse_pick(answer.content, len(doc_ids))
+                if position is None:
+                    counts.add("unparsed_answers" if answer.content.strip() else "empty_answers")
+                    return 0
+                return position
+
+            top = await self._sort(first_stage, pick)
+            if top is None:
+                return query_id, first_stage
+            placed = set(top)
+            return query_id, [*top, *(doc_id for doc_id in first_stage if doc_id not in placed)]
+
+        ranked = await asyncio.gather(*(one(query_id) for query_id in lists))
+        return {query_id: {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)} for query_id, order in ranked}
+
+    async def _sort(self, order: list[str], pick) -> list[str] | None:
+        """The best ``setwise_k`` of ``order`` by the picks, best first (None when a request failed)."""
+        items, k = list(order), min(self.config.setwise_k, len(order))
+        if self.config.setwise_method == "heapsort":
+            return await _heap_top(items, k, self.config.set_size - 1, pick)
+        return await _bubble_top(items, k, self.config.set_size, pick)
+
+
+class _Failed(Exception):
+    """A request failed every retry: the sort of this query stops."""
+
+
+async def _heap_top(items: list[str], k: int, children: int, pick) -> list[str] | None:
+    """Heap sort with ``children`` children per node, the root the best: built bottom-up, then the root taken off
+    ``k`` times (llm-rankers' heapSort: the same questions in the same order)."""
+    async def sift(node: int, size: int) -> None:
+        while children * node + 1 < size:
+            members = [node, *range(children * node + 1, min(children * node + children + 1, size))]
+            chosen = await pick([items[member] for member in members])
+            if chosen is None:
+                raise _Failed
+            best = members[chosen]
+            if best == node:
+                return
+            items[node], items[best] = items[best], items[node]
+            node = best
+
+    size = len(items)
+    try:
+        for node in range(size // children, -1, -1):
+            await sift(node, size)
+        for end in range(size - 1, 0, -1):
+            items[0], items[end] = items[end], items[0]
+            if size - end == k:
+                break
+            await sift(0, end)
+    except _Failed:
+        return None
+    return items[::-1][:k]
+
+
+async def _bubble_top(items: list[str], k: int, set_size: int, pick) -> list[str] | None:
+    """Bubble sort over sets: for each top place i < k, windows of ``set_size`` passages from the bottom of the list
+    up to i, each next window one passage over the last (its top), the pick of each window swapped to its top."""
+    step = set_size - 1
+    for place in range(k):
+        start, end = len(items) - set_size, len(items)
+        while True:
+            start = max(start, place)
+            if end - start > 1:  # a single passage is its own pick: nothing to ask
+                chosen = await pick(items[start:end])
+                if chosen is None:
+                    return None
+                items[start], items[start + chosen] = items[start + chosen], items[start]
+            if start == place:
+                break
+            start, end = start - step, end - step
+    return items[:k]
 
 
 class _PairwiseScored(LLMReranker):
@@ -319,6 +456,8 @@ def own_logprobs(answer) -> list | None:
 _FALLBACK_CHECKS = {
     "listwise": "that the model answers with passage identifiers ([2] > [1] > ...) and that --max-tokens, if given, "
                 "leaves room for them",
+    "setwise": "that the model answers with a passage label (Passage B, or B) and that --max-tokens, if given, leaves "
+               "room for it",
     "pointwise": "that the endpoint returns log-probabilities (vLLM: --max-logprobs 20) or answers the 0-3 label question, "
                  "and that the model answers without reasoning first (a reasoning model: llm-reasoning, or its thinking "
                  "turned off, Qwen3: --extra-body '{\"chat_template_kwargs\": {\"enable_thinking\": false}}')",
@@ -330,10 +469,11 @@ _FALLBACK_CHECKS = {
 def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | None:
     """What to say when most of a rerank fell back (more than half of the pairs undecided, or of the listwise windows
     unparsed or empty), or None: the scores are then mostly the fallback, not the model's judgement."""
-    if kind == "listwise":
+    if kind in ("listwise", "setwise"):
         failed = usage.get("unparsed_answers", 0) + usage.get("empty_answers", 0)
         total = usage.get("requests", 0) + usage.get("cached_answers", 0) + usage.get("repeated_questions", 0)
-        what, fallback = "windows", "were unparsed or empty (each kept the first stage's order)"
+        what, fallback = (("windows", "were unparsed or empty (each kept the first stage's order)") if kind == "listwise" else
+                          ("comparisons", "were unparsed or empty (each picked its set's first passage)"))
     else:
         failed = usage.get("undecided", 0)
         total = failed + sum(usage.get(key, 0) for key in ANSWER_COUNTS if key.startswith("scored_by_"))
@@ -347,6 +487,7 @@ def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | No
 
 LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
     "llm-listwise": ListwiseLLMReranker, "llm-pointwise": PointwiseLLMReranker, "llm-reasoning": ReasoningLLMReranker,
+    "llm-setwise": SetwiseLLMReranker,
 }
 
 
@@ -356,13 +497,14 @@ def is_llm_reranker_name(value: object) -> bool:
 
 
 def llm_reranker(spec: str, config: LLMRerankerConfig | None) -> LLMReranker:
-    """The reranker ``spec`` names ("llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>")."""
+    """The reranker ``spec`` names ("llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>",
+    "llm-setwise:<model>")."""
     kind, _, model = spec.partition(":")
     if kind not in LLM_RERANKER_KINDS:
         close = difflib.get_close_matches(kind.lower(), list(LLM_RERANKER_KINDS), n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]}:<model>?)" if close else ""
         raise ValueError(f"unknown LLM reranker {kind!r} in --rerank {spec}{hint}: choose llm-listwise:<model>, "
-                         "llm-pointwise:<model> or llm-reasoning:<model>")
+                         "llm-pointwise:<model>, llm-reasoning:<model> or llm-setwise:<model>")
     if not model.strip():
         raise ValueError(f"--rerank {spec} names no model: write {kind}:<model id the endpoint serves>, e.g. {kind}:Qwen/Qwen3-8B")
     if config is None:
