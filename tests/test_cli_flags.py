@@ -113,6 +113,7 @@ MODEL = ["evaluate", "--task", TASK, "--retriever", "org/model"]
 RERANK = ["evaluate", "--task", TASK, "--rerank", "org/ce", "--first-stage", "bm25-lucene"]
 LLM = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:m", "--first-stage", "bm25-lucene", "--base-url", "http://127.0.0.1:9/v1"]
 LLM_POINTWISE = [*LLM[:4], "llm-pointwise:m", *LLM[5:]]
+LLM_SETWISE = [*LLM[:4], "llm-setwise:m", *LLM[5:]]
 GENERATE = ["generate", "--task", R2MED_TASK, "--method", "lamer", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1"]
 SWEEP = ["sweep", "spec.yaml"]
 MTEB_MODEL = ["evaluate", "--task", TASK, "--retriever", "sentence-transformers/all-MiniLM-L6-v2"]  # mteb has its ModelMeta
@@ -161,6 +162,9 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "window"): (LLM, LLM + ["--window", "30"]),
     ("evaluate", "step"): (LLM, LLM + ["--step", "5"]),
     ("evaluate", "max_tokens"): (LLM, LLM + ["--max-tokens", "64"]),
+    ("evaluate", "set_size"): (LLM_SETWISE, LLM_SETWISE + ["--set-size", "4"]),  # issue 33: setwise
+    ("evaluate", "setwise_method"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-method", "bubblesort"]),
+    ("evaluate", "setwise_k"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-k", "5"]),
     ("generate", "task"): (GENERATE, [*GENERATE[:2], "R2MEDMedQADiag", *GENERATE[3:]]),
     ("generate", "method"): (GENERATE, [*GENERATE[:4], "hyde", *GENERATE[5:]]),
     ("generate", "llm"): (GENERATE, [*GENERATE[:6], "other", *GENERATE[7:]]),
@@ -299,6 +303,11 @@ REFUSED: list[tuple[list[str], str]] = [
     (["evaluate", "--task", TASK, "--retriever", "official:openai", "--extra-body", '{"a": 1}'], "--extra-body"),
     (LLM_POINTWISE + ["--step", "5"], "--step"),
     (LLM_POINTWISE + ["--max-tokens", "5"], "--max-tokens"),
+    (LLM + ["--set-size", "4"], "--set-size"),  # issue 33: setwise settings for setwise only, and listwise's not for it
+    (LLM_POINTWISE + ["--setwise-method", "heapsort"], "--setwise-method"),
+    (RERANK + ["--setwise-k", "5"], "--setwise-k"),
+    (LLM_SETWISE + ["--window", "30"], "--window"),
+    (LLM_SETWISE + ["--step", "5"], "--step"),
     (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing
     (LLM + ["--rerank-revision", "v2"], "--rerank-revision"),
     ([*GENERATE[:4], "hyde", *GENERATE[5:], "--first-stage", "bm25-lucene"], "--first-stage"),

@@ -66,10 +66,14 @@ def test_the_tasks_own_bm25():
 
 
 def test_llm_settings_each_kind_reads():
-    assert settings_unused_by("listwise") == {}
-    assert set(settings_unused_by("pointwise")) == {"window", "step", "max_tokens"}
-    assert set(settings_unused_by("reasoning")) == {"window", "step"}
+    setwise = {"set_size", "setwise_method", "setwise_k"}
+    assert set(settings_unused_by("listwise")) == setwise
+    assert set(settings_unused_by("pointwise")) == {"window", "step", "max_tokens"} | setwise
+    assert set(settings_unused_by("reasoning")) == {"window", "step"} | setwise
+    assert set(settings_unused_by("setwise")) == {"window", "step"}
     assert "llm-reasoning asks about one passage at a time" in settings_unused_by("reasoning")["window"]
+    assert "llm-setwise asks about sets of --set-size passages" in settings_unused_by("setwise")["window"]
+    assert "llm-listwise never sorts by picks from sets" in settings_unused_by("listwise")["set_size"]
 
 
 def test_the_llm_settings_rule_says_the_same_in_the_cli_and_a_spec(mirror_env: Path, tmp_path: Path,
@@ -91,6 +95,10 @@ def test_one_builder_for_an_llm_rerankers_endpoint(monkeypatch: pytest.MonkeyPat
                                    window=8, step=4, extra_body={"a": 1})
     assert (config.endpoint.concurrency, config.endpoint.timeout, config.window, config.step) == (3, 5.0, 8, 4)
     assert config.extra_body == {"a": 1} and build_reranker_config("http://h/v1", what="x", check_key=False).window == 20
+    setwise = build_reranker_config("http://h/v1", what="x", check_key=False, set_size=5, setwise_method="bubblesort", setwise_k=4)
+    assert (setwise.set_size, setwise.setwise_method, setwise.setwise_k) == (5, "bubblesort", 4)
+    plain = build_reranker_config("http://h/v1", what="x", check_key=False)
+    assert (plain.set_size, plain.setwise_method, plain.setwise_k) == (3, "heapsort", 10)
     with pytest.raises(ValueError, match="--rerank llm-listwise:m needs an endpoint: add --base-url"):
         build_reranker_config(None, what="--rerank llm-listwise:m")
     with pytest.raises(ValueError, match="concurrency must be an integer of at least 1"):
