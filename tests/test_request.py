@@ -73,7 +73,7 @@ def test_llm_settings_each_kind_reads():
     assert set(settings_unused_by("setwise")) == {"window", "step"}
     assert "llm-reasoning asks about one passage at a time" in settings_unused_by("reasoning")["window"]
     assert "llm-setwise asks about sets of --set-size passages" in settings_unused_by("setwise")["window"]
-    assert "llm-listwise never sorts by picks from sets" in settings_unused_by("listwise")["set_size"]
+    assert "llm-listwise does not sort by picks from sets" in settings_unused_by("listwise")["set_size"]
 
 
 def test_the_llm_settings_rule_says_the_same_in_the_cli_and_a_spec(mirror_env: Path, tmp_path: Path,

@@ -141,7 +141,7 @@ LLM_SETTING_USERS = {
     "window": ("listwise",), "step": ("listwise",), "max_tokens": ("listwise", "reasoning", "setwise"),
     "set_size": ("setwise",), "setwise_method": ("setwise",), "setwise_k": ("setwise",),
 }
-_SETWISE_ONLY = "setwise's sets and sort are llm-setwise's; llm-{kind} never sorts by picks from sets"
+_SETWISE_ONLY = "the set size, sort method and k are llm-setwise's; llm-{kind} does not sort by picks from sets"
 UNUSED_SETTING_REASONS = {
     "window": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
     "step": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
