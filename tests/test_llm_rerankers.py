@@ -1016,3 +1016,45 @@ def test_a_sweep_spec_names_a_setwise_reranker(mirror_env: Path, own_cache: Path
     assert [job.job_id for job in expand_jobs(other)] != [job.job_id for job in expand_jobs(spec)]
     (path,) = (tmp_path / "sweep-out" / "results").glob(f"test-llm_(setwise_@*_heapsort_c4_k10)--bm25-robertson--top_10/*/{TASK}.json")
     assert json.loads(path.read_text())["r2med_provenance"]["rerank_usage"]["comparisons"] > 0
+
+
+def test_setwise_heapsort_asks_llm_rankers_questions_in_its_order():
+    """The sets llm-rankers 0.0.2's heapSort asks (num_child 2, k 3, seven passages, picks by a fixed order), recorded
+    from its own code: ours asks the same sets in the same order and ends with the same ranking."""
+    import asyncio
+
+    from r2med_plugin.llm.rerankers import _heap_top
+
+    hidden, asked = [5, 2, 6, 0, 3, 1, 4], []  # document i's place in the order
+
+    async def pick(doc_ids):
+        asked.append(list(doc_ids))
+        return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
+
+    assert asyncio.run(_heap_top(list(range(7)), 3, 2, pick)) == [3, 5, 1]
+    assert asked == [[2, 5, 6], [1, 3, 4], [0, 3, 5], [0, 1, 4], [6, 1, 5], [6, 2], [2, 1, 6], [2, 0, 4]]
+
+
+@pytest.mark.parametrize("method", ["heapsort", "bubblesort"])
+def test_setwise_sorts_find_the_true_top_k_for_any_order(method: str):
+    """Every pick right: both sorts put the true top k first, in order, over random orders, list lengths (also shorter
+    than a set) and set sizes (llm-rankers' faster bubble sort does not: benchmarks/setwise_parity.py)."""
+    import asyncio
+    import random
+
+    from r2med_plugin.llm.rerankers import _bubble_top, _heap_top
+
+    rng = random.Random(33)
+    for _ in range(300):
+        count, set_size = rng.randint(1, 40), rng.randint(2, 12)
+        k, hidden = rng.randint(1, count), rng.sample(range(count), count)
+        sizes = []
+
+        async def pick(doc_ids):
+            sizes.append(len(doc_ids))
+            return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
+
+        items = list(range(count))
+        top = asyncio.run(_heap_top(items, k, set_size - 1, pick) if method == "heapsort" else _bubble_top(items, k, set_size, pick))
+        assert top == sorted(range(count), key=hidden.__getitem__)[:k], (count, set_size, k)
+        assert all(2 <= size <= set_size for size in sizes)
