@@ -202,6 +202,9 @@ def main() -> int:
                         help="the interpreter of an environment with llm-rankers 0.0.2 and openai<1")
     parser.add_argument("--oracle-only", action="store_true", help="only the third table (no server)")
     args = parser.parse_args()
+    import logging
+
+    logging.getLogger("r2med_plugin.llm.rerankers").setLevel(logging.ERROR)  # the malformed answers are on purpose
     if args.oracle_only:
         print("\n".join(oracle_rows(args.llm_rankers_python, Path(tempfile.mkdtemp(prefix="setwise-oracle-")))))
         return 0

@@ -14,7 +14,8 @@
 A pair whose answer says neither word (an empty answer, a reasoning budget spent before the answer) scores 0.5 and
 is counted as ``undecided``; a listwise answer with no usable identifier keeps its window's order and is counted
 as ``unparsed_answers``; a setwise answer that names no passage of its set picks the set's first passage (as
-llm-rankers reads it: "A") and is counted as ``unparsed_answers`` (``empty_answers`` when empty). Prompts: prompts.json (each with its published source).
+llm-rankers reads it: "A") and is counted as ``unparsed_answers`` (``empty_answers`` when empty). Prompts:
+prompts.json (each with its published source).
 """
 
 from __future__ import annotations
@@ -221,6 +222,7 @@ class SetwiseLLMReranker(LLMReranker):
     kind = "setwise"
     prompt_names = ("setwise",)
     counted = ("unparsed_answers", "empty_answers")
+    _comparisons = 0  # questions the last rerank's sorts asked (repeated ones included)
 
     def _settings(self) -> str:
         budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
