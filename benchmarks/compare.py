@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.evaluation.metrics import metric_names
+from r2med_plugin.metrics import metric_names
 from r2med_plugin.reporting.per_query import per_query_frame, write_per_query
 
 METRICS = [*metric_names((1, 3, 5, 10, 20, 25, 50, 100, 1000))]

@@ -5,7 +5,7 @@
    (loading, BM25 for hybrid, fusion, candidate subsets, metrics, writing), compared with what
    all-MiniLM-L6-v2 needs to encode the same texts on this machine (measured on a sample).
 2. Reranking 100 candidates per query on a 61,379-document corpus: texts encoded by
-   r2med_plugin.rerank_candidates vs MTEB's own top_ranked path (our Reranking task).
+   r2med_plugin.score_candidate_lists vs MTEB's own top_ranked path (our Reranking task).
 
     python benchmarks/overhead.py
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from common import NANO_TASK, hashing_mteb_model, minilm_passages_per_second, nano_mirror
 
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.runner import rerank_candidates
+from r2med_plugin.evaluation.runner import score_candidate_lists
 from r2med_plugin.retrieval.dense import HashingEncoder
 
 
@@ -55,7 +55,7 @@ def candidate_encoding(tmp: Path) -> None:
     os.environ["R2MED_DATA_DIR"] = str(root)
     data = load_task(NANO_TASK, accept_drift=True)
     ours = HashingEncoder(dim=64, name="count-ours")
-    rerank_candidates(ours, data, "hybrid")
+    score_candidate_lists(ours, data, "hybrid")
     theirs = hashing_mteb_model(dim=64)
     mteb.evaluate(theirs, mteb.get_task(f"{NANO_TASK}Reranking"), cache=mteb.ResultCache(tmp / "results-large"),
                   show_progress_bar=False)

@@ -70,7 +70,7 @@ def _endpoint_settings(args: argparse.Namespace) -> dict[str, object]:
 def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encoder_name: str | None = None) -> dict[str, str]:
     """Option -> why it reaches no code, for the mode chosen: ``first_stage`` is the BM25 name or run file
     that is searched or reranked, None for an encoder (``encoder_name``: its name)."""
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
+    from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS
     from r2med_plugin.retrieval.registry import endpoint_options_of, scheme_loader
 
     encoder = first_stage is None
@@ -233,7 +233,7 @@ def _announce_end(args: argparse.Namespace, task: str, started: float) -> None:
 def _print_scores(result, keys: Sequence[str]) -> None:
     shown = [key for key in keys if key in result.scores]
     expansion = f" + {result.expansion}" if result.expansion else ""
-    from r2med_plugin.evaluation.runner import dataset_count_drift
+    from r2med_plugin.evaluation.naming import dataset_count_drift
 
     unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
     from r2med_plugin.names import DatasetRevision
@@ -268,7 +268,7 @@ _positive_float = bounded(float, low=0, strict=True, message="must be a positive
 def _first_stage_name_or_folder(value: str) -> str | None:
     """``value`` when it is a BM25 name, a run file or a folder of run files; None when it names a model."""
     from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS
+    from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS
 
     path = Path(value)
     is_model_folder = path.is_dir() and any((path / name).is_file() for name in ("config.json", "modules.json"))
@@ -311,13 +311,13 @@ def _request_options(args: argparse.Namespace) -> dict[str, object]:
 def _evaluate_reranked(args: argparse.Namespace) -> int:
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.plan import build_plan
-    from r2med_plugin.evaluation.runner import official_query_prompt
+    from r2med_plugin.evaluation.naming import official_query_prompt
 
     if args.first_stage and args.retriever:
         raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
     if args.hybrid or args.candidates or args.candidates_only or args.expansion:
         raise ValueError("--rerank takes one first stage: drop --hybrid, --candidates and --expansion")
-    from r2med_plugin.evaluation.runner import check_arguments
+    from r2med_plugin.evaluation.plan import check_arguments
     from r2med_plugin.metrics import check_rerank_depth
 
     check_rerank_depth(args.rerank_depth, "--rerank-depth")  # before any model loads or request is sent
@@ -351,7 +351,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     first_stage = first_stage if first_stage is not None else _load_encoder(encoder_ref, args)
     if isinstance(first_stage, str) and Path(first_stage).is_dir():  # every task's run file found and readable first
         from r2med_plugin.data.runs import read_run_file
-        from r2med_plugin.evaluation.reranking import task_run_file
+        from r2med_plugin.evaluation.first_stages import task_run_file
 
         for task in args.task:
             spec = get_task_spec(task)
@@ -388,7 +388,8 @@ def _run_plans(args: argparse.Namespace, plans: list, keys_of) -> int:
     import time
 
     from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.evaluation.runner import execute, write_outputs
+    from r2med_plugin.evaluation.runner import execute
+    from r2med_plugin.evaluation.writers import write_outputs
 
     sizes = [get_task_spec(plan.task).expected_counts["documents"] for _, plan in plans]
     command_started = time.perf_counter()
@@ -408,7 +409,8 @@ def _run_plans(args: argparse.Namespace, plans: list, keys_of) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from r2med_plugin.evaluation.runner import BM25_RETRIEVERS, check_arguments, check_retriever_name
+    from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS
+    from r2med_plugin.evaluation.plan import check_arguments, check_retriever_name
 
     if args.quiet:
         from r2med_plugin.quiet import silence_libraries
@@ -473,7 +475,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _evaluate_tasks(args: argparse.Namespace, ref) -> int:
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.plan import build_plan
-    from r2med_plugin.evaluation.runner import official_query_prompt
+    from r2med_plugin.evaluation.naming import official_query_prompt
 
     retriever = args.retriever if ref is None else _load_encoder(ref, args)
     plans = []

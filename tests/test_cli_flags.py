@@ -53,7 +53,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.evaluation.plan.build_plan",
                         recorder("build_plan", lambda task, *a, **k: SimpleNamespace(task=task, reranker=k.get("rerank"))))
     monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
-    monkeypatch.setattr("r2med_plugin.evaluation.runner.write_outputs", recorder("write_outputs", {}))
+    monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.retrieval.dense.SentenceTransformerEncoder", recorder("encoder", encoder))
     monkeypatch.setattr("r2med_plugin.retrieval.rerank.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
     # issue 22: models of mteb's registry and embedding endpoints load through their loaders

@@ -17,8 +17,9 @@ from scipy import stats
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
 from r2med_plugin import significance as sig
-from r2med_plugin.evaluation.metrics import evaluate_run_per_query
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.metrics import evaluate_run_per_query
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.compare import compare_results, load_scores, render_report
 from r2med_plugin.reporting.inspect import inspect_query, worst_queries
 from r2med_plugin.reporting.leaderboard import build_leaderboards, render_many

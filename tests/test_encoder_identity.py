@@ -19,7 +19,8 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.leaderboard import build_leaderboard
 from r2med_plugin.retrieval.dense import HashingEncoder, dense_search, score_candidates
 
@@ -102,7 +103,7 @@ def test_prompt_is_prepended_for_encoders_without_a_prompt_argument(mirror_env: 
 def test_instruction_changes_the_score_and_files_apart(mirror_env: Path, model_copy: Path, tmp_path: Path):
     from sentence_transformers import SentenceTransformer
 
-    from r2med_plugin.evaluation.runner import official_query_prompt
+    from r2med_plugin.evaluation.naming import official_query_prompt
 
     data = r2med_plugin.load_task(TASK)
     prompt = official_query_prompt(data)
@@ -289,7 +290,7 @@ print(json.dumps({"ours": ours.revision, "short": short.revision, "mteb": theirs
 
 
 def test_each_prompt_is_filed_under_its_own_model_name(mirror_env: Path):
-    from r2med_plugin.evaluation.runner import official_query_prompt, result_model_name
+    from r2med_plugin.evaluation.naming import official_query_prompt, result_model_name
 
     spec = r2med_plugin.get_task_spec(TASK)
     custom = "Represent this question: "

@@ -24,7 +24,8 @@ import pytest
 
 from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.data.runs import write_topk_docs
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 
 GOLDEN = Path(__file__).parent / "data" / "golden_outputs.json"
 NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"

@@ -8,7 +8,7 @@ import pytest
 import pytrec_eval
 
 from r2med_plugin import evaluate_run, evaluate_run_per_query
-from r2med_plugin.evaluation.metrics import DEFAULT_K_VALUES
+from r2med_plugin.metrics import DEFAULT_K_VALUES
 
 
 def log2(x: float) -> float:

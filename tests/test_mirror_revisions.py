@@ -11,7 +11,8 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 
 NANO = Path("hakari-bench") / "NanoR2MED"
 

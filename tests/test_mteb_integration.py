@@ -202,7 +202,8 @@ def test_r2med_evaluate_agrees_with_mteb_run(mirror_env: Path, tmp_path: Path):
 
 
 def test_runner_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path):
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
 
     result = evaluate_task("NanoR2MEDIIYiClinical", "bm25-robertson", show_progress=False)
     write_outputs(result, tmp_path)
@@ -213,7 +214,8 @@ def test_runner_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path):
 
 
 def test_expansion_results_load_back_with_mteb(mirror_env: Path, tmp_path: Path):
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
 
     result = evaluate_task("R2MEDBiology", "bm25-lucene", expansion="hyde/o3-mini", show_progress=False)
     write_outputs(result, tmp_path)

@@ -21,7 +21,8 @@ from r2med_plugin.evaluation.official import (
     official_minutes,
     write_json_atomic,
 )
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.retrieval.ranking import top_k_run
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids, reference_dense_file
 

@@ -20,7 +20,8 @@ import pytrec_eval
 
 import r2med_plugin
 from r2med_plugin.data import loader
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import HashingEncoder, distinct_texts, encode_cached
 from tests.fixture_mirror import R2MED_DOCS, REPEATED_ROWS, record_download_metadata

@@ -8,7 +8,8 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import HashingEncoder, dense_search
 

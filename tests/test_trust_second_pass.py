@@ -320,7 +320,8 @@ def test_rows_on_drifted_data_are_never_ranked_next_to_published_rows(tmp_path: 
 
 
 def test_another_top_k_into_one_output_warns_and_leaves_no_stale_official_file(mirror_env: Path, tmp_path: Path, caplog):
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.retrieval.dense import HashingEncoder
 
     encoder = HashingEncoder(dim=32, name="topk-probe")
@@ -350,7 +351,9 @@ def test_rows_of_different_models_on_different_files_are_labelled_and_never_test
         mirror_env: Path, mirror_copy: Path, tmp_path: Path):
     import polars as pl
 
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.reporting.leaderboard_significance import add_significance
 
     qrels = mirror_copy / "hakari-bench" / "NanoR2MED" / "qrels" / "NanoR2MEDBiology.parquet"
@@ -380,7 +383,8 @@ def test_an_old_revision_re_run_on_one_task_never_hides_a_newer_complete_run(tmp
 
 
 def test_compare_and_inspect_refuse_results_on_different_dataset_revisions(mirror_env: Path, mirror_copy: Path, tmp_path: Path):
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.reporting.compare import compare_results
     from r2med_plugin.reporting.inspect import inspect_query
 
@@ -426,7 +430,8 @@ def test_the_python_api_refuses_reranker_options_without_a_reranker_and_workers_
 
 
 def test_a_result_written_without_trec_warns_about_an_earlier_run_file(mirror_env: Path, tmp_path: Path, caplog):
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
 
     write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", show_progress=False), tmp_path, trec=True)
     with caplog.at_level("WARNING"):

@@ -10,7 +10,8 @@ import pytest
 import r2med_plugin
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.evaluation.extras import HYBRID_RRF_K
-from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.leaderboard import build_leaderboard, render
 from r2med_plugin.reporting.submission import export_trec_runs
 from r2med_plugin.retrieval.bm25 import bm25_search

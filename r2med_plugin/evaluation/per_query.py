@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 OFFICIAL_PREFIX = "official_"
 _PYTREC_FAMILIES = (("ndcg_cut", "ndcg_at"), ("map_cut", "map_at"), ("recall", "recall_at"), ("P", "precision_at"))
-RERANKER_K_VALUES = (1, 10, 25, 50, 100)  # r2med_plugin.evaluation.reranking.OFFICIAL_RERANKER_K_VALUES
+RERANKER_K_VALUES = (1, 10, 25, 50, 100)  # r2med_plugin.evaluation.official.OFFICIAL_RERANKER_K_VALUES
 
 
 def official_per_query(qrels: Mapping[str, Mapping[str, int]], run: Run, layout: str) -> dict[str, dict[str, float]]:

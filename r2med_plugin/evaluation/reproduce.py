@@ -130,7 +130,8 @@ def reproduce(
 ) -> ReproduceReport:
     """Run the official BM25 on each task of the expected table and profile the Nano candidate lists."""
     from r2med_plugin.data.loader import load_task
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.retrieval.candidates import candidate_profile
 
     bm25, profiles = load_expected(expected)

@@ -15,29 +15,21 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from r2med_plugin._moved import Moved, same_names
 from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun
-from r2med_plugin.evaluation.naming import (
-    dataset_count_drift,
-    official_query_prompt,
-    prompt_suffix,
-    reranked_model_name,
-    reranked_revision,
-    result_model_name,
-)
-from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan, check_arguments, check_retriever_name, hybrid_partner
+from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun
+from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
+from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.request import scoring_of
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
-from r2med_plugin.evaluation.scorers import Retrieved, merged, within_depth
-from r2med_plugin.evaluation.writers import provenance, write_outputs
+from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, bound_to_task, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.retrieval.rerank import top_ranked
-from r2med_plugin.names import CANDIDATE_SUBSETS
 from r2med_plugin.types import Run, TaskData
 
 logger = logging.getLogger(__name__)
@@ -48,6 +40,16 @@ __all__ = [
     "prompt_suffix", "provenance", "rerank_candidates", "result_model_name", "score_candidate_lists", "within_depth",
     "write_outputs",
 ]
+# Names earlier callers imported from here, from their homes now (each warns).
+__getattr__ = Moved(__name__, {
+    **same_names("r2med_plugin.evaluation.first_stages", ["BM25_RETRIEVERS"]),
+    **same_names("r2med_plugin.names", ["CANDIDATE_SUBSETS"]),
+    **same_names("r2med_plugin.evaluation.plan", ["check_arguments", "check_retriever_name", "hybrid_partner"]),
+    **same_names("r2med_plugin.evaluation.naming", ["dataset_count_drift", "official_query_prompt", "prompt_suffix",
+                                                    "result_model_name"]),
+    **same_names("r2med_plugin.evaluation.writers", ["provenance", "write_outputs"]),
+    **same_names("r2med_plugin.evaluation.scorers", ["within_depth"]),
+})
 
 
 def evaluate_task(

@@ -1,6 +1,6 @@
 """New query expansions with any LLM behind an OpenAI-compatible endpoint (the official generate_hydoc mode)."""
 
-from r2med_plugin.generation.client import GenerationError
+from r2med_plugin.llm.client import GenerationError
 from r2med_plugin.generation.generate import GenerationReport, generate_expansions
 from r2med_plugin.generation.prompts import GENERATION_METHODS
 

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
-from r2med_plugin.generation import client as api
+from r2med_plugin.llm import client as api
 from r2med_plugin.evaluation.first_stages import as_first_stage
 from r2med_plugin.generation.config import BM25_FIRST_STAGE, IDENTITY_KEYS, Endpoint, GenerationConfig
 from r2med_plugin.generation.first_stage import check_ranking

@@ -53,7 +53,8 @@ def packaged_minilm():
 def run_demo(out_dir: str | Path = "r2med-demo", *, show_progress: bool = True) -> dict[str, Path]:
     """Run the demo; returns the paths it wrote (results folder, table, chart)."""
     from r2med_plugin.catalog import list_tasks
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.reporting.leaderboard import build_leaderboard, render
     from r2med_plugin.reporting.plots import plot_nano
 

@@ -250,7 +250,8 @@ def execute_job(
 
 def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool) -> dict[str, Any]:
     from r2med_plugin.io import write_json_atomic
-    from r2med_plugin.evaluation.runner import evaluate_task, write_outputs
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.evaluation.writers import write_outputs
 
     job = Job.from_dict(job_payload)
     started = time.perf_counter()
@@ -266,7 +267,7 @@ def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show
             options["rerank"] = as_reranker(options["rerank"], llm=llm_reranker_config(asks, requests))
         if job.instruction:
             from r2med_plugin.catalog import get_task_spec
-            from r2med_plugin.evaluation.runner import official_query_prompt
+            from r2med_plugin.evaluation.naming import official_query_prompt
 
             options["query_prompt"] = official_query_prompt(get_task_spec(job.task))
         options.setdefault("show_progress", show_progress)
