@@ -245,3 +245,20 @@ def test_an_unsupported_host_version_fails_loudly():
     with pytest.raises(RuntimeError, match=r"supports ir_datasets>=0\.5\.11,<0\.7, found 0\.4\.0"):
         check_host_version("ir_datasets", "0.4.0")
     assert set(SUPPORTED) == {"mteb", "ir_datasets"}
+
+
+def test_the_running_mteb_evaluation_is_read_only_on_a_supported_mteb(monkeypatch: pytest.MonkeyPatch):
+    """Issue 31: the stack walk into mteb's private _evaluate_task sits behind compat's version gate."""
+    from types import SimpleNamespace
+
+    from r2med_plugin.integrations import compat
+
+    cache, meta = SimpleNamespace(get_task_result_path=lambda **names: "unused"), SimpleNamespace(name="org/m")
+    namespace = {"__name__": compat.MTEB_EVALUATE_MODULE}  # a function of that name, in a module of that name
+    exec(f"def {compat.MTEB_EVALUATE_FUNCTION}(cache, model_meta, probe):\n    return probe()\n", namespace)
+    running_task = namespace[compat.MTEB_EVALUATE_FUNCTION]
+    assert running_task(cache, meta, compat.mteb_running_evaluation) == (cache, meta)
+    assert running_task(None, meta, compat.mteb_running_evaluation) is None  # mteb.evaluate(cache=None)
+    assert compat.mteb_running_evaluation() is None  # no mteb.evaluate call on the stack
+    monkeypatch.setattr(compat, "installed_version", lambda package: "3.1.0")
+    assert running_task(cache, meta, compat.mteb_running_evaluation) is None  # an mteb whose internals may differ

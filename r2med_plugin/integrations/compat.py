@@ -2,12 +2,15 @@
 
 mteb has no public way to add tasks and benchmarks to its registries, and ir_datasets none to replace a
 registered id; both are done through their private attributes, named only here. An unsupported host
-version fails loudly at registration, naming the versions this release supports.
+version fails loudly at registration, naming the versions this release supports. Nor does mteb tell a task
+where its result will be saved: that is read from the frame of its private ``_evaluate_task``, here too,
+and only on a supported mteb.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -31,11 +34,18 @@ def installed_version(package: str) -> str | None:
         return None
 
 
+def is_supported(package: str, found: str | None = None) -> bool:
+    """Whether ``found`` (default: the installed version of ``package``) is one this release supports."""
+    found = found if found is not None else installed_version(package)
+    low, high = SUPPORTED[package]
+    return found is not None and low <= _parts(found) < high
+
+
 def check_host_version(package: str, found: str | None = None) -> str:
     """The installed version of ``package`` (mteb, ir_datasets), refused when this release does not support it."""
     found = found if found is not None else installed_version(package)
     low, high = SUPPORTED[package]
-    if found is None or not (low <= _parts(found) < high):
+    if not is_supported(package, found):
         bounds = f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))}"
         raise RuntimeError(f"r2med-plugin supports {package}{bounds}, found {found or 'none'}; install a supported "
                            f"{package} (pip install '{package}{bounds}') or an r2med-plugin release for {package} {found}")
@@ -61,6 +71,30 @@ def mteb_registries() -> tuple[Any, dict, Any]:
             "r2med-plugin needs an update for this mteb release"
         )
     return tasks_module, registry, build_benchmarks
+
+
+# The mteb function that runs one task and holds, as its locals, the ResultCache and ModelMeta the result is saved with.
+MTEB_EVALUATE_MODULE, MTEB_EVALUATE_FUNCTION = "mteb.evaluate", "_evaluate_task"
+
+
+def mteb_running_evaluation() -> tuple[Any, Any] | None:
+    """(ResultCache, ModelMeta) of the ``mteb.evaluate`` call that runs the current task; None when there is no such
+    call (``task.evaluate(...)`` called directly), it saves nothing (``cache=None``), or the installed mteb is not a
+    supported one (its private function may differ: then nothing is guessed)."""
+    if not is_supported("mteb"):
+        return None
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            if frame.f_code.co_name == MTEB_EVALUATE_FUNCTION and frame.f_globals.get("__name__") == MTEB_EVALUATE_MODULE:
+                cache, meta = frame.f_locals.get("cache"), frame.f_locals.get("model_meta")
+                if cache is None or meta is None or not hasattr(cache, "get_task_result_path"):
+                    return None
+                return cache, meta
+            frame = frame.f_back
+        return None
+    finally:
+        del frame  # a frame held in a local keeps every caller's locals alive
 
 
 def mteb_dataloader(rows: Any, **options: Any) -> Any:

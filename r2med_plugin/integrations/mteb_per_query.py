@@ -1,20 +1,19 @@
 """The per-query sidecar of an ``mteb run`` / ``mteb.evaluate`` result of one of our tasks (issue 24).
 
 An mteb task computes its scores without knowing where mteb will save them: ``task_specific_scores``
-gets the qrels and the run, not the ResultCache. The result folder is known only to mteb's
-``_evaluate_task`` (its ``cache`` and ``model_meta``), which calls the task; so the task looks up that
-caller's frame and asks the cache itself where the result goes (``cache.get_task_result_path``: the
+gets the qrels and the run, not the ResultCache. The result folder is known only to the running
+``mteb.evaluate`` call (its ResultCache and ModelMeta, found by r2med_plugin.integrations.compat behind its
+mteb version gate); the task asks that cache where the result goes (``cache.get_task_result_path``: the
 same ``results/<model>/<revision>/`` folder, by mteb's own rule). The sidecar is written there before
 mteb writes ``<Task>.json``.
 
-When no such caller exists (``task.evaluate(...)`` called directly, ``mteb.evaluate(cache=None)``) or
-mteb changes that function, nothing is written, and the per-query table stays on the task object as
-``task.per_query_scores`` (a polars DataFrame) for the caller to save.
+When no such call exists (``task.evaluate(...)`` called directly, ``mteb.evaluate(cache=None)``) or the
+installed mteb is not a supported one, nothing is written, and the per-query table stays on the task
+object as ``task.per_query_scores`` (a polars DataFrame) for the caller to save.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,36 +21,32 @@ from typing import Any
 
 import polars as pl
 
+from r2med_plugin._moved import Moved
+from r2med_plugin.integrations.compat import mteb_running_evaluation
 from r2med_plugin.metrics import evaluate_run_per_query
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, top_ranked, write_per_query
 
 logger = logging.getLogger(__name__)
-CALLER_MODULE, CALLER_FUNCTION = "mteb.evaluate", "_evaluate_task"
+__getattr__ = Moved(__name__, {  # earlier names
+    "mteb_result_path": f"{__name__}.running_result_path",
+    "CALLER_MODULE": "r2med_plugin.integrations.compat.MTEB_EVALUATE_MODULE",
+    "CALLER_FUNCTION": "r2med_plugin.integrations.compat.MTEB_EVALUATE_FUNCTION",
+})
 
 
-def _running_evaluation() -> tuple[Any, Any] | None:
-    """(cache, model_meta) of the ``mteb.evaluate`` call that runs this task, or None."""
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            if frame.f_code.co_name == CALLER_FUNCTION and frame.f_globals.get("__name__") == CALLER_MODULE:
-                cache, meta = frame.f_locals.get("cache"), frame.f_locals.get("model_meta")
-                if cache is None or meta is None or not hasattr(cache, "get_task_result_path"):
-                    return None
-                return cache, meta
-            frame = frame.f_back
-        return None
-    finally:
-        del frame
-
-
-def mteb_result_path(task_name: str) -> Path | None:
+def running_result_path(task_name: str) -> Path | None:
     """Where the running ``mteb.evaluate`` will save ``task_name``'s result, or None when it saves none."""
-    running = _running_evaluation()
+    running = _running_result(task_name)
+    return None if running is None else running[0]
+
+
+def _running_result(task_name: str) -> tuple[Path, Any] | None:
+    """(result path, ModelMeta) of the running ``mteb.evaluate`` call for ``task_name``, or None."""
+    running = mteb_running_evaluation()
     if running is None:
         return None
     cache, meta = running
-    return Path(cache.get_task_result_path(task_name=task_name, model_name=meta))
+    return Path(cache.get_task_result_path(task_name=task_name, model_name=meta)), meta
 
 
 def task_per_query(
@@ -72,12 +67,11 @@ def save_task_per_query(
     name = task.metadata.name
     frame = task_per_query(name, qrels, runs)
     task.per_query_scores = frame
-    running = _running_evaluation()
+    running = _running_result(name)
     if running is None:
         logger.info("%s: no mteb result folder in this call; the per-query scores are on task.per_query_scores", name)
         return frame
-    cache, meta = running
-    result_path = Path(cache.get_task_result_path(task_name=name, model_name=meta))
+    result_path, meta = running
     info = {
         "task": name,
         "model_name": str(getattr(meta, "name", "") or result_path.parent.parent.name),
