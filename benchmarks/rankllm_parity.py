@@ -102,7 +102,7 @@ def rank_llm_rankings(base_url: str, key: str, requests: list, depth: int, windo
 def main() -> int:
     from r2med_plugin.data.loader import load_task
     from r2med_plugin.evaluation.first_stages import Bm25
-    from r2med_plugin.retrieval.rerank import top_ranked
+    from r2med_plugin.retrieval.rerank import top_document_ids
     from tests.fixture_mirror import build_fixture_mirror
 
     work = Path(tempfile.mkdtemp(prefix="rankllm-parity-"))
@@ -115,7 +115,7 @@ def main() -> int:
     run = Bm25("bm25-robertson").search(data, 100, show_progress=False)
     rows, identical_all = [], True
     for depth, window, step in [(10, 20, 10), (20, 20, 10), (30, 20, 10), (50, 20, 10), (100, 20, 10), (100, 10, 5), (45, 8, 3)]:
-        lists = top_ranked(run, depth)
+        lists = top_document_ids(run, depth)
         requests = [(qid, queries[qid], [(doc_id, texts[doc_id]) for doc_id in lists[qid]]) for qid in lists]
         with LoopbackOpenAI(reply=scripted_reply) as server:
             os.environ["OPENAI_API_KEY"] = server.api_key

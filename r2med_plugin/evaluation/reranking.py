@@ -43,7 +43,7 @@ __getattr__ = Moved(__name__, {
     "OFFICIAL_RERANKER_K_VALUES": "r2med_plugin.evaluation.official.OFFICIAL_RERANKER_K_VALUES",
     "PUBLISHED_KEY_NAMES": "r2med_plugin.reporting.official_files.PUBLISHED_KEY_NAMES",
     "FirstStage": "r2med_plugin.evaluation.first_stages.RankedRun",
-    "OfficialLayout": "r2med_plugin.reporting.official_files.OfficialLayout",
+    "OfficialLayout": "r2med_plugin.reporting.official_files.RerankerFileLayout",
     "RerankInfo": "r2med_plugin.evaluation.result.RerankInfo",
     "official_reranker_results": "r2med_plugin.reporting.official_files.official_reranker_results",
     "official_reranker_scores": "r2med_plugin.evaluation.official.official_reranker_scores",

@@ -29,7 +29,7 @@ from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, bound_to_task, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
-from r2med_plugin.retrieval.rerank import top_ranked
+from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run, TaskData
 
 logger = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
     fetched = max(depth, OFFICIAL_TOPK_DOCS_DEPTH, plan.top_k if isinstance(own, Dense) else 0)
     stage = plan.first_stage.ranked(data, fetched, show_progress=plan.show_progress)
     run = _checked(data, stage)
-    documents = {doc_id for doc_ids in top_ranked(run, depth).values() for doc_id in doc_ids}
+    documents = {doc_id for doc_ids in top_document_ids(run, depth).values() for doc_id in doc_ids}
     reranked = reranker.rerank(run, _texts(data.queries, set(run)), _texts(data.corpus, documents), depth=depth,
                                show_progress=plan.show_progress)
     first, first_depth = _first_stage_scored(plan, data, own, run)

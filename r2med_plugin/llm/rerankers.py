@@ -46,7 +46,7 @@ from r2med_plugin.llm.prompting import (
     word_answer,
 )
 from r2med_plugin.llm.requests import Requester, ResponseCache
-from r2med_plugin.retrieval.rerank import top_ranked
+from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run
 
 TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the OpenAI API's maximum
@@ -110,7 +110,7 @@ class LLMReranker:
 
     def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
                show_progress: bool = True) -> Run:
-        lists = top_ranked(first_stage, depth)
+        lists = top_document_ids(first_stage, depth)
         missing = [query_id for query_id in lists if query_id not in queries]
         if missing:
             raise ValueError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from r2med_plugin._moved import Moved
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
 from r2med_plugin.names import OfficialLayoutName
@@ -27,7 +28,8 @@ LAYOUTS = ("bm25", "dense")
 _FAMILIES = (("ndcg_cut", "ndcg_at"), ("map_cut", "map_at"), ("recall", "recall_at"), ("P", "precision_at"))
 # The key names of the published results/reranker files (an earlier eval_reranker.py) for ours.
 PUBLISHED_KEY_NAMES = {"ndcg_at": "NDCG@", "map_at": "MAP@", "recall_at": "Recall@", "precision_at": "P@"}
-OfficialLayout = Literal["code", "published"]
+RerankerFileLayout = Literal["code", "published"]  # what src/eval_reranker.py writes, or the published files' keys
+__getattr__ = Moved(__name__, {"OfficialLayout": f"{__name__}.RerankerFileLayout"})  # its earlier name
 
 # The official code's short retriever names (src/run.py --retriever_name), by the model each one loads
 # (src/eval_retrieval.py model_path_dict). Results are filed under these names.
@@ -120,7 +122,7 @@ def official_reranker_results(
     top_k: int,
     evaluation_time: float,
     retriever: str | None = None,
-    layout: OfficialLayout = "code",
+    layout: RerankerFileLayout = "code",
 ) -> dict:
     """The official reranker JSON as a dict (keys sorted, scores rounded to 5 decimals).
 

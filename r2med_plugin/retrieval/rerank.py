@@ -22,7 +22,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from tqdm.auto import tqdm
 
+from r2med_plugin._moved import Moved
 from r2med_plugin.types import Run
+
+__getattr__ = Moved(__name__, {"top_ranked": f"{__name__}.top_document_ids"})  # its earlier name
 
 # The official short names (src/eval_reranker.py, model_path_dict) of the rerankers the paper used.
 OFFICIAL_RERANKER_NAMES = {
@@ -178,7 +181,7 @@ def official_reranker_name(name: str) -> str:
     return OFFICIAL_RERANKER_NAMES.get(name.rstrip("/"), name)
 
 
-def top_ranked(run: Mapping[str, Mapping[str, float]], depth: int) -> dict[str, list[str]]:
+def top_document_ids(run: Mapping[str, Mapping[str, float]], depth: int) -> dict[str, list[str]]:
     """Each query's first ``depth`` document ids, in the run's own (ranking) order."""
     check_depth(depth)
     return {query_id: list(ranked)[:depth] for query_id, ranked in run.items() if ranked}
@@ -202,7 +205,7 @@ def rerank_run(
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     scorer, query_prefix, document_prefix = as_pair_scorer(model)
-    lists = top_ranked(first_stage, depth)
+    lists = top_document_ids(first_stage, depth)
     missing = [query_id for query_id in lists if query_id not in queries]
     if missing:
         raise ValueError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")
