@@ -236,7 +236,7 @@ def _print_scores(result, keys: Sequence[str]) -> None:
     from r2med_plugin.evaluation.naming import dataset_count_drift
 
     unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
-    from r2med_plugin.names import DatasetRevision
+    from r2med_plugin.identifiers import DatasetRevision
 
     if unverified and DatasetRevision.parse(str(result.dataset_revision)).local:
         unverified = ", UNVERIFIED: no commit recorded, a fingerprint of the mirror's files"
@@ -662,7 +662,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from r2med_plugin.names import CANDIDATE_SUBSETS, GENERATION_METHODS
+    from r2med_plugin.identifiers import CANDIDATE_SUBSETS, GENERATION_METHODS
     from r2med_plugin.retrieval.registry import loader_choices
     from r2med_plugin.version import __version__
 

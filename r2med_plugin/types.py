@@ -16,7 +16,7 @@ Run = dict[str, dict[str, float]]
 Candidates = dict[str, list[str]]
 TaskKind = Literal["r2med", "nano"]
 
-COUNT_DRIFT = "+count-drift"  # dataset revision marker of data whose counts differ from the dataset card (r2med_plugin.names)
+COUNT_DRIFT = "+count-drift"  # dataset revision marker of data whose counts differ from the dataset card (r2med_plugin.identifiers)
 
 
 def freeze(value: Any) -> Any:
@@ -157,7 +157,7 @@ class TaskData:
         (of the files this task reads, so editing one task's files moves that task's results only) when a local
         mirror does not prove the commit it names, and ``+count-drift`` when its counts differ from the
         dataset card (evaluated with accept_drift): every result file says so, an ``mteb run`` one too."""
-        from r2med_plugin.names import DatasetRevision
+        from r2med_plugin.identifiers import DatasetRevision
 
         if self.report.synthetic_sample:
             return self.revision

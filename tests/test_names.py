@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from r2med_plugin.names import EXPANSION_METHODS, DatasetRevision, Expansion, ResultName
+from r2med_plugin.identifiers import EXPANSION_METHODS, DatasetRevision, Expansion, ResultName
 
 _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=12).filter(
     lambda word: not word.startswith(("-", ".")))

@@ -19,7 +19,7 @@ from r2med_plugin.data.readers import DamagedFileError, check_ids, read_table
 from r2med_plugin.data.validate import (
     UniqueRows, check_known, check_texts, check_unique, count_differences, fold_repeated_ids, near_empty_ids, rows_repeating_a_text,
 )
-from r2med_plugin.names import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION
+from r2med_plugin.identifiers import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION
 from r2med_plugin.types import Candidates, LoadReport, Qrels, TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)

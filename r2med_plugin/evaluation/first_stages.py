@@ -23,7 +23,7 @@ from r2med_plugin.data.expansions import is_local, load_expansions, parse_expans
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
 from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
-from r2med_plugin.names import BM25_VARIANTS, TieOrder
+from r2med_plugin.identifiers import BM25_VARIANTS, TieOrder
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import Encoder, bound_to_task, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text

@@ -7,7 +7,7 @@ import re
 
 from r2med_plugin.data.expansions import expansion_label, is_local
 from r2med_plugin.evaluation.result import TaskRunResult
-from r2med_plugin.names import Expansion, ResultName
+from r2med_plugin.identifiers import Expansion, ResultName
 from r2med_plugin.retrieval.dense import E5_TEMPLATE
 from r2med_plugin.types import TaskData, TaskSpec
 

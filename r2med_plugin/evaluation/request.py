@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from r2med_plugin.data.expansions import llm_name
 from r2med_plugin.metrics import MIN_TOP_K
-from r2med_plugin.names import CANDIDATE_SUBSETS
+from r2med_plugin.identifiers import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskSpec
 
 

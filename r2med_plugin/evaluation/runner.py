@@ -43,7 +43,7 @@ __all__ = [
 # Names earlier callers imported from here, from their homes now (each warns).
 __getattr__ = Moved(__name__, {
     **same_names("r2med_plugin.evaluation.first_stages", ["BM25_RETRIEVERS"]),
-    **same_names("r2med_plugin.names", ["CANDIDATE_SUBSETS"]),
+    **same_names("r2med_plugin.identifiers", ["CANDIDATE_SUBSETS"]),
     **same_names("r2med_plugin.evaluation.plan", ["check_arguments", "check_retriever_name", "hybrid_partner"]),
     **same_names("r2med_plugin.evaluation.naming", ["dataset_count_drift", "official_query_prompt", "prompt_suffix",
                                                     "result_model_name"]),

@@ -16,10 +16,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from r2med_plugin import names
+from r2med_plugin import identifiers
 from r2med_plugin.types import TaskSpec
 
-GENERATION_METHODS = names.GENERATION_METHODS
+GENERATION_METHODS = identifiers.GENERATION_METHODS
 PRESETS = ("api", "vllm")
 
 

@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from r2med_plugin.io import write_json_atomic, write_text_atomic
-from r2med_plugin.names import CANDIDATE_SUBSETS
+from r2med_plugin.identifiers import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)

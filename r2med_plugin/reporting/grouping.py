@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.names import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision
+from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision
 from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.rows import BENCHMARKS
 

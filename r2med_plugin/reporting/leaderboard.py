@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from r2med_plugin.names import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision, ResultName
+from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision, ResultName
 from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
     DRIFT_LABEL,
     LOCAL_MIRROR_SET,
@@ -56,7 +56,7 @@ LOCAL_LABEL = "generated locally"
 
 
 def split_model_name(model: str) -> tuple[str, str, str]:
-    """(llm, retriever, note) for a model name (see r2med_plugin.names.ResultName): an expansion run's LLM and
+    """(llm, retriever, note) for a model name (see r2med_plugin.identifiers.ResultName): an expansion run's LLM and
     method, a reranked run's "Reranker | First stage" and depth, and the query prompt's label."""
     name = ResultName.parse(model)
     if name.reranked:

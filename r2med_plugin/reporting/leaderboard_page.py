@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from r2med_plugin.io import write_text_atomic
-from r2med_plugin.names import BM25_NAMES, ResultName
+from r2med_plugin.identifiers import BM25_NAMES, ResultName
 from r2med_plugin.reporting.per_query import per_query_path
 from r2med_plugin.reporting.published import published_sources
 from r2med_plugin.reporting.render import Table, TableLine, leaderboard_table, notes

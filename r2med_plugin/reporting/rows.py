@@ -43,7 +43,7 @@ class LeaderboardRow:
     revision_set: str = ""  # the dataset revision set of its results ("" the pinned commits); rows on other sets differ in data
     task_revisions: dict[str, str] = field(default_factory=dict)  # hub name -> the dataset revision of that task's result
     expansion: str = ""  # the LLM expansion of its queries (its file is part of the revision): rows compare per expansion
-    model: str = ""  # the name its results are filed under (r2med_plugin.names.ResultName); "" for a published row
+    model: str = ""  # the name its results are filed under (r2med_plugin.identifiers.ResultName); "" for a published row
     reranked: bool = False  # a reranker over a first stage's top k (yours or the official reranker results)
     # r2med leaderboard --significance (r2med_plugin.reporting.leaderboard_significance)
     sources: dict[str, Path] = field(default_factory=dict)  # hub name -> the result file of that task's score

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.names import COUNT_DRIFT, DatasetRevision, ResultName
+from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
-from r2med_plugin.names import Bm25Variant, TieOrder
+from r2med_plugin.identifiers import Bm25Variant, TieOrder
 
 VARIANTS = ("lucene", "robertson")
 LUCENE_K1, LUCENE_B = 0.9, 0.4

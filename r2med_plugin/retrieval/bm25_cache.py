@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from r2med_plugin.cache import cached_run, fingerprint, key_of
-from r2med_plugin.names import BM25_VARIANTS, Bm25Variant, TieOrder
+from r2med_plugin.identifiers import BM25_VARIANTS, Bm25Variant, TieOrder
 from r2med_plugin.retrieval.analyzed import analyzer_version
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.types import Run, TaskData

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from r2med_plugin.cache import cached_array, key_of, remove_array, store_array
 from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
-from r2med_plugin.names import BM25_NAMES
+from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.types import Run
 
 EncodeKind = Literal["query", "document"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from r2med_plugin.names import EXPANSION_METHODS
+from r2med_plugin.identifiers import EXPANSION_METHODS
 
 THINK_END = "</think>"
 # The official families (R2MED/R2MED src/base.py, split_response_for_r1): which marker each LLM's

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from r2med_plugin.names import BM25_VARIANTS
+from r2med_plugin.identifiers import BM25_VARIANTS
 from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, packaged_model_folder
 from r2med_plugin.version import __version__
 

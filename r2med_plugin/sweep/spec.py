@@ -19,7 +19,7 @@ from typing import Any
 
 from r2med_plugin.evaluation.request import RequestError, Scoring
 from r2med_plugin.metrics import check_rerank_depth
-from r2med_plugin.names import BM25_NAMES, CANDIDATE_SUBSETS
+from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
 DEFAULT_TOP_K = 1000  # evaluate_task's own default
