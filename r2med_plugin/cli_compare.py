@@ -18,7 +18,7 @@ def _int_at_least(minimum: int, what: str):
 _alpha = bounded(float, low=0.0, strict=True, high=1.0, message="must lie strictly between 0 and 1 (e.g. 0.05), got {value}")
 
 
-# r2med_plugin.evaluation.significance's choices, repeated so that building the parser imports no numpy (tested equal)
+# r2med_plugin.significance's choices, repeated so that building the parser imports no numpy (tested equal)
 TESTS = ("randomization", "t-test", "wilcoxon")
 CORRECTIONS = ("holm", "bonferroni", "none")
 DEFAULT_SEED = 0

@@ -6,7 +6,7 @@ model is compared with the baseline query by query:
 
 - per task, and pooled over every evaluated query of a benchmark's tasks (876 queries for R2MED);
 - wins / ties / losses, the mean difference with its 95% BCa bootstrap interval, Cohen's d_z, and a
-  two-sided p-value (randomization, t-test or Wilcoxon; r2med_plugin.evaluation.significance) corrected
+  two-sided p-value (randomization, t-test or Wilcoxon; r2med_plugin.significance) corrected
   for multiple comparisons (Holm, Bonferroni or none) over the models compared with the baseline in that
   task (or that pooled row), as PyTerrier's ``Experiment(baseline=..., correction=...)`` does;
 - the randomization test and the bootstrap use ``seed``; the report states it.

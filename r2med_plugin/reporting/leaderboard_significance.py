@@ -3,7 +3,7 @@
 For each of your complete rows whose results carry per-query files (r2med_plugin.reporting.per_query):
 
 - the average (nDCG@10 x 100 over the benchmark's 8 tasks) gets a 95% BCa bootstrap interval, queries
-  resampled within each task (r2med_plugin.evaluation.significance.stratified_interval);
+  resampled within each task (r2med_plugin.significance.stratified_interval);
 - the best such row is compared with every other by a paired randomization test of the difference of
   the averages (sign flips of the per-query differences, each query weighted 1 / (8 x its task's queries)),
   Holm-corrected over the rows compared; a row whose difference is not significant is marked ``tied``,
