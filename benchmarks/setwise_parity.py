@@ -99,7 +99,7 @@ def oracle_rows(python: str, work: Path) -> list[str]:
     import asyncio
     import random
 
-    from r2med_plugin.llm.rerankers import _bubble_top, _heap_top
+    from r2med_plugin.llm.rerankers import bubble_top, heap_top
 
     (work / "oracle.json").write_text(json.dumps(ORACLE_SETTINGS))
     subprocess.run([python, "-c", THEIRS_ORACLE, str(work / "oracle.json"), str(work / "oracle.out.json")], check=True,
@@ -115,8 +115,8 @@ def oracle_rows(python: str, work: Path) -> list[str]:
                 return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
 
             items = list(range(n))
-            top = asyncio.run(_heap_top(items, min(k, n), set_size - 1, pick) if method == "heapsort"
-                              else _bubble_top(items, min(k, n), set_size, pick))
+            top = asyncio.run(heap_top(items, min(k, n), set_size - 1, pick) if method == "heapsort"
+                              else bubble_top(items, min(k, n), set_size, pick))
             right += top == sorted(range(n), key=hidden.get)[:k]
         rows.append(f"| {method} | {set_size} | {n} | {k} | {right} / {seeds} | {theirs[f'{method} {set_size} {n} {k}']} / {seeds} |")
     return rows
@@ -166,9 +166,9 @@ def _by_query(bodies: list[dict]) -> dict[str, list[str]]:
 
 def run_setting(python: str, work: Path, run, queries, texts, method: str, set_size: int, depth: int, k: int,
                 malformed: bool) -> dict:
-    from r2med_plugin.retrieval.rerank import top_ranked
+    from r2med_plugin.retrieval.rerank import top_document_ids
 
-    lists = top_ranked(run, depth)
+    lists = top_document_ids(run, depth)
     tag = f"{method}-c{set_size}-d{depth}-k{k}-{'malformed' if malformed else 'right'}"
     with LoopbackOpenAI(reply=scripted_reply(malformed, beyond=method == "heapsort")) as server:
         os.environ["OPENAI_API_KEY"] = server.api_key

@@ -1023,7 +1023,7 @@ def test_setwise_heapsort_asks_llm_rankers_questions_in_its_order():
     from its own code: ours asks the same sets in the same order and ends with the same ranking."""
     import asyncio
 
-    from r2med_plugin.llm.rerankers import _heap_top
+    from r2med_plugin.llm.rerankers import heap_top
 
     hidden, asked = [5, 2, 6, 0, 3, 1, 4], []  # document i's place in the order
 
@@ -1031,7 +1031,7 @@ def test_setwise_heapsort_asks_llm_rankers_questions_in_its_order():
         asked.append(list(doc_ids))
         return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
 
-    assert asyncio.run(_heap_top(list(range(7)), 3, 2, pick)) == [3, 5, 1]
+    assert asyncio.run(heap_top(list(range(7)), 3, 2, pick)) == [3, 5, 1]
     assert asked == [[2, 5, 6], [1, 3, 4], [0, 3, 5], [0, 1, 4], [6, 1, 5], [6, 2], [2, 1, 6], [2, 0, 4]]
 
 
@@ -1042,7 +1042,7 @@ def test_setwise_sorts_find_the_true_top_k_for_any_order(method: str):
     import asyncio
     import random
 
-    from r2med_plugin.llm.rerankers import _bubble_top, _heap_top
+    from r2med_plugin.llm.rerankers import bubble_top, heap_top
 
     rng = random.Random(33)
     for _ in range(300):
@@ -1055,6 +1055,6 @@ def test_setwise_sorts_find_the_true_top_k_for_any_order(method: str):
             return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
 
         items = list(range(count))
-        top = asyncio.run(_heap_top(items, k, set_size - 1, pick) if method == "heapsort" else _bubble_top(items, k, set_size, pick))
+        top = asyncio.run(heap_top(items, k, set_size - 1, pick) if method == "heapsort" else bubble_top(items, k, set_size, pick))
         assert top == sorted(range(count), key=hidden.__getitem__)[:k], (count, set_size, k)
         assert all(2 <= size <= set_size for size in sizes)

@@ -274,15 +274,15 @@ class SetwiseLLMReranker(LLMReranker):
         """The best ``setwise_k`` of ``order`` by the picks, best first (None when a request failed)."""
         items, k = list(order), min(self.config.setwise_k, len(order))
         if self.config.setwise_method == "heapsort":
-            return await _heap_top(items, k, self.config.set_size - 1, pick)
-        return await _bubble_top(items, k, self.config.set_size, pick)
+            return await heap_top(items, k, self.config.set_size - 1, pick)
+        return await bubble_top(items, k, self.config.set_size, pick)
 
 
 class _Failed(Exception):
     """A request failed every retry: the sort of this query stops."""
 
 
-async def _heap_top(items: list[str], k: int, children: int, pick) -> list[str] | None:
+async def heap_top(items: list[str], k: int, children: int, pick) -> list[str] | None:
     """Heap sort with ``children`` children per node, the root the best: built bottom-up, then the root taken off
     ``k`` times (llm-rankers' heapSort: the same questions in the same order)."""
     async def sift(node: int, size: int) -> None:
@@ -311,7 +311,7 @@ async def _heap_top(items: list[str], k: int, children: int, pick) -> list[str] 
     return items[::-1][:k]
 
 
-async def _bubble_top(items: list[str], k: int, set_size: int, pick) -> list[str] | None:
+async def bubble_top(items: list[str], k: int, set_size: int, pick) -> list[str] | None:
     """Bubble sort over sets: for each top place i < k, windows of ``set_size`` passages from the bottom of the list
     up to i, each next window one passage over the last (its top), the pick of each window swapped to its top."""
     step = set_size - 1
