@@ -44,8 +44,10 @@ def official_file(src: Path, work: Path, mirror: Path, hub_name: str, method: st
     if not link.exists():
         link.symlink_to(mirror / "R2MED" / hub_name, target_is_directory=True)
     call = f"import eval_BM25; eval_BM25.eval_bm25(gar_method={method!r}, gar_llm={llm!r}, task_names=[{hub_name!r}])"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(code / "src")])}
-    subprocess.run([sys.executable, "-c", call], cwd=code / "src", env=env, check=True, capture_output=True, text=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools.resolve()), str(code / "src")])}  # the run's cwd is elsewhere
+    ran = subprocess.run([sys.executable, "-c", call], cwd=code / "src", env=env, capture_output=True, text=True)
+    if ran.returncode:
+        raise SystemExit(f"the official eval_bm25 failed on {hub_name}:\n{ran.stderr[-3000:]}")
     folder = code / "results" / ("base retriever/bm25" if not method else f"gar/{method}/{llm}/bm25")
     return json.loads((folder / f"{hub_name}.json").read_text(encoding="utf-8"))
 
@@ -57,7 +59,7 @@ def official_run(work: Path, hub_name: str, method: str, llm: str, tools: Path) 
     call = (f"import json, eval_BM25, base; r1 = {llm!r} in base.r1_model_list; "
             f"d, i, q, qi, gt = eval_BM25.load_retrieval_data('../dataset/{hub_name}/', {method!r}, {llm!r}, r1); "
             f"scores, run = eval_BM25.retrieval_bm25(q, qi, d, i, gt); print(json.dumps(run))")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(code / "src")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools.resolve()), str(code / "src")])}  # the run's cwd is elsewhere
     out = subprocess.run([sys.executable, "-c", call], cwd=code / "src", env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
