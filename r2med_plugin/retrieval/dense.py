@@ -328,15 +328,20 @@ def _faiss_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int) -> 
 
 
 def search_vectors(
-    query_ids: Sequence[str], query_vectors: np.ndarray, doc_ids: Sequence[str], doc_vectors: np.ndarray, top_k: int
+    query_ids: Sequence[str], query_vectors: np.ndarray, doc_ids: Sequence[str], doc_vectors: np.ndarray, top_k: int,
+    *, query_norms: np.ndarray | None = None,
 ) -> Run:
-    """Inner-product top_k per query (cosine for normalised vectors), in pytrec_eval order."""
+    """Inner-product top_k per query (cosine for normalised vectors), in pytrec_eval order. ``query_norms``: each
+    query vector's norm, for vectors not normalised yet; every score is divided by its query's norm after the
+    product (the same order of documents), so documents whose products tie exactly keep tying."""
     if query_vectors.shape[1] != doc_vectors.shape[1]:
         raise ValueError(f"queries have {query_vectors.shape[1]} dimensions but documents {doc_vectors.shape[1]}")
+    divisor = np.ones((len(query_ids), 1), dtype=np.float32) if query_norms is None else query_norms.reshape(-1, 1)
     if len(doc_ids) < FAISS_MIN_DOCUMENTS:
-        return top_k_run(query_ids, doc_ids, query_vectors @ doc_vectors.T, top_k)
+        return top_k_run(query_ids, doc_ids, (query_vectors @ doc_vectors.T) / divisor, top_k)
     k = min(top_k, len(doc_ids))
     indices, scores = _faiss_top_k(query_vectors, doc_vectors, k)
+    scores = scores / divisor
     tie_rank = descending_id_rank(doc_ids)
     ids = np.asarray(doc_ids, dtype=object)
     run: Run = {}
@@ -384,16 +389,20 @@ def dense_search(
     elif len(mix_with) != queries.height:
         raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
     else:
-        query_vectors = _mixed_query_vectors(encoder, queries, list(mix_with), dataset_revision, query_prompt)
+        query_vectors, norms = _mixed_query_vectors(encoder, queries, list(mix_with), dataset_revision, query_prompt)
+        _same_dimension(encoder, query_vectors, doc_vectors)
+        return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k,
+                              query_norms=norms)
     _same_dimension(encoder, query_vectors, doc_vectors)
     return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k)
 
 
 def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: list[str], dataset_revision: str,
-                         query_prompt: str | None) -> np.ndarray:
-    """The mean of each query's embedding and its expansion's. An encoder with ``encode_expansions`` (the official
-    profiles) encodes the expansion its own way and the mean is of its raw embeddings, as the official classes
-    average them; otherwise the expansion is encoded as a document without prompt and the unit vectors are averaged."""
+                         query_prompt: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of each query's embedding and its expansion's, and the mean's norm (the search divides by it after
+    the product). An encoder with ``encode_expansions`` (the official profiles) encodes the expansion its own way and
+    the mean is of its raw embeddings, as the official classes average them; otherwise the expansion is encoded as a
+    document without prompt and the unit vectors are averaged."""
     raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
                                     prompt=query_prompt)
     if hasattr(encoder, "encode_expansions"):
@@ -402,10 +411,17 @@ def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: li
         # the dtype the model's embeddings come in: NV-Embed's float16 vectors are averaged in float16, as officially
         dtype = np.dtype(getattr(encoder, "expansion_mean_dtype", "float32"))
         mixed = (raw_queries.astype(dtype) + extra.astype(dtype)) / dtype.type(2)
-        return normalise(mixed.astype(np.float32))
+        return _unit_with_norms(normalise(mixed.astype(np.float32)))
     extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
     _same_dimension(encoder, raw_queries, extra)
-    return normalise((normalise(raw_queries) + extra) / 2.0)
+    # not normalised here: a mean of two unit vectors has an irrational norm, and products with a vector divided by it
+    # round in the order the BLAS kernel sums them, so documents tied in exact arithmetic would split by machine
+    mixed = ((normalise(raw_queries) + extra) / 2.0).astype(np.float32)
+    return mixed, np.linalg.norm(mixed, axis=1).astype(np.float32)
+
+
+def _unit_with_norms(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return vectors, np.ones(len(vectors), dtype=np.float32)
 
 
 def score_candidates(
