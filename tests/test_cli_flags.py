@@ -48,10 +48,10 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     # plugin's tasks register into mteb on its first import, and must register from the real catalog
     import mteb  # noqa: F401
 
-    import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real build_plan, not the stand-in below
+    import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real plan functions, not the stand-ins below
 
-    monkeypatch.setattr("r2med_plugin.evaluation.plan.build_plan",
-                        recorder("build_plan", lambda task, *a, **k: SimpleNamespace(task=task, reranker=k.get("rerank"))))
+    monkeypatch.setattr("r2med_plugin.evaluation.plan.plan_request",
+                        recorder("plan_request", lambda request, **k: SimpleNamespace(task=request.task, reranker=request.reranker)))
     monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
     monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.retrieval.dense.SentenceTransformerEncoder", recorder("encoder", encoder))
