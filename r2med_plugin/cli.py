@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 from r2med_plugin.cli_evaluate import progress_line  # noqa: F401 - part of the CLI module's names
@@ -159,15 +160,11 @@ def _generate(args: argparse.Namespace) -> int:
             return 130
         print(f"{report.task}: {report.already_done + report.generated}/{report.total} queries in {report.folder} "
               f"({report.generated} generated now, {report.prompt_tokens} prompt + {report.completion_tokens} completion tokens)")
-    folder = Path(args.out) / args.method / (args.name or _default_name(args.llm))
-    print(f"evaluate with: r2med evaluate --task {' '.join(tasks)} --retriever bm25-lucene --expansion local:{folder}")
-    return 0
-
-
-def _default_name(llm: str) -> str:
     from r2med_plugin.generation.store import slug_name
 
-    return slug_name(llm)
+    folder = Path(args.out) / args.method / (args.name or slug_name(args.llm))
+    print(f"evaluate with: r2med evaluate --task {' '.join(tasks)} --retriever bm25-lucene --expansion local:{folder}")
+    return 0
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -211,25 +208,21 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from r2med_plugin.identifiers import CANDIDATE_SUBSETS, GENERATION_METHODS
-    from r2med_plugin.retrieval.registry import loader_choices
-    from r2med_plugin.version import __version__
-
-    parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
-    parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+def _add_tasks(commands: Any) -> None:
     tasks = commands.add_parser("tasks", help="list the tasks with their hub source and revision")
     tasks.add_argument("--kind", choices=["r2med", "nano"], default=None)
     tasks.set_defaults(func=_tasks)
+
+def _add_check(commands: Any) -> None:
     check = commands.add_parser("check", help="load one task, validate it and print what was found")
     check.add_argument("task")
     check.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")
     check.add_argument("--accept-drift", action="store_true", default=None, help="accept counts/revision that differ from task_metadata")
     check.set_defaults(func=_check)
-    from r2med_plugin.cli_evaluate import add_evaluate_command
 
-    add_evaluate_command(commands)
+def _add_generate(commands: Any) -> None:
+    from r2med_plugin.identifiers import GENERATION_METHODS
+
     generate = commands.add_parser("generate", help="new query expansions (hyde, query2doc, lamer) from any OpenAI-compatible LLM endpoint")
     generate.add_argument("--task", nargs="+", required=True, help="R2MED task name(s), or 'all'")
     generate.add_argument("--method", required=True, choices=list(GENERATION_METHODS))
@@ -255,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--accept-drift", action="store_true", default=None)
     generate.add_argument("--quiet", action="store_true", help="no progress bars")
     generate.set_defaults(func=_generate)
+
+def _add_leaderboard(commands: Any) -> None:
     board = commands.add_parser("leaderboard", help="the R2MED leaderboard table from MTEB result folders")
     board.add_argument("results", nargs="+", help="MTEB result folders (ResultCache layout)")
     board.add_argument("--benchmark", choices=["r2med", "nano"], default=None,
@@ -273,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="mark the tasks where a model's training data overlapped (folders of `r2med audit --out DIR`; "
                             "MODEL= when the audit was run without --model)")
     board.set_defaults(func=_leaderboard)
+
+def _add_export(commands: Any) -> None:
     export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
     source = export.add_mutually_exclusive_group(required=True)
     source.add_argument("--submission", nargs="+", metavar="RESULTS_DIR", help="MTEB result folders")
@@ -288,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--force", action="store_true",
                         help="replace a submission folder of another model (or with other files in it) whole; never mixed")
     export.set_defaults(func=_export)
+
+def _add_reproduce(commands: Any) -> None:
     repro = commands.add_parser(
         "reproduce", help="official BM25 on the 8 R2MED tasks vs the published row, NanoR2MED candidate profiles vs task_metadata",
         description="Exit status 0 when every check passes, 1 on any mismatch, 2 on an error (e.g. data not reachable).",
@@ -302,15 +301,21 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--accept-drift", action="store_true", default=None)
     repro.add_argument("--quiet", action="store_true", help="no progress bars")
     repro.set_defaults(func=_reproduce)
+
+def _add_demo(commands: Any) -> None:
     demo = commands.add_parser("demo", help="BM25, MiniLM, hybrid and candidate subsets on the shipped synthetic sample, offline")
     demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func=_demo)
+
+def _add_cache_packaged_model(commands: Any) -> None:
     packaged = commands.add_parser("cache-packaged-model", help="lay the packaged MiniLM out as a Hugging Face cache, so "
                                    "`mteb run -m sentence-transformers/all-MiniLM-L6-v2` works offline")
     packaged.add_argument("alias", nargs="?", default="minilm-packaged", help="the packaged model (default: minilm-packaged)")
     packaged.add_argument("--hf-home", default=None, help="the Hugging Face home to write into (default: $HF_HOME or ~/.cache/huggingface)")
     packaged.set_defaults(func=_cache_packaged_model)
+
+def _add_sweep(commands: Any) -> None:
     sweep = commands.add_parser("sweep", help="run a YAML spec of tasks x retrievers x expansions, locally or on Ray, resumably")
     sweep.add_argument("spec", help="the sweep spec (YAML); see README, 'Sweeps and clusters'")
     sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")
@@ -321,12 +326,20 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings, in every job (errors still print)")
     sweep.set_defaults(func=_sweep)
-    from r2med_plugin.cli_compare import add_commands  # r2med compare, r2med inspect
 
-    add_commands(commands)
+
+def build_parser() -> argparse.ArgumentParser:
     from r2med_plugin.cli_audit import add_commands as add_audit  # r2med audit
+    from r2med_plugin.cli_compare import add_commands as add_compare  # r2med compare, r2med inspect
+    from r2med_plugin.cli_evaluate import add_evaluate_command
+    from r2med_plugin.version import __version__
 
-    add_audit(commands)
+    parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
+    parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_tasks, _add_check, add_evaluate_command, _add_generate, _add_leaderboard, _add_export, _add_reproduce,
+                _add_demo, _add_cache_packaged_model, _add_sweep, add_compare, add_audit):
+        add(commands)
     return parser
 
 

@@ -247,10 +247,10 @@ def requests_from_args(args: argparse.Namespace) -> list:
     repeated = sorted({task for task in args.task if args.task.count(task) > 1})
     if repeated:
         raise ValueError(f"--task names {', '.join(repeated)} more than once: each task runs once, give it once")
-    first_stage, reranker = _first_stage(args, _source(args)), _reranker(args)
-    _refuse_shared_extra_body(args, first_stage, reranker)
-    searched = reranker is None and not args.candidates_only
     try:
+        first_stage, reranker = _first_stage(args, _source(args)), _reranker(args)
+        _refuse_shared_extra_body(args, first_stage, reranker)
+        searched = reranker is None and not args.candidates_only
         outputs = Outputs(args.output, args.trec, args.depth)
         requests = []
         for task, expansion in task_expansions(args.task, args.expansion):

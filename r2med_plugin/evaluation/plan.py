@@ -23,7 +23,7 @@ from r2med_plugin.evaluation.first_stages import (
     as_first_stage,
 )
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, scoring_of
-from r2med_plugin.evaluation.specs import Bm25Spec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
+from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
@@ -152,15 +152,22 @@ def request_of(task: str, retriever: object = None, *, hybrid: bool = False, can
     if first_stage is not None and retriever is not None and first_stage != retriever:
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
     source = first_stage if first_stage is not None else retriever
-    if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
-        rerank = as_reranker(rerank)
-    reranker = PrebuiltReranker(rerank, depth=10 if rerank_depth is None else rerank_depth, batch_size=rerank_batch_size)
+    if isinstance(rerank, (CrossEncoderSpec, LlmRerankerSpec)):
+        reranker = rerank  # named by a spec: its depth and batch size are its own
+    else:
+        if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
+            rerank = as_reranker(rerank)
+        reranker = PrebuiltReranker(rerank, depth=10 if rerank_depth is None else rerank_depth, batch_size=rerank_batch_size)
     return EvaluationRequest(task, _first_stage_spec(source, query_prompt), reranker, scoring=scoring,
                              first_stage_name=first_stage_name, **environment)
 
 
 def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | PrebuiltFirstStage:
-    """What the Python API searches with: a BM25 name or an encoder object."""
+    """What the Python API searches with: a BM25 name or an encoder object (or a spec naming one)."""
+    if isinstance(retriever, (Bm25Spec, ModelSpec)):
+        if query_prompt:
+            raise ValueError("query_prompt applies to an encoder object; a ModelSpec sets instruction=True")
+        return retriever
     if isinstance(retriever, str):
         if retriever not in BM25_RETRIEVERS:
             raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
@@ -175,6 +182,8 @@ def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | P
 
 def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | RunFileSpec | PrebuiltFirstStage:
     """What the Python API reranks: a BM25 name, a run file or folder, or an object (encoder, run dict, stage)."""
+    if isinstance(value, (Bm25Spec, ModelSpec, RunFileSpec)):
+        return value
     if isinstance(value, str) and value in BM25_RETRIEVERS:
         if query_prompt:
             raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")

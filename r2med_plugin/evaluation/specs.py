@@ -39,6 +39,15 @@ def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     return payload
 
 
+def unreached(name: str, problem: str, fix: str, why: str) -> Any:
+    """The refusal of a field set where it reaches no code, worded for the Python API, the CLI and a spec's key."""
+    from r2med_plugin.evaluation.request import RequestError
+
+    flag = "--" + name.replace("_", "-")
+    return RequestError(f"{name} ({flag}) reaches no code here: {why}; drop it", field=name, problem=problem, fix=fix,
+                        flag_message=f"{flag} reaches no code here: {why}; drop {flag}")
+
+
 def _positive(name: str, value: Any, minimum: int = 1) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
         raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
@@ -152,7 +161,7 @@ class ModelSpec:
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings=endpoint))
         refusal = self.ref.instruction_refusal
         if self.instruction and refusal is not None:
-            raise ValueError(f"instruction (--instruction) reaches no code here: {refusal[0]} ({refusal[1]})")
+            raise unreached("instruction", f"is set, but {refusal[0]}", refusal[1], f"{refusal[0]} ({refusal[1]})")
 
     @property
     def label(self) -> str:
@@ -340,7 +349,7 @@ class LlmRerankerSpec:
             raise ValueError(f"{unknown[0]} is not an LLM reranker setting; use only {sorted(LLM_SETTING_USERS)}")
         for name, why in settings_unused_by(self.kind).items():
             if name in self.settings:
-                raise ValueError(f"{name} (--{name.replace('_', '-')}) reaches no code here: {why}; drop it")
+                raise unreached(name, f"is set, but {self.name} is llm-{self.kind}", f"{why}: drop {name}", why)
         if self.endpoint.dimensions is not None:
             raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
                              "and an LLM reranker asks for text; drop it")
