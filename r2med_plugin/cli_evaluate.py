@@ -183,8 +183,7 @@ def _endpoint(args: argparse.Namespace, takes: Sequence[str]):
 
 
 def _first_stage(args: argparse.Namespace, source: str):
-    from r2med_plugin.evaluation.plan import check_retriever_name
-    from r2med_plugin.evaluation.specs import REQUEST_OPTIONS as SENT, Bm25Spec, ModelSpec, RunFileSpec
+    from r2med_plugin.evaluation.specs import REQUEST_OPTIONS as SENT, Bm25Spec, ModelSpec, RunFileSpec, check_retriever_name
     from r2med_plugin.retrieval.registry import endpoint_options_of, scheme_loader
 
     kind = first_stage_kind(source)

@@ -7,7 +7,6 @@ the first task loads. ``r2med_plugin.evaluation.runner.execute`` carries a plan 
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,8 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
-from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, scoring_of
+from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, hybrid_partner, scoring_of  # noqa: F401
+from r2med_plugin.evaluation.specs import check_retriever_name  # noqa: F401 - also a name of this module
 from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
@@ -56,24 +56,6 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
-def check_retriever_name(name: str) -> None:
-    """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
-
-    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
-    """
-    if name in BM25_RETRIEVERS or "/" in name or Path(name).exists():
-        return
-    lowered = name.lower()
-    close = difflib.get_close_matches(lowered, list(BM25_RETRIEVERS), n=2, cutoff=0.6)
-    if "bm25" in lowered or close:
-        guess = close or list(BM25_RETRIEVERS)
-        raise ValueError(
-            f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
-            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
-            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
-        )
-
-
 def check_arguments(
     task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
     hybrid: bool = False, top_k: int = 1000,
@@ -84,18 +66,6 @@ def check_arguments(
                          expansion=expansion)
     scoring.check_task(get_task_spec(task))
     return scoring
-
-
-def hybrid_partner(spec: TaskSpec, retriever: str | Encoder, expansion: str | None = None) -> str:
-    """The BM25 that ``hybrid_*`` fuses with: the task's BM25, or the other variant for that same BM25.
-
-    Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
-    run differs from the plain-query BM25, so it keeps the task's variant.
-    """
-    own = spec.own_bm25
-    if retriever == own and expansion is None:
-        return next(name for name in BM25_RETRIEVERS if name != own)
-    return own
 
 
 def build_plan(

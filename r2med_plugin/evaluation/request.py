@@ -24,24 +24,9 @@ from typing import Any
 
 from r2med_plugin.data.expansions import llm_name
 from r2med_plugin.metrics import MIN_TOP_K
-from r2med_plugin.identifiers import CANDIDATE_SUBSETS
+from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
+from r2med_plugin.evaluation.refusals import RequestError, refuse
 from r2med_plugin.types import TaskSpec
-
-
-class RequestError(ValueError):
-    """A request that cannot run, found without any data. Its message is the Python API's; ``flag_message`` says the
-    same with the CLI's flags, and ``keyed(label)`` with a sweep spec's key (``field`` is the setting at fault)."""
-
-    def __init__(self, message: str, *, field: str, problem: str, fix: str, flag_message: str) -> None:
-        super().__init__(message)
-        self.field, self.problem, self.fix, self.flag_message = field, problem, fix, flag_message
-
-    def keyed(self, label: str) -> str:
-        return f"{label} {self.problem}; {self.fix}"
-
-
-def _refuse(message: str, field: str, problem: str, fix: str, flag_message: str) -> RequestError:
-    return RequestError(message, field=field, problem=problem, fix=fix, flag_message=flag_message)
 
 
 @dataclass(frozen=True)
@@ -57,23 +42,23 @@ class Scoring:
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
         if self.hybrid and self.candidates_only:
-            raise _refuse("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
+            raise refuse("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
                           "drop one of the two", "hybrid", "fuses full-corpus runs, which candidates_only skips",
                           "drop one of the two",
                           "--hybrid fuses full-corpus runs, which --candidates-only skips: drop one of the two")
         unknown = [name for name in self.candidates if name not in CANDIDATE_SUBSETS]
         if unknown:
-            raise _refuse(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}",
+            raise refuse(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}",
                           "candidates", f"holds {unknown[0]!r}", f"choose from {list(CANDIDATE_SUBSETS)}",
                           f"--candidates {unknown[0]}: unknown candidate subset; choose from {list(CANDIDATE_SUBSETS)}")
         if self.candidates_only and not self.candidates:
-            raise _refuse("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, "
+            raise refuse("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, "
                           "dense or hybrid)", "candidates_only", "is true but `candidates` names no subset",
                           "add candidates: [bm25, dense, hybrid] (the lists to rank), or remove candidates_only",
                           "--candidates-only needs at least one candidate subset: add --candidates bm25, dense or hybrid")
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < MIN_TOP_K:
             problem = f"must be at least {MIN_TOP_K}: the main score is nDCG@10; got {self.top_k}"
-            raise _refuse(f"top_k (--top-k) {problem}", "top_k", problem, "raise it (default 1000)", f"--top-k {problem}")
+            raise refuse(f"top_k (--top-k) {problem}", "top_k", problem, "raise it (default 1000)", f"--top-k {problem}")
 
     def check_task(self, spec: TaskSpec) -> None:
         """The rules that depend on the task: stored candidate lists (NanoR2MED), released expansions (R2MED)."""
@@ -118,15 +103,15 @@ class Outputs:
 
     def __post_init__(self) -> None:
         if self.trec and not self.folder:
-            raise _refuse("trec writes run files into the output folder: give folder=", "trec", "needs an output folder",
+            raise refuse("trec writes run files into the output folder: give folder=", "trec", "needs an output folder",
                           "set output", "--trec writes run files into the --output folder: add --output DIR")
         depth = self.trec_depth
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             problem = f"must be a positive number of documents per query, got {depth}"
-            raise _refuse(f"trec_depth (--depth) {problem}", "trec_depth", problem, "give one, e.g. 100",
+            raise refuse(f"trec_depth (--depth) {problem}", "trec_depth", problem, "give one, e.g. 100",
                           f"--depth {problem}")
         if depth != TREC_DEFAULT_DEPTH and not self.trec:
-            raise _refuse("trec_depth (--depth) is the depth of TREC run files: set trec=True, or drop it", "trec_depth",
+            raise refuse("trec_depth (--depth) is the depth of TREC run files: set trec=True, or drop it", "trec_depth",
                           "is the depth of TREC run files", "set trec: true, or drop it",
                           "--depth is the depth of TREC run files: add --trec (and --output DIR), or drop --depth")
 
@@ -198,7 +183,6 @@ class EvaluationRequest:
         if not self.scoring.hybrid or self.scoring.candidates_only or self.reranker is not None:
             return None
         from r2med_plugin.catalog import get_task_spec
-        from r2med_plugin.evaluation.plan import hybrid_partner
 
         first = getattr(self.first_stage, "variant", None)
         return hybrid_partner(get_task_spec(self.task), first or "", self.scoring.expansion)
@@ -329,3 +313,15 @@ def option_owner(option: str) -> str:
     if option in LLM_SETTING_USERS:
         return "it configures an LLM reranker (--rerank llm-listwise:<model>, llm-pointwise, llm-reasoning, llm-setwise)"
     return "it configures another kind of run"
+
+
+def hybrid_partner(spec: TaskSpec, retriever: object, expansion: str | None = None) -> str:
+    """The BM25 that ``hybrid_*`` fuses with: the task's BM25, or the other variant for that same BM25.
+
+    Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
+    run differs from the plain-query BM25, so it keeps the task's variant.
+    """
+    own = spec.own_bm25
+    if retriever == own and expansion is None:
+        return next(name for name in BM25_NAMES if name != own)
+    return own

@@ -15,6 +15,8 @@ Fields that change no result (devices, batch sizes, concurrency, the API key's v
 from __future__ import annotations
 
 import dataclasses
+import difflib
+from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -41,7 +43,7 @@ def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
 
 def unreached(name: str, problem: str, fix: str, why: str) -> Any:
     """The refusal of a field set where it reaches no code, worded for the Python API, the CLI and a spec's key."""
-    from r2med_plugin.evaluation.request import RequestError
+    from r2med_plugin.evaluation.refusals import RequestError
 
     flag = "--" + name.replace("_", "-")
     return RequestError(f"{name} ({flag}) reaches no code here: {why}; drop it", field=name, problem=problem, fix=fix,
@@ -51,6 +53,24 @@ def unreached(name: str, problem: str, fix: str, why: str) -> Any:
 def _positive(name: str, value: Any, minimum: int = 1) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
         raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
+
+
+def check_retriever_name(name: str) -> None:
+    """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
+
+    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
+    """
+    if name in BM25_NAMES or "/" in name or Path(name).exists():
+        return
+    lowered = name.lower()
+    close = difflib.get_close_matches(lowered, list(BM25_NAMES), n=2, cutoff=0.6)
+    if "bm25" in lowered or close:
+        guess = close or list(BM25_NAMES)
+        raise ValueError(
+            f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
+            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
+            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
+        )
 
 
 # --- endpoints --------------------------------------------------------------------------------------------------------
@@ -104,8 +124,6 @@ class Bm25Spec:
 
     def __post_init__(self) -> None:
         if self.variant not in BM25_NAMES:
-            from r2med_plugin.evaluation.plan import check_retriever_name
-
             check_retriever_name(self.variant)  # "bm25" gets a did-you-mean
             raise ValueError(f"unknown BM25 variant {self.variant!r}: use one of {sorted(BM25_NAMES)}")
 
@@ -140,7 +158,6 @@ class ModelSpec:
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.evaluation.plan import check_retriever_name
         from r2med_plugin.retrieval.registry import endpoint_options_of, resolve
 
         if not isinstance(self.name, str) or not self.name:
@@ -281,11 +298,18 @@ FirstStageSpec = Bm25Spec | ModelSpec | RunFileSpec | PrebuiltFirstStage
 
 
 def _check_depth(depth: Any) -> None:
+    from r2med_plugin.evaluation.refusals import RequestError
     from r2med_plugin.metrics import check_rerank_depth
     from r2med_plugin.retrieval.rerank import check_depth
 
     check_depth(depth)
-    check_rerank_depth(depth)
+    option = "rerank_depth (--rerank-depth)"
+    try:
+        check_rerank_depth(depth, option)
+    except ValueError as error:
+        problem = str(error).removeprefix(f"{option} ")
+        raise RequestError(str(error), field="depth", problem=problem, fix="raise it (10 or 100, as the official code)",
+                           flag_message=f"--rerank-depth {problem}") from None
 
 
 @dataclass(frozen=True)

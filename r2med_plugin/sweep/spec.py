@@ -231,7 +231,7 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         raise _fail(path, f"{key}.{unknown[0]}", "is not a model setting", f"use only {sorted(MODEL_KEYS)}")
     if entry["model"] in BM25_NAMES:
         raise _fail(path, key, f"uses {entry['model']!r} as a model", f"write it as a plain string: - {entry['model']}")
-    from r2med_plugin.evaluation.plan import check_retriever_name
+    from r2med_plugin.evaluation.specs import check_retriever_name
 
     try:
         check_retriever_name(entry["model"])  # "bm25-lucen" is a typo, not a hub model to download
