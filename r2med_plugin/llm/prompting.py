@@ -164,10 +164,11 @@ def groupwise_scale() -> tuple[float, float]:
 
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
+_SEPARATOR = r"(?:[:=>)\u2013\u2192]|-(?![\d.]))"  # a dash before a digit is the score's sign
 # "[3] 7.5", "[3]: 7.5", "[3] -> 7.5", "[3] score: 7.5"; and at a line's start "3: 7.5", "Passage 3 = 7.5", "- 3 - 7.5"
-_BRACKETED_SCORE = re.compile(r"\[\s*(\d+)\s*\]\s*(?:\(?score\)?)?\s*[:=>\-\u2013\u2192]*\s*(?:score\s*[:=]?\s*)?(" + _NUMBER + r")(?![\d.])",
+_BRACKETED_SCORE = re.compile(r"\[\s*(\d+)\s*\]\s*(?:" + _SEPARATOR + r"\s*)*(?:score\s*[:=]?\s*)?(" + _NUMBER + r")(?![\d.])",
                               re.IGNORECASE)
-_LINE_SCORE = re.compile(r"^\s*[-*\u2022]?\s*(?:passage|document|doc)?\s*#?(\d+)\s*[:=>)\-\u2013\u2192]+\s*(?:score\s*[:=]?\s*)?("
+_LINE_SCORE = re.compile(r"^\s*[-*\u2022]?\s*(?:passage|document|doc)?\s*#?(\d+)\s*(?:" + _SEPARATOR + r"\s*)+(?:score\s*[:=]?\s*)?("
                          + _NUMBER + r")(?![\d.])", re.IGNORECASE | re.MULTILINE)
 
 
