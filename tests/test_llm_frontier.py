@@ -98,11 +98,19 @@ def _keyed_order(first_stage: dict, documents: dict, query_id: str) -> list[str]
     ('{"1": 9, "1 ": 2, "7": 5, "2": null, "3": "n/a"}', {0: 9.0}),  # first wins; out of range, null, text: no score
     ('{"1": NaN, "2": 4}', {1: 4.0}),
     ("<think>[1] 10 surely</think>\n{\"2\": 1}", {1: 1.0}),  # the reasoning is not the answer
+    ('Here: {"1": 2, "2": 9} (passage 2 is best; {see above})', {0: 2.0, 1: 9.0}),  # text after the object
+    ('{"1": 6, "2": 7.5, "3": "4",}', {0: 6.0, 1: 7.5, 2: 4.0}),  # a trailing comma: the pairs are read
     ("[2] > [1] > [3]", {}),                                  # a ranking holds no score
     ("I cannot judge these passages.", {}), ("", {}),
 ])
 def test_group_scores_are_read_from_json_or_lines(answer: str, expected: dict):
     assert parse_group_scores(answer, 3) == expected
+
+
+def test_a_group_of_one_may_be_answered_with_a_bare_number():
+    assert parse_group_scores(" 7.5\n", 1) == {0: 7.5} and parse_group_scores("7.5", 2) == {}
+    assert parse_group_scores("[1] 7.5", 1) == {0: 7.5} and parse_group_scores("[6]", 1) == {0: 6.0}
+    assert parse_group_scores("seven", 1) == {}
 
 
 def test_the_groupwise_prompt_numbers_each_passage_and_asks_for_json():

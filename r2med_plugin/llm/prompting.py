@@ -168,6 +168,9 @@ _SEPARATOR = r"(?:[:=>)\u2013\u2192]|-(?![\d.]))"  # a dash before a digit is th
 # "[3] 7.5", "[3]: 7.5", "[3] -> 7.5", "[3] score: 7.5"; and at a line's start "3: 7.5", "Passage 3 = 7.5", "- 3 - 7.5"
 _BRACKETED_SCORE = re.compile(r"\[\s*(\d+)\s*\]\s*(?:" + _SEPARATOR + r"\s*)*(?:score\s*[:=]?\s*)?(" + _NUMBER + r")(?![\d.])",
                               re.IGNORECASE)
+# a key of a JSON object that does not parse whole (a trailing comma, a comment): "1": 7.5, "[2]": 3, "passage 3": 1
+_QUOTED_SCORE = re.compile(r"[\"']\s*(?:passage|document|doc)?\s*\[?\s*(\d+)\s*\]?\s*[\"']\s*:\s*[\"']?(" + _NUMBER + r")(?![\d.])",
+                           re.IGNORECASE)
 _LINE_SCORE = re.compile(r"^\s*[-*\u2022]?\s*(?:passage|document|doc)?\s*#?(\d+)\s*(?:" + _SEPARATOR + r"\s*)+(?:score\s*[:=]?\s*)?("
                          + _NUMBER + r")(?![\d.])", re.IGNORECASE | re.MULTILINE)
 
@@ -176,7 +179,8 @@ def parse_group_scores(answer: str, size: int) -> dict[int, float]:
     """The scores a groupwise answer gives the passages of a group of ``size``: position (0-based) -> score. Read, in
     turn, from a JSON object (``{"1": 7.5, "2": 3}``, a key may be "[1]" or "passage 1", a value a number, a numeric
     string or ``{"score": 7.5}``), a JSON list (of ``size`` numbers in passage order, or of ``{"id"/"passage": 1,
-    "score": 7.5}`` objects), else lines such as ``[3] 7.5`` or ``3: 7.5``. A passage number out of range is dropped,
+    "score": 7.5}`` objects; also one followed by more text), else ``"3": 7.5`` pairs of an object that does not parse,
+    else lines such as ``[3] 7.5`` or ``3: 7.5``, else (a group of one) a bare number. A passage number out of range is dropped,
     the first score of a passage counts, a score that is not a finite number (null, "n/a", NaN) is no score. A
     reasoning model's ``<think>...</think>`` part is ignored. {} when the answer holds no score at all."""
     if "</think>" in answer:
@@ -187,31 +191,37 @@ def parse_group_scores(answer: str, size: int) -> dict[int, float]:
         if scores:
             return scores
     scores: dict[int, float] = {}
-    for pattern in (_BRACKETED_SCORE, _LINE_SCORE):
+    for pattern in (_QUOTED_SCORE, _BRACKETED_SCORE, _LINE_SCORE):
         for number, value in pattern.findall(text):
             position, score = int(number) - 1, _finite(value)
             if 0 <= position < size and score is not None:
                 scores.setdefault(position, score)
         if scores:
             return scores
-    return {}
+    alone = _finite(text.strip()) if size == 1 and re.fullmatch(_NUMBER, text.strip()) else None
+    return {0: alone} if alone is not None else {}
 
 
 def _json_values(text: str) -> list[Any]:
-    """The JSON values an answer may hold: the whole answer (code fences dropped), else the span from its first
-    opening brace (or bracket) to the last closing one."""
+    """The JSON values an answer may hold: the whole answer (code fences dropped), else the first JSON value that
+    starts at its first opening brace (or bracket), whatever text follows it; a list of plain numbers only as the
+    whole answer ("[1] 7.5" starts with the list [1], which is a passage number, not a score)."""
     stripped = re.sub(r"^```\w*\s*|\s*```$", "", text.strip())
-    candidates = [stripped]
-    for opening, closing in (("{", "}"), ("[", "]")):
-        start, end = text.find(opening), text.rfind(closing)
-        if 0 <= start < end:
-            candidates.append(text[start:end + 1])
     values = []
-    for candidate in candidates:
-        try:
-            values.append(json.loads(candidate))
-        except ValueError:
-            continue
+    try:
+        values.append(json.loads(stripped))
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    for opening in ("{", "["):
+        start = text.find(opening)
+        if start >= 0:
+            try:
+                value = decoder.raw_decode(text, start)[0]
+            except ValueError:
+                continue
+            if not isinstance(value, list) or all(isinstance(item, dict) for item in value):
+                values.append(value)
     return values
 
 
