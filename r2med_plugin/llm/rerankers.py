@@ -26,7 +26,7 @@ finite number) gets, in that grouping, the lowest score the answer gave its grou
 answer gave none; each such document is counted as ``missing_scores``, each answer without any score as
 ``unparsed_answers`` (``empty_answers`` when empty).
 
-Reasoning models (listwise, setwise, groupwise): the reasoning (a ``reasoning_content`` part, or ``<think>...</think>``
+Reasoning models (listwise, groupwise): the reasoning (a ``reasoning_content`` part, or ``<think>...</think>``
 in the answer; a ``<think>`` never closed is all reasoning) is set apart before the answer is read; a listwise window
 whose answer held no ranking after the reasoning keeps its order and is counted as ``no_ranking_after_reasoning``, and
 the windows' reasoning is kept as traces (written beside the result). ``reasoning_effort`` goes with every request.
@@ -161,7 +161,7 @@ class LLMReranker:
             raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
         requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path), extra_body=self.config.extra_body)
         counts, traces = _Counts({name: 0 for name in self.counted}), []
-        self._first_stage = first_stage  # what InsertRank shows and groupwise breaks ties by
+        self._first_stage = first_stage  # its scores: what InsertRank shows
         with tqdm(total=self._total(lists), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
             try:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
