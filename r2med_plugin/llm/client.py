@@ -10,7 +10,8 @@ A model that refuses a request parameter (HTTP 400 "Unsupported parameter: 'max_
 model. Use 'max_completion_tokens' instead.", as OpenAI's reasoning models answer ``max_tokens``, ``temperature``
 and ``logprobs``) is asked again at once without it (``RequestRules``): ``max_tokens`` goes as
 ``max_completion_tokens``, and without ``temperature``; ``temperature``, ``top_p``, ``seed``, ``logprobs``,
-``top_logprobs`` and ``reasoning_effort`` (a model that does not reason) are left out. The rule is kept for the rest of the run, so each refusal costs one request.
+``top_logprobs`` and ``reasoning_effort`` (a model that does not reason) are left out. The rule is kept for the rest
+of the run, so each refusal costs one request.
 """
 
 from __future__ import annotations
