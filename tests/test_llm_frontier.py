@@ -150,6 +150,7 @@ def test_groupwise_settings_are_checked_and_named():
                             ({"regroup": 0}, "--regroup must be an integer of at least 1"),
                             ({"grouping": "sorted"}, "--grouping must be one of random, first-stage"),
                             ({"group_seed": "x"}, "--group-seed must be an integer"),
+                            ({"group_seed": -1}, "--group-seed must be an integer of at least 0"),
                             ({"grouping": "first-stage", "group_seed": 1}, "--group-seed reaches no code with --grouping first-stage"),
                             ({"grouping": "first-stage", "regroup": 2}, "--regroup reaches no code with --grouping first-stage"),
                             ({"reasoning_effort": "max"}, "--reasoning-effort must be one of none, minimal, low"),

@@ -158,8 +158,9 @@ class LLMRerankerConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer of at least 1, got {value!r}")
         if self.grouping not in GROUPINGS:
             raise ValueError(f"--grouping must be one of {', '.join(GROUPINGS)}, got {self.grouping!r}")
-        if self.group_seed is not None and (isinstance(self.group_seed, bool) or not isinstance(self.group_seed, int)):
-            raise ValueError(f"--group-seed must be an integer, got {self.group_seed!r}")
+        if self.group_seed is not None and (isinstance(self.group_seed, bool) or not isinstance(self.group_seed, int)
+                                            or self.group_seed < 0):
+            raise ValueError(f"--group-seed must be an integer of at least 0, got {self.group_seed!r}")
         if self.grouping == "first-stage":
             why = "--grouping first-stage cuts the first stage's order into consecutive groups, the same every time"
             if self.group_seed is not None:
