@@ -87,7 +87,8 @@ def _rerank_options(evaluate: argparse.ArgumentParser) -> None:
     rerank.add_argument("--rerank", default=None, metavar="RERANKER",
                         help="rerank the top --rerank-depth of --first-stage with this cross-encoder (a name of mteb's registry, "
                              "else a sentence-transformers CrossEncoder name or folder), or an LLM behind --base-url: "
-                             "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model>")
+                             "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model>, "
+                             "llm-groupwise:<model>")
     rerank.add_argument("--first-stage", default=None,
                         help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     rerank.add_argument("--rerank-depth", type=positive_int, default=10, help="documents reranked per query, at least 10 (official: 10 or 100; default 10)")
@@ -124,8 +125,8 @@ def _llm_options(evaluate: argparse.ArgumentParser) -> None:
     llm.add_argument("--window", type=positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
     llm.add_argument("--step", type=positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
     llm.add_argument("--max-tokens", type=positive_int, default=None,
-                     help="llm-reasoning: the reasoning budget (default 8192); llm-listwise, llm-setwise: the answer's budget "
-                          "(default: the server's)")
+                     help="llm-reasoning: the reasoning budget (default 8192); llm-listwise, llm-setwise, llm-groupwise: "
+                          "the answer's budget, a reasoning model's reasoning included (default: the server's)")
     llm.add_argument("--set-size", type=positive_int, default=None,
                      help="llm-setwise: passages per question, from 2 to 23 (default 3, the paper's c; llm-rankers' "
                           "num_child is one less)")
@@ -134,6 +135,18 @@ def _llm_options(evaluate: argparse.ArgumentParser) -> None:
     llm.add_argument("--setwise-k", type=positive_int, default=None,
                      help="llm-setwise: documents sorted to the top, in order (default 10; at most --rerank-depth); "
                           "the rest keep the first stage's order")
+    llm.add_argument("--group-size", type=positive_int, default=None,
+                     help="llm-groupwise: documents scored per request, at most (default 20, GroupRank's)")
+    llm.add_argument("--grouping", choices=["random", "first-stage"], default=None,
+                     help="llm-groupwise: groups drawn at random with --group-seed (default) or cut from the first stage's order")
+    llm.add_argument("--group-seed", type=int, default=None, help="llm-groupwise: the seed of --grouping random (default 0)")
+    llm.add_argument("--regroup", type=positive_int, default=None,
+                     help="llm-groupwise: average each document's scores over this many random groupings (default 1)")
+    llm.add_argument("--show-scores", action="store_true", default=None,
+                     help="llm-listwise: show each passage's first-stage score in the prompt, 4 decimals (InsertRank)")
+    llm.add_argument("--reasoning-effort", choices=["none", "minimal", "low", "medium", "high", "xhigh"], default=None,
+                     help="llm-listwise, llm-setwise, llm-groupwise, llm-reasoning: sent as reasoning_effort with every "
+                          "request (left out, with a warning, where the endpoint refuses it)")
 
 
 # --- argv -> requests -----------------------------------------------------------------------------------------------------
@@ -404,7 +417,7 @@ def print_usage(result) -> None:
     usage = getattr(getattr(result, "rerank", None), "usage", None)
     if usage:
         counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
-        unit = next((unit for unit in ("comparisons", "windows", "pairs") if unit in usage),
+        unit = next((unit for unit in ("comparisons", "groups", "windows", "pairs") if unit in usage),
                     "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs")
         asked = usage.get(unit, usage["requests"] + usage["cached_answers"])
         repeated = usage.get("repeated_questions", 0)

@@ -67,10 +67,12 @@ def test_the_tasks_own_bm25():
 
 def test_llm_settings_each_kind_reads():
     setwise = {"set_size", "setwise_method", "setwise_k"}
-    assert set(settings_unused_by("listwise")) == setwise
-    assert set(settings_unused_by("pointwise")) == {"window", "step", "max_tokens"} | setwise
-    assert set(settings_unused_by("reasoning")) == {"window", "step"} | setwise
-    assert set(settings_unused_by("setwise")) == {"window", "step"}
+    groupwise = {"group_size", "grouping", "group_seed", "regroup"}  # issue 33: groupwise, InsertRank, reasoning effort
+    assert set(settings_unused_by("listwise")) == setwise | groupwise
+    assert set(settings_unused_by("pointwise")) == {"window", "step", "max_tokens", "show_scores", "reasoning_effort"} | setwise | groupwise
+    assert set(settings_unused_by("reasoning")) == {"window", "step", "show_scores"} | setwise | groupwise
+    assert set(settings_unused_by("setwise")) == {"window", "step", "show_scores"} | groupwise
+    assert set(settings_unused_by("groupwise")) == {"window", "step", "show_scores"} | setwise
     assert "llm-reasoning asks about one passage at a time" in settings_unused_by("reasoning")["window"]
     assert "llm-setwise asks about sets of --set-size passages" in settings_unused_by("setwise")["window"]
     assert "llm-listwise does not sort by picks from sets" in settings_unused_by("listwise")["set_size"]

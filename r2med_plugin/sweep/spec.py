@@ -51,7 +51,8 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "load
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 NOT_IN_JOB_IDENTITY = ("devices", "batch_size", "api_key_env", "concurrency")  # how, not what, a job computes
 # An LLM reranker's settings (llm-listwise:<model>, ...): what it asks (in a job's identity), and how its requests go (not)
-LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body", "set_size", "setwise_method", "setwise_k")
+LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body", "set_size", "setwise_method", "setwise_k",
+                     "group_size", "grouping", "group_seed", "regroup", "show_scores", "reasoning_effort")
 LLM_REQUEST_KEYS = ("api_key_env", "concurrency", "timeout", "max_retries")
 RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size", *LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS}
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
@@ -382,8 +383,8 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
     if not is_llm_reranker_name(entry["model"]):
         if given:
             raise _fail(path, f"{key}.{given[0]}", f"is set, but {entry['model']} is a cross-encoder",
-                        "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model> or "
-                        "llm-setwise:<model>: drop it")
+                        "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, "
+                        "llm-setwise:<model> or llm-groupwise:<model>: drop it")
         return {}
     if entry.get("batch_size") is not None:
         raise _fail(path, f"{key}.batch_size", "is set, but an LLM reranker batches nothing",
