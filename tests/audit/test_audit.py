@@ -29,6 +29,7 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
 from r2med_plugin.data.loader import load_task
 from tests.fixture_mirror import FILLER, TOPICS
+from tests.support.builders import write_result
 
 THRESHOLD = 0.5
 NGRAM = 3
@@ -429,21 +430,11 @@ def test_write_clean_drops_the_hit_rows_and_counts_them(mirror_env: Path, tmp_pa
 # --- the report and the leaderboard ----------------------------------------------------------------------------------
 
 
-def _result(root: Path, model: str, task: str, ndcg: float) -> None:
-    spec = next(s for s in list_tasks() if s.name == task)
-    folder = root / "results" / model.replace("/", "__") / "r1"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": "r1"}))
-    scores = {"ndcg_at_10": ndcg, "main_score": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}
-    (folder / f"{task}.json").write_text(json.dumps({"dataset_revision": spec.revision or "rev", "task_name": task, "date": 1.0,
-                                                      "evaluation_time": 1.0, "scores": {"test": [scores]}}))
-
-
 def test_leaderboard_audit_marks_the_overlapped_tasks(mirror_env: Path, tmp_path: Path, planted: dict, capsys):
     results = tmp_path / "results-folder"
     for spec in list_tasks("r2med"):
-        _result(results, "org/trained", spec.name, 0.4)
-        _result(results, "org/other", spec.name, 0.3)
+        write_result(results, "org/trained", spec.name, 0.4, spec.revision or "rev")
+        write_result(results, "org/other", spec.name, 0.3, spec.revision or "rev")
     train = _write_jsonl(tmp_path / "t.jsonl", planted["rows"])
     assert main(["audit", str(train), "--task", "r2med", "--model", "org/trained", "--out", str(tmp_path / "a"), "--quiet"]) == 0
     report = capsys.readouterr().out
@@ -469,7 +460,7 @@ def test_leaderboard_audit_marks_the_overlapped_tasks(mirror_env: Path, tmp_path
 def test_an_audit_without_overlap_says_zero_shot(mirror_env: Path, tmp_path: Path, planted: dict, capsys):
     results = tmp_path / "r"
     for spec in list_tasks("nano"):
-        _result(results, "org/clean", spec.name, 0.5)
+        write_result(results, "org/clean", spec.name, 0.5, spec.revision or "rev")
     train = _write_jsonl(tmp_path / "t.jsonl", planted["rows"][:20])
     assert main(["audit", str(train), "--task", "nano", "--out", str(tmp_path / "a"), "--quiet"]) == 0
     capsys.readouterr()

@@ -18,19 +18,11 @@ from r2med_plugin.cli import main
 from r2med_plugin.reporting.export import write_trec_run
 from r2med_plugin.reporting.leaderboard import LeaderboardRow, build_leaderboard, notes, rank_rows
 from r2med_plugin.reporting.plots import plot_nano, plot_tasks
+from tests.support.builders import score_row, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
 NANO = list_tasks("nano")
 R2MED = list_tasks("r2med")
-
-
-def _result(root: Path, model: str, task: str, ndcg: float, dataset_revision: str = "rev", **extra: float) -> None:
-    folder = root / "results" / model.replace("/", "__") / "r1"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": "r1"}))
-    scores = {"ndcg_at_10": ndcg, "main_score": ndcg, "hf_subset": "default", "languages": ["eng-Latn"], **extra}
-    (folder / f"{task}.json").write_text(json.dumps({"dataset_revision": dataset_revision, "task_name": task, "date": 1.0,
-                                                      "evaluation_time": 1.0, "scores": {"test": [scores]}}))
 
 
 def _svg_text(path: Path) -> str:
@@ -139,14 +131,14 @@ def test_interrupted_trec_write_leaves_no_partial_file(tmp_path: Path, monkeypat
 def test_leaderboard_shows_the_benchmarks_the_folder_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     nano_only = tmp_path / "nano"
     for spec in NANO:
-        _result(nano_only, "org/m", spec.name, 0.4)
+        write_result(nano_only, "org/m", spec.name, 0.4)
     assert main(["leaderboard", str(nano_only)]) == 0
     out = capsys.readouterr().out
     assert "| 1 | - | org/m | 40.00 |" in out and "## " not in out
     both = tmp_path / "both"
     shutil.copytree(nano_only, both)
     for spec in R2MED:
-        _result(both, "org/m", spec.name, 0.2, spec.revision)
+        write_result(both, "org/m", spec.name, 0.2, spec.revision)
     assert main(["leaderboard", str(both)]) == 0
     out = capsys.readouterr().out
     r2med, nano = out.split("## NanoR2MED")
@@ -165,7 +157,7 @@ def test_leaderboard_shows_the_benchmarks_the_folder_holds(tmp_path: Path, capsy
 
 def test_submission_of_nano_only_results_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     for spec in NANO:
-        _result(tmp_path, "org/m", spec.name, 0.4)
+        write_result(tmp_path, "org/m", spec.name, 0.4)
     assert main(["export", "--submission", str(tmp_path), "--model", "org/m", "--out", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     assert "only NanoR2MED results were found" in err and "not comparable" in err and "R2MED<Domain>" in err
@@ -224,7 +216,7 @@ def test_plot_rows_are_chosen_and_never_dropped_silently(tmp_path: Path, capsys:
 
     for i in range(8):
         for spec in R2MED:
-            _result(tmp_path, f"org/m{i}", spec.name, 0.1 + i / 100, spec.revision)
+            write_result(tmp_path, f"org/m{i}", spec.name, 0.1 + i / 100, spec.revision)
     rows = build_leaderboard([tmp_path])
     _, dropped = plot_leaderboard(rows, tmp_path / "default.svg")
     assert dropped == ["org/m1", "org/m0"]  # the two lowest of 8 rows, named
@@ -242,7 +234,7 @@ def test_plot_rows_are_chosen_and_never_dropped_silently(tmp_path: Path, capsys:
 def test_nano_plot_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str], svg_text):
     for name, score in (("org/a", 0.5), ("org/b", 0.3)):
         for spec in NANO:
-            _result(tmp_path, name, spec.name, score)
+            write_result(tmp_path, name, spec.name, score)
     assert main(["leaderboard", str(tmp_path), "--benchmark", "nano", "--plot", str(tmp_path / "first.svg")]) == 0
     out = capsys.readouterr().out
     assert "not plotted (1 rows" in out and "org/b" in out.split("not plotted")[1]
@@ -442,7 +434,7 @@ def test_nano_columns_held_on_some_tasks_show_each_tasks_value(tmp_path: Path, c
     --hybrid showed its hybrid scores nowhere. Each task's value is listed under the table now."""
     for index, spec in enumerate(NANO):
         extra = {"hybrid_ndcg_at_10": 0.41 + index / 100} if index < 2 else {}
-        _result(tmp_path, "org/partial", spec.name, 0.30, **extra)
+        write_result(tmp_path, "org/partial", spec.name, score_row(0.30, **extra))
     assert main(["leaderboard", str(tmp_path), "--benchmark", "nano"]) == 0
     out = capsys.readouterr().out
     assert "org/partial: no average for Hybrid on 2 of 8 tasks (averages need every task)" in out
@@ -455,9 +447,9 @@ def test_the_nano_chart_draws_a_real_row_before_the_demo_sample(tmp_path: Path, 
     from r2med_plugin.reporting.plots import plot_leaderboard
 
     for index, spec in enumerate(NANO):
-        _result(tmp_path, "demo/minilm", spec.name, 0.9, "synthetic-sample")
+        write_result(tmp_path, "demo/minilm", spec.name, 0.9, "synthetic-sample")
         if index < 2:  # a first real run of two tasks: unranked, as the demo's row is next to it
-            _result(tmp_path, "org/real", spec.name, 0.3, "rev")
+            write_result(tmp_path, "org/real", spec.name, 0.3, "rev")
     rows = build_leaderboard([tmp_path], benchmark="nano")
     assert [row.synthetic for row in rows if row.source == "yours"] == [True, False]  # the demo's row comes first
     path, dropped = plot_leaderboard(rows, tmp_path / "nano.svg", benchmark="nano")

@@ -11,22 +11,10 @@ import pytest
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.reporting.leaderboard import build_leaderboard, render
 from r2med_plugin.reporting.submission import export_submission
+from tests.support.builders import official_row, write_result
 
 R2MED = list_tasks("r2med")
 NANO = list_tasks("nano")
-
-
-def _result(root: Path, model: str, task: str, ndcg: float, dataset_revision: str, *, date: float = 1.0,
-            model_rev: str = "r1") -> Path:
-    folder = root / "results" / model.replace("/", "__") / model_rev
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": model_rev}))
-    official = {f"{f}_at_{k}": ndcg / 2 for f in ("ndcg", "map", "recall", "precision") for k in (1, 3, 5, 10, 25, 50, 100)}
-    scores = official | {"mrr": 0.1, "ndcg_at_10": ndcg, "main_score": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}
-    path = folder / f"{task}.json"
-    path.write_text(json.dumps({"dataset_revision": dataset_revision, "task_name": task, "date": date,
-                                "evaluation_time": 1.0, "scores": {"test": [scores]}}))
-    return path
 
 
 # --- item 2: results on two different mirror files never share a row, and are never picked silently --------
@@ -36,9 +24,9 @@ def _two_mirrors(tmp_path: Path) -> tuple[Path, Path]:
     """mirror A's results for every task; mirror B differs in Biology's files only (a second output folder)."""
     a, b = tmp_path / "a", tmp_path / "b"
     for spec in R2MED:
-        _result(a, "org/m", spec.name, 0.3322, f"{spec.revision}+unverified-files-c1f3a2b4{spec.name[:4].lower()}", date=1.0)
+        write_result(a, "org/m", spec.name, official_row(0.3322), f"{spec.revision}+unverified-files-c1f3a2b4{spec.name[:4].lower()}", date=1.0)
     biology = R2MED[0]
-    _result(b, "org/m", biology.name, 0.4812, f"{biology.revision}+unverified-files-48bb0000", date=2.0)
+    write_result(b, "org/m", biology.name, official_row(0.4812), f"{biology.revision}+unverified-files-48bb0000", date=2.0)
     return a, b
 
 
@@ -69,7 +57,7 @@ def test_submission_refuses_results_of_one_task_on_two_mirror_files_and_names_bo
 
 def test_nano_tasks_of_one_unverified_mirror_share_a_row(tmp_path: Path):
     for index, spec in enumerate(NANO):  # each task is named by its own files
-        _result(tmp_path, "org/m", spec.name, 0.2, f"local-{index:016x}")
+        write_result(tmp_path, "org/m", spec.name, official_row(0.2), f"local-{index:016x}")
     (row,) = build_leaderboard([tmp_path], benchmark="nano")
     assert row.ranked and row.note == ""
 
@@ -79,9 +67,9 @@ def test_nano_tasks_of_one_unverified_mirror_share_a_row(tmp_path: Path):
 
 def test_the_row_says_which_model_revision_it_shows_when_another_exists(tmp_path: Path):
     for spec in R2MED:
-        _result(tmp_path, "local-model", spec.name, 0.2171, spec.revision, date=1.0, model_rev="local-4a55")
+        write_result(tmp_path, "local-model", spec.name, official_row(0.2171), spec.revision, date=1.0, model_revision="local-4a55")
     for spec in R2MED:  # the other checkpoint re-run later (from cache): it supersedes, and says so
-        _result(tmp_path, "local-model", spec.name, 0.0047, spec.revision, date=2.0, model_rev="local-c006")
+        write_result(tmp_path, "local-model", spec.name, official_row(0.0047), spec.revision, date=2.0, model_revision="local-c006")
     (row,) = build_leaderboard([tmp_path])
     assert row.average == pytest.approx(0.47)
     assert "model revision local-c006" in row.note and "local-4a55" in row.note
@@ -199,7 +187,7 @@ def test_submission_of_an_incomplete_or_unverified_set_needs_allow_incomplete(tm
     from r2med_plugin.cli import main
 
     for spec in R2MED[:3]:
-        _result(tmp_path / "r", "org/m", spec.name, 0.1, f"{spec.revision}+unverified-files-abc")
+        write_result(tmp_path / "r", "org/m", spec.name, official_row(0.1), f"{spec.revision}+unverified-files-abc")
     command = ["export", "--submission", str(tmp_path / "r"), "--model", "org/m", "--out", str(tmp_path / "out")]
     assert main(command) == 2
     error = capsys.readouterr().err
@@ -310,7 +298,7 @@ def test_generation_never_resumes_a_folder_made_from_other_data(mirror_env: Path
 
 def test_rows_on_drifted_data_are_never_ranked_next_to_published_rows(tmp_path: Path):
     for spec in R2MED:
-        _result(tmp_path, "org/fixture-model", spec.name, 0.99, f"{spec.revision}+count-drift")
+        write_result(tmp_path, "org/fixture-model", spec.name, official_row(0.99), f"{spec.revision}+count-drift")
     rows = build_leaderboard([tmp_path], compare_published=True)
     (drifted,) = [row for row in rows if row.source == "yours"]
     assert not drifted.ranked and "counts differ from the dataset card" in drifted.excluded
@@ -373,10 +361,10 @@ def test_rows_of_different_models_on_different_files_are_labelled_and_never_test
 
 def test_an_old_revision_re_run_on_one_task_never_hides_a_newer_complete_run(tmp_path: Path):
     for spec in R2MED:
-        _result(tmp_path, "my/minilm", spec.name, 0.7299, spec.revision, date=1.0, model_rev="local-c006")
+        write_result(tmp_path, "my/minilm", spec.name, official_row(0.7299), spec.revision, date=1.0, model_revision="local-c006")
     for spec in R2MED:
-        _result(tmp_path, "my/minilm", spec.name, 0.7724, spec.revision, date=2.0, model_rev="local-aaaa")
-    _result(tmp_path, "my/minilm", R2MED[0].name, 0.7299, R2MED[0].revision, date=3.0, model_rev="local-c006")  # one task again
+        write_result(tmp_path, "my/minilm", spec.name, official_row(0.7724), spec.revision, date=2.0, model_revision="local-aaaa")
+    write_result(tmp_path, "my/minilm", R2MED[0].name, official_row(0.7299), R2MED[0].revision, date=3.0, model_revision="local-c006")  # one task again
     rows = build_leaderboard([tmp_path])
     assert sorted(round(row.average, 2) for row in rows if row.ranked) == [72.99, 77.24]  # both shown, neither hidden
     assert all("model revision local-" in row.note for row in rows)

@@ -16,6 +16,7 @@ from r2med_plugin.reporting.leaderboard import build_leaderboard, render
 from r2med_plugin.reporting.submission import export_trec_runs
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import HashingEncoder
+from tests.support.builders import official_row, write_result
 
 NANO = [spec.name for spec in list_tasks("nano")]
 R2MED = list_tasks("r2med")
@@ -67,23 +68,13 @@ def test_candidate_only_results_alone_make_an_unranked_row(mirror_env: Path, tmp
 # --- item 4: dataset revisions are never merged into one row; synthetic results never ranked with real ones -------
 
 
-def _result(root: Path, model: str, task: str, ndcg: float, dataset_revision: str, *, date: float = 1.0, model_rev: str = "r1") -> None:
-    folder = root / "results" / model.replace("/", "__") / model_rev
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": model_rev}))
-    official = {f"{f}_at_{k}": ndcg / 2 for f in ("ndcg", "map", "recall", "precision") for k in (1, 3, 5, 10, 25, 50, 100)} | {"mrr": 0.1}
-    scores = official | {"ndcg_at_10": ndcg, "main_score": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}
-    (folder / f"{task}.json").write_text(json.dumps({"dataset_revision": dataset_revision, "task_name": task, "date": date,
-                                                      "evaluation_time": 1.0, "scores": {"test": [scores]}}))
-
-
 def test_synthetic_results_are_never_ranked_next_to_real_ones(tmp_path: Path):
     demo, real = tmp_path / "demo", tmp_path / "real"
     for task in NANO:
-        _result(demo, "bm25-lucene", task, 0.9, "synthetic-sample")
-    _result(real, "bm25-lucene", NANO[0], 0.2, "abc123", date=2.0)  # newer and real, one task only
+        write_result(demo, "bm25-lucene", task, official_row(0.9), "synthetic-sample")
+    write_result(real, "bm25-lucene", NANO[0], official_row(0.2), "abc123", date=2.0)  # newer and real, one task only
     for task in NANO:
-        _result(real, "org/real-model", task, 0.3, "abc123")
+        write_result(real, "org/real-model", task, official_row(0.3), "abc123")
     rows = build_leaderboard([demo, real], benchmark="nano")
     by_label = {(row.retriever, row.note): row for row in rows}
     real_bm25 = by_label[("bm25-lucene", "")]
@@ -102,8 +93,8 @@ def test_synthetic_results_are_never_ranked_next_to_real_ones(tmp_path: Path):
 
 def test_dataset_revisions_are_kept_apart(tmp_path: Path):
     for task in NANO:
-        _result(tmp_path, "org/m", task, 0.1, "rev-old", date=1.0)
-    _result(tmp_path, "org/m", NANO[0], 0.5, "rev-new", date=2.0, model_rev="r2")  # newer, another dataset revision
+        write_result(tmp_path, "org/m", task, official_row(0.1), "rev-old", date=1.0)
+    write_result(tmp_path, "org/m", NANO[0], official_row(0.5), "rev-new", date=2.0, model_revision="r2")  # newer, another dataset revision
     rows = build_leaderboard([tmp_path], benchmark="nano")
     assert len(rows) == 2
     old = next(row for row in rows if "rev-old" in row.note)
@@ -114,8 +105,8 @@ def test_dataset_revisions_are_kept_apart(tmp_path: Path):
 
 def test_r2med_rows_split_by_off_pin_revision(tmp_path: Path):
     for spec in R2MED:
-        _result(tmp_path, "org/m", spec.name, 0.2, spec.revision)
-    _result(tmp_path, "org/m", R2MED[0].name, 0.6, "drifted-commit", date=5.0, model_rev="r2")
+        write_result(tmp_path, "org/m", spec.name, official_row(0.2), spec.revision)
+    write_result(tmp_path, "org/m", R2MED[0].name, official_row(0.6), "drifted-commit", date=5.0, model_revision="r2")
     rows = build_leaderboard([tmp_path])
     pinned = next(row for row in rows if row.ranked)
     assert pinned.average == pytest.approx(20.0) and pinned.note == ""
@@ -230,9 +221,9 @@ def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: P
 
 def test_model_revisions_are_merged_only_when_one_supersedes_the_other(tmp_path: Path):
     for spec in R2MED:
-        _result(tmp_path, "org/m", spec.name, 0.1, spec.revision, date=1.0, model_rev="weights-a")
+        write_result(tmp_path, "org/m", spec.name, official_row(0.1), spec.revision, date=1.0, model_revision="weights-a")
     for spec in R2MED[:4]:  # re-run with new weights on half the tasks
-        _result(tmp_path, "org/m", spec.name, 0.5, spec.revision, date=2.0, model_rev="weights-b")
+        write_result(tmp_path, "org/m", spec.name, official_row(0.5), spec.revision, date=2.0, model_revision="weights-b")
     rows = build_leaderboard([tmp_path])
     assert sorted(row.note for row in rows) == ["model revision weights-a", "model revision weights-b"]
     a = next(row for row in rows if row.note.endswith("weights-a"))
@@ -240,7 +231,7 @@ def test_model_revisions_are_merged_only_when_one_supersedes_the_other(tmp_path:
     b = next(row for row in rows if row.note.endswith("weights-b"))
     assert not b.ranked and list(b.scores.values()) == pytest.approx([50.0] * 4)
     for spec in R2MED[4:]:  # the new weights now cover every task: they supersede the old row
-        _result(tmp_path, "org/m", spec.name, 0.5, spec.revision, date=3.0, model_rev="weights-b")
+        write_result(tmp_path, "org/m", spec.name, official_row(0.5), spec.revision, date=3.0, model_revision="weights-b")
     (row,) = build_leaderboard([tmp_path])
     assert row.average == pytest.approx(50.0)
     assert row.note.startswith("model revision weights-b (newest; also found: weights-a")  # never silently
@@ -251,18 +242,18 @@ def test_submission_takes_one_revision_set_and_no_synthetic_results(tmp_path: Pa
 
     mixed = tmp_path / "mixed"
     for spec in R2MED:
-        _result(mixed, "org/m", spec.name, 0.1, spec.revision, date=1.0, model_rev="weights-a")
-    _result(mixed, "org/m", R2MED[0].name, 0.5, spec.revision, date=2.0, model_rev="weights-b")
+        write_result(mixed, "org/m", spec.name, official_row(0.1), spec.revision, date=1.0, model_revision="weights-a")
+    write_result(mixed, "org/m", R2MED[0].name, official_row(0.5), spec.revision, date=2.0, model_revision="weights-b")
     with pytest.raises(ValueError, match="come from 2 different revision sets.*weights-a: 8 tasks.*weights-b: 1 tasks"):
         export_submission([mixed], "org/m", tmp_path / "out-mixed")
     synthetic = tmp_path / "synthetic"
     for spec in R2MED:
-        _result(synthetic, "org/m", spec.name, 0.1, "synthetic-sample")
+        write_result(synthetic, "org/m", spec.name, official_row(0.1), "synthetic-sample")
     with pytest.raises(ValueError, match="synthetic demo sample"):
         export_submission([synthetic], "org/m", tmp_path / "out-synthetic")
     clean = tmp_path / "clean"
     for spec in R2MED:
-        _result(clean, "org/m", spec.name, 0.1, spec.revision)
+        write_result(clean, "org/m", spec.name, official_row(0.1), spec.revision)
     export_submission([clean], "org/m", tmp_path / "out")
     card = json.loads((tmp_path / "out" / "model_card.json").read_text())
     assert card["dataset_revisions"] == {spec.name: spec.revision for spec in R2MED}
@@ -273,7 +264,7 @@ def test_submission_warns_about_missing_tasks_and_unverified_files(tmp_path: Pat
     from r2med_plugin.reporting.submission import export_submission
 
     for spec in R2MED[:3]:
-        _result(tmp_path / "r", "org/m", spec.name, 0.1, f"{spec.revision}+unverified-files-abc")
+        write_result(tmp_path / "r", "org/m", spec.name, official_row(0.1), f"{spec.revision}+unverified-files-abc")
     with caplog.at_level("WARNING"):
         export_submission([tmp_path / "r"], "org/m", tmp_path / "out", allow_incomplete=True)  # refused without (issue 20)
     messages = " ".join(record.getMessage() for record in caplog.records)
@@ -319,7 +310,7 @@ def test_a_candidates_only_bm25_run_keeps_only_the_candidates(mirror_env: Path, 
 
 def test_a_newer_revision_with_only_candidate_results_never_hides_an_older_full_row(tmp_path: Path):
     for task in NANO:
-        _result(tmp_path, "org/m", task, 0.4, "abc123", date=1.0, model_rev="weights-a")
+        write_result(tmp_path, "org/m", task, official_row(0.4), "abc123", date=1.0, model_revision="weights-a")
     for task in NANO:  # a newer revision, candidate-only results only
         folder = tmp_path / "candidates-only" / "org__m" / "weights-b"
         folder.mkdir(parents=True, exist_ok=True)

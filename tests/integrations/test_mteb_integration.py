@@ -142,12 +142,10 @@ def test_r2med_task_reports_hybrid_with_official_bm25(mirror_env: Path, tmp_path
     assert not any(key.startswith("candidates_") for key in scores)
 
 
-def test_resolved_revision_is_recorded(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def test_resolved_revision_is_recorded(mirror_copy_env: Path, tmp_path: Path):
     from tests.fixture_mirror import record_download_metadata
 
-    record_download_metadata(mirror_copy / "hakari-bench" / "NanoR2MED", "c" * 40)
-    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
-    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    record_download_metadata(mirror_copy_env / "hakari-bench" / "NanoR2MED", "c" * 40)
     result = mteb.evaluate(_minilm(), mteb.get_task("NanoR2MEDPMCClinical"), cache=mteb.ResultCache(tmp_path), show_progress_bar=False)
     assert result.task_results[0].dataset_revision == "c" * 40 + "+count-drift"  # the fixture's counts are not the card's
 

@@ -13,26 +13,20 @@ from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.leaderboard import build_leaderboard, render
 from r2med_plugin.reporting.plots import plot_nano, plot_tasks
 from r2med_plugin.reporting.submission import export_submission, export_trec_runs
+from tests.support import builders
+from tests.support.builders import OFFICIAL_CUTOFFS, official_row
 
 HUB = [spec.hub_name for spec in list_tasks("r2med")]
 TASKS = [spec.name for spec in list_tasks("r2med")]
 BUILTIN = [spec.mteb_builtin_task for spec in list_tasks("r2med")]
 
 
-def _scores(ndcg: float) -> dict:
-    keys = [f"{f}_at_{k}" for f in ("ndcg", "map", "recall", "precision") for k in (1, 3, 5, 10, 25, 50, 100, 1000)]
-    scores = {key: round(ndcg / 2, 6) for key in keys} | {"ndcg_at_10": ndcg, "mrr": 0.123456789, "main_score": ndcg}
-    return scores | {"hf_subset": "default", "languages": ["eng-Latn"]}
-
-
 def write_result(root: Path, model: str, task: str, ndcg: float, *, revision: str = "rev1", date: float = 1.0) -> Path:
-    folder = root / "results" / model.replace("/", "__") / revision
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": revision}))
-    path = folder / f"{task}.json"
-    path.write_text(json.dumps({"dataset_revision": "x", "task_name": task, "mteb_version": "2.26.24", "date": date,
-                                "evaluation_time": 12.5, "scores": {"test": [_scores(ndcg)]}}))
-    return path
+    """A result as this file's tables read it: every official metric to @1000 (rounded as result files hold them),
+    an mrr with more digits than any table shows, 12.5 s of evaluation."""
+    row = official_row(ndcg, mrr=0.123456789, cutoffs=(*OFFICIAL_CUTOFFS, 1000), digits=6)
+    return builders.write_result(root, model, task, row, "x", model_revision=revision, date=date, evaluation_time=12.5,
+                                 mteb_version="2.26.24")
 
 
 @pytest.fixture()
