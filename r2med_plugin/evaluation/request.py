@@ -184,13 +184,18 @@ class EvaluationRequest:
             return None
         from r2med_plugin.catalog import get_task_spec
 
-        first = getattr(self.first_stage, "variant", None)
-        return hybrid_partner(get_task_spec(self.task), first or "", self.scoring.expansion)
+        return hybrid_partner(get_task_spec(self.task), self._bm25_variant or "", self.scoring.expansion)
+
+    @property
+    def _bm25_variant(self) -> str | None:
+        from r2med_plugin.evaluation.specs import Bm25Spec
+
+        return self.first_stage.variant if isinstance(self.first_stage, Bm25Spec) else None
 
     @property
     def computes_bm25_lucene(self) -> bool:
         """Whether the request analyses a corpus with the Lucene analyzer (what ``bm25_workers`` parallelises)."""
-        if getattr(self.first_stage, "variant", None) == "bm25-lucene":
+        if self._bm25_variant == "bm25-lucene":
             return True
         return self.hybrid_partner == "bm25-lucene"
 
