@@ -509,6 +509,7 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
 def _check_jobs(spec: SweepSpec) -> None:
     """Every job's EvaluationRequest built, and so checked as `r2med evaluate` checks it, before anything runs: a value
     that would fail at run time (options: {top_k: 5}) fails here, naming the job."""
+    models: dict[str, Any] = {}  # each model resolved once for all its jobs
     for job in expand_jobs(spec):
         try:
             requests = job.options.get("llm_requests") or {}
@@ -516,15 +517,16 @@ def _check_jobs(spec: SweepSpec) -> None:
             if key_env and not (job.env[key_env] if key_env in job.env else os.environ.get(key_env)):
                 raise ValueError(f"api_key_env {key_env}: the variable {key_env} is set neither here nor in the spec's "
                                  "env:; export it first")
-            job_request(job)
+            job_request(job, models)
         except (ValueError, KeyError, TypeError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
             raise SpecError(f"{spec.path}: job {job.label}: {message} (see `top_k`, `options`, `candidates`, `hybrid`, "
                             "`rerankers` in the spec)") from None
 
 
-def job_request(job: Job) -> Any:
-    """The EvaluationRequest a job runs, built from its plain form (models named, not loaded)."""
+def job_request(job: Job, models: dict[str, Any] | None = None) -> Any:
+    """The EvaluationRequest a job runs, built from its plain form (models named, not loaded; ``models`` keeps the
+    ModelSpecs built so far, so a model of many jobs is resolved once)."""
     from r2med_plugin.evaluation.plan import request_of
     from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec
 
@@ -533,7 +535,11 @@ def job_request(job: Job) -> Any:
     first = Bm25Spec(retriever["bm25"]) if "bm25" in retriever else None
     if "model" in retriever:
         loading = {name: retriever[name] for name in LOADING_KEYS if retriever.get(name) is not None}
-        first = model_spec(retriever["model"], retriever.get("revision"), loading, job.instruction)
+        key = json.dumps([retriever["model"], retriever.get("revision"), loading, job.instruction], sort_keys=True, default=str)
+        models = {} if models is None else models
+        if key not in models:
+            models[key] = model_spec(retriever["model"], retriever.get("revision"), loading, job.instruction)
+        first = models[key]
     if "rerank" in options:
         depth, batch_size = options.pop("rerank_depth", None) or 10, options.pop("rerank_batch_size", None)
         asks = job.options.get("llm_reranker")
