@@ -377,7 +377,9 @@ class LlmRerankerSpec:
         if self.endpoint.dimensions is not None:
             raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
                              "and an LLM reranker asks for text; drop it")
-        self.config(check_key=False)  # every value checked before any data loads
+        from r2med_plugin.evaluation.rerankers import as_reranker
+
+        as_reranker(self.name, llm=self.config(check_key=False))  # the kind's name and every value, before any data loads
 
     @property
     def kind(self) -> str:
