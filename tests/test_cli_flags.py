@@ -48,10 +48,10 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     # plugin's tasks register into mteb on its first import, and must register from the real catalog
     import mteb  # noqa: F401
 
-    import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real build_plan, not the stand-in below
+    import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real plan functions, not the stand-ins below
 
-    monkeypatch.setattr("r2med_plugin.evaluation.plan.build_plan",
-                        recorder("build_plan", lambda task, *a, **k: SimpleNamespace(task=task, reranker=k.get("rerank"))))
+    monkeypatch.setattr("r2med_plugin.evaluation.plan.plan_request",
+                        recorder("plan_request", lambda request, **k: SimpleNamespace(task=request.task, reranker=request.reranker)))
     monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
     monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.retrieval.dense.SentenceTransformerEncoder", recorder("encoder", encoder))
@@ -114,6 +114,7 @@ RERANK = ["evaluate", "--task", TASK, "--rerank", "org/ce", "--first-stage", "bm
 LLM = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:m", "--first-stage", "bm25-lucene", "--base-url", "http://127.0.0.1:9/v1"]
 LLM_POINTWISE = [*LLM[:4], "llm-pointwise:m", *LLM[5:]]
 LLM_SETWISE = [*LLM[:4], "llm-setwise:m", *LLM[5:]]
+LLM_GROUPWISE = [*LLM[:4], "llm-groupwise:m", *LLM[5:]]
 GENERATE = ["generate", "--task", R2MED_TASK, "--method", "lamer", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1"]
 SWEEP = ["sweep", "spec.yaml"]
 MTEB_MODEL = ["evaluate", "--task", TASK, "--retriever", "sentence-transformers/all-MiniLM-L6-v2"]  # mteb has its ModelMeta
@@ -165,6 +166,12 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "set_size"): (LLM_SETWISE, LLM_SETWISE + ["--set-size", "4"]),  # issue 33: setwise
     ("evaluate", "setwise_method"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-method", "bubblesort"]),
     ("evaluate", "setwise_k"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-k", "5"]),
+    ("evaluate", "group_size"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-size", "10"]),  # issue 33: groupwise
+    ("evaluate", "grouping"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--grouping", "first-stage"]),
+    ("evaluate", "group_seed"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-seed", "3"]),
+    ("evaluate", "regroup"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--regroup", "3"]),
+    ("evaluate", "show_scores"): (LLM, LLM + ["--show-scores"]),  # issue 33: InsertRank
+    ("evaluate", "reasoning_effort"): (LLM, LLM + ["--reasoning-effort", "high"]),  # issue 33: listwise reasoning models
     ("generate", "task"): (GENERATE, [*GENERATE[:2], "R2MEDMedQADiag", *GENERATE[3:]]),
     ("generate", "method"): (GENERATE, [*GENERATE[:4], "hyde", *GENERATE[5:]]),
     ("generate", "llm"): (GENERATE, [*GENERATE[:6], "other", *GENERATE[7:]]),
@@ -308,6 +315,17 @@ REFUSED: list[tuple[list[str], str]] = [
     (RERANK + ["--setwise-k", "5"], "--setwise-k"),
     (LLM_SETWISE + ["--window", "30"], "--window"),
     (LLM_SETWISE + ["--step", "5"], "--step"),
+    (LLM + ["--group-size", "10"], "--group-size"),  # issue 33: groupwise settings for groupwise only
+    (LLM_SETWISE + ["--grouping", "random"], "--grouping"),
+    (LLM_POINTWISE + ["--regroup", "2"], "--regroup"),
+    (RERANK + ["--group-seed", "1"], "--group-seed"),
+    (LLM_GROUPWISE + ["--window", "30"], "--window"),
+    (LLM_GROUPWISE + ["--grouping", "first-stage", "--group-seed", "1"], "--group-seed"),  # first-stage draws nothing
+    (LLM_GROUPWISE + ["--grouping", "first-stage", "--regroup", "2"], "--regroup"),
+    (LLM_GROUPWISE + ["--show-scores"], "--show-scores"),  # InsertRank: listwise only
+    (LLM_SETWISE + ["--show-scores"], "--show-scores"),
+    (LLM_POINTWISE + ["--reasoning-effort", "high"], "--reasoning-effort"),  # pointwise reads the first token
+    (BM25 + ["--reasoning-effort", "low"], "--reasoning-effort"),
     (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing
     (LLM + ["--rerank-revision", "v2"], "--rerank-revision"),
     ([*GENERATE[:4], "hyde", *GENERATE[5:], "--first-stage", "bm25-lucene"], "--first-stage"),

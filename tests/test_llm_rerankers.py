@@ -114,7 +114,7 @@ def test_sliding_windows_go_from_the_bottom_to_the_top():
 
 def test_every_prompt_names_its_published_source():
     prompts = llm_prompts()
-    assert set(prompts) == {"listwise", "pointwise", "pointwise_graded", "reasoning", "setwise"}
+    assert set(prompts) == {"listwise", "pointwise", "pointwise_graded", "reasoning", "setwise", "listwise_scores", "groupwise"}
     assert all(len(prompt["source"]) > 40 for prompt in prompts.values())
 
 

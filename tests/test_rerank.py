@@ -585,9 +585,12 @@ def test_first_stage_scores_equal_the_first_stages_own_result_encoder(mirror_env
     # most first positives lie below rank 100, where a top-100 cut counts 0 and the full run 1/rank
     data = load_task(NANO_TASK)
     first_ranks = [min(list(own.run[q]).index(d) + 1 for d in positives) for q, positives in data.qrels.items()]
-    assert sorted(first_ranks) == [59, 115, 166, 185, 186]
+    # the ranks below 100 sit among documents tied in exact arithmetic (cosines such as -sqrt(3/10)), which float32
+    # rounds in the order the BLAS kernel sums: 166 on one machine, 167 on another; only the first is tie-free
+    ranks = sorted(first_ranks)
+    assert ranks[0] == 59 and len(ranks) == 5 and all(100 < rank < 200 for rank in ranks[1:])
     top_100_mrr = (1 / 59) / 5  # what first_stage_mrr was before: the top 100 only
-    assert own.scores["mrr"] == pytest.approx((1 / 59 + 1 / 115 + 1 / 166 + 1 / 185 + 1 / 186) / 5)
+    assert own.scores["mrr"] == pytest.approx(sum(1 / rank for rank in ranks) / 5)
     assert reranked.scores["first_stage_mrr"] == own.scores["mrr"] != pytest.approx(top_100_mrr)
     assert {k: reranked.scores["first_stage_" + k] for k in own.scores} == own.scores  # every key, same value
     # the reranker still reranks the top 10 of the same ranking

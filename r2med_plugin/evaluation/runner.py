@@ -157,7 +157,8 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
         data=data, dataset_revision_verified=data.revision_verified,
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
                           first_stage_run=first, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
-                          usage=getattr(report, "usage", None), traces=getattr(report, "traces", None)),
+                          usage=getattr(report, "usage", None), traces=getattr(report, "traces", None),
+                          traces_name=getattr(report, "traces_name", "reasoning")),
     )
 
 
