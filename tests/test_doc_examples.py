@@ -7,6 +7,9 @@ the package's commands (``r2med``, ``mteb``, ``ir_datasets``, ``python``) first 
 a page share their environment and working folder (an ``export`` or ``cd`` carries to the next block);
 Python blocks share one namespace.
 
+A console block's output lines shown in full (not elided with ``...``) must be among the lines its commands print,
+so the numbers a page shows are the numbers the commands give.
+
 A block that cannot run here (it needs the hub, a GPU, a server, the network or an API key) is marked by an
 HTML comment on the line before it, with the reason and the offline stand-in that runs in its place::
 
@@ -107,6 +110,18 @@ def collect(path: Path) -> list[Block]:
     return blocks
 
 
+def _console_output(code: str) -> list[str]:
+    """The output lines a console block shows in full (not elided with "...", not a parenthetical note)."""
+    shown, continuing = [], False
+    for line in code.splitlines():
+        if line.startswith("$ ") or continuing:
+            continuing = line.endswith("\\")
+            continue
+        if line.strip() and "..." not in line and not line.lstrip().startswith("("):
+            shown.append(line.strip())
+    return shown
+
+
 def _console_commands(code: str) -> str:
     """The ``$ `` lines of a console block (with their continuation lines), as one script."""
     commands, continuing = [], False
@@ -123,7 +138,7 @@ class PageRun:
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
         self.cwd, self.env, self.namespace = workdir, env, {"__name__": "__doc_example__"}
 
-    def shell(self, script: str, where: str) -> None:
+    def shell(self, script: str, where: str) -> str:
         state = self.cwd.parent / "shell-state"
         wrapped = f"set -e\n{script}\ncd_now=$(pwd); env -0 > {state}.env; printf %s \"$cd_now\" > {state}.cwd\n"
         done = subprocess.run(["bash", "-c", wrapped], cwd=self.cwd, env=self.env, capture_output=True, text=True,
@@ -131,6 +146,7 @@ class PageRun:
         assert done.returncode == 0, f"{where} failed (exit {done.returncode}):\n{script}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
         self.env = dict(item.split("=", 1) for item in Path(f"{state}.env").read_text().split("\0") if "=" in item)
         self.cwd = Path(Path(f"{state}.cwd").read_text())
+        return done.stdout
 
     def python(self, code: str, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
         for key in set(os.environ) - set(self.env):
@@ -169,8 +185,12 @@ def test_every_example_of_the_page_runs(page: str, fixture_mirror: Path, tmp_pat
         code = block.instead if block.skip else block.code  # a stand-in is written in its block's language
         if block.language == "python":
             run.python(code, where, monkeypatch)
+        elif block.language == "console" and not block.skip:
+            printed = {line.strip() for line in run.shell(_console_commands(code), where).splitlines()}
+            missing = [line for line in _console_output(code) if line not in printed]
+            assert not missing, f"{where}: the page shows output the commands no longer print: {missing}"
         else:
-            run.shell(_console_commands(code) if block.language == "console" and not block.skip else code, where)
+            run.shell(code, where)
 
 
 def test_the_collector_finds_the_examples_and_every_skip_has_a_stand_in():
@@ -185,6 +205,7 @@ def test_the_collector_finds_the_examples_and_every_skip_has_a_stand_in():
     with pytest.raises(ValueError, match="is not one of"):
         _marker("skip because; instead:\ntrue")
     assert _console_commands("$ r2med a \\\n    --b\noutput\n$ r2med c\n") == "r2med a \\\n    --b\nr2med c\n"
+    assert _console_output("$ r2med a\n| 1 | 2 |\n| 3 | ... |\n  (a note)\n") == ["| 1 | 2 |"]
 
 
 def test_a_marker_without_a_block_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
