@@ -71,7 +71,7 @@ def _evaluate_unreached(args: argparse.Namespace, first_stage: str | None, encod
     """Option -> why it reaches no code, for the mode chosen: ``first_stage`` is the BM25 name or run file
     that is searched or reranked, None for an encoder (``encoder_name``: its name)."""
     from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS
-    from r2med_plugin.retrieval.registry import endpoint_options_of, scheme_loader
+    from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
 
     encoder = first_stage is None
     bm25 = first_stage in BM25_RETRIEVERS
@@ -134,7 +134,7 @@ REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint: embeddings an
 
 
 def _endpoint_takes(name: str | None) -> tuple[str, ...]:
-    from r2med_plugin.retrieval.registry import endpoint_options_of
+    from r2med_plugin.models.registry import endpoint_options_of
 
     return endpoint_options_of(name) if name else ()
 
@@ -201,7 +201,7 @@ def _print_usage(result) -> None:
 
 def _check_model_options(args: argparse.Namespace) -> None:
     """The device is checked before any model loads (a typo would otherwise surface as a torch traceback)."""
-    from r2med_plugin.retrieval.dense import check_device
+    from r2med_plugin.models.checks import check_device
 
     check_device(args.device)
 
@@ -279,9 +279,9 @@ def _first_stage_name_or_folder(value: str) -> str | None:
 
 
 def _resolved(name: str, args: argparse.Namespace, *, revision: str | None, settings: dict | None = None):
-    """What a model name is and how it loads (r2med_plugin.retrieval.registry: mteb's registry, an endpoint,
+    """What a model name is and how it loads (r2med_plugin.models.registry: mteb's registry, an endpoint,
     sentence-transformers), with --loader and the endpoint options; nothing is loaded yet."""
-    from r2med_plugin.retrieval.registry import resolve
+    from r2med_plugin.models.registry import resolve
 
     return resolve(name, revision, loader=args.loader, settings=_endpoint_settings(args) if settings is None else settings)
 
@@ -296,7 +296,7 @@ def _refuse_prompt_for_mteb(args: argparse.Namespace, ref) -> None:
 def _load_encoder(ref, args: argparse.Namespace):
     """The encoder a resolved name stands for (a sentence-transformers model, mteb's implementation, an endpoint;
     --device is for a local model: an endpoint's first stage leaves it to the --rerank model)."""
-    from r2med_plugin.retrieval.registry import endpoint_options_of
+    from r2med_plugin.models.registry import endpoint_options_of
 
     endpoint = bool(endpoint_options_of(ref.name))
     return ref.load_encoder(device=None if endpoint else args.device, batch_size=args.batch_size, show_progress=not args.quiet,
@@ -330,7 +330,7 @@ def _evaluate_reranked(args: argparse.Namespace) -> int:
     if not source:
         raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl (file or folder)")
     if args.model_name is not None:
-        from r2med_plugin.retrieval.dense import check_model_name
+        from r2med_plugin.models.checks import check_model_name
 
         check_model_name(args.model_name)
     first_stage = _first_stage_name_or_folder(source)
@@ -457,7 +457,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.instruction and args.retriever in BM25_RETRIEVERS:
         raise ValueError("--instruction is a prompt for dense models; BM25 would ignore it (drop --instruction)")
     if args.model_name is not None:
-        from r2med_plugin.retrieval.dense import check_model_name
+        from r2med_plugin.models.checks import check_model_name
 
         if args.retriever in BM25_RETRIEVERS:
             raise ValueError("--model-name names a model's results; BM25 results are named by the retriever (drop --model-name)")
@@ -562,7 +562,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _cache_packaged_model(args: argparse.Namespace) -> int:
-    from r2med_plugin.retrieval.model_identity import cache_packaged_model, default_hf_home
+    from r2med_plugin.models.identity import cache_packaged_model, default_hf_home
 
     name, revision, snapshot = cache_packaged_model(args.alias, args.hf_home)
     home = Path(args.hf_home) if args.hf_home is not None else default_hf_home()
@@ -663,7 +663,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from r2med_plugin.identifiers import CANDIDATE_SUBSETS, GENERATION_METHODS
-    from r2med_plugin.retrieval.registry import loader_choices
+    from r2med_plugin.models.registry import loader_choices
     from r2med_plugin.version import __version__
 
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")

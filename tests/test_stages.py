@@ -16,7 +16,8 @@ from r2med_plugin.evaluation.rerankers import CrossEncoderReranker, Reranker, as
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Retrieved, merged, within_depth
 from r2med_plugin.evaluation.writers import write_mteb, write_official, write_trec
 from r2med_plugin.metrics import evaluate_run
-from r2med_plugin.retrieval.dense import HashingEncoder, dense_search, score_candidates
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.dense import dense_search, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 
 

@@ -25,7 +25,8 @@ from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.identifiers import BM25_VARIANTS, TieOrder
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, bound_to_task, dense_search, effective_prompt, score_candidates
+from r2med_plugin.models.protocols import Encoder
+from r2med_plugin.retrieval.dense import bound_to_task, dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__

@@ -18,7 +18,8 @@ from typing import Protocol, runtime_checkable
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.rerankers import is_llm_reranker_name, llm_reranker
 from r2med_plugin.retrieval.dense import bound_to_task
-from r2med_plugin.retrieval.rerank import as_pair_scorer, rerank_run, reranker_name, reranker_revision
+from r2med_plugin.models.cross_encoder import as_pair_scorer, reranker_name, reranker_revision
+from r2med_plugin.retrieval.rerank import rerank_run
 from r2med_plugin.types import Run
 
 
@@ -55,7 +56,7 @@ class CrossEncoderReranker:
 def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig | None = None) -> Reranker:
     """A Reranker from what a user gives: a Reranker, a pair scorer, an LLM reranker's name ("llm-listwise:<model>",
     "llm-pointwise:<model>", "llm-reasoning:<model>", "llm-setwise:<model>", with ``llm`` saying where and how to ask), or
-    a cross-encoder's name or folder (loaded here, resolved like every name: r2med_plugin.retrieval.registry, so a name mteb knows
+    a cross-encoder's name or folder (loaded here, resolved like every name: r2med_plugin.models.registry, so a name mteb knows
     loads through mteb)."""
     if isinstance(value, Reranker):
         if llm is not None:
@@ -68,7 +69,7 @@ def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig |
         raise ValueError(f"llm (the endpoint settings: --base-url, --window, ...) applies to LLM rerankers only; {value!r} is "
                          "a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop llm")
     if isinstance(value, (str, os.PathLike)):
-        from r2med_plugin.retrieval.registry import resolve
+        from r2med_plugin.models.registry import resolve
 
         value = resolve(str(value)).load_cross_encoder(batch_size=batch_size)
         if isinstance(value, Reranker):

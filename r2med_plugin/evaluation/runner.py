@@ -27,7 +27,8 @@ from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, bound_to_task, score_candidates
+from r2med_plugin.models.protocols import Encoder
+from r2med_plugin.retrieval.dense import bound_to_task, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run, TaskData

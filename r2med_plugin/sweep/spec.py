@@ -243,7 +243,7 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
     loading = {name: entry[name] for name in LOADING_KEYS if entry.get(name) is not None}
     instruction = bool(_as_bool(path, f"{key}.instruction", entry.get("instruction")))
-    from r2med_plugin.retrieval.registry import resolve
+    from r2med_plugin.models.registry import resolve
 
     try:  # what the name is and how it loads, checked before any job runs (mteb's registry, an endpoint's settings)
         settings = {name: value for name, value in loading.items() if name != "loader"}
@@ -495,7 +495,7 @@ def _check_jobs(spec: SweepSpec) -> None:
     """Every job's request checked as `r2med evaluate` checks it (r2med_plugin.evaluation.plan.build_plan), before
     anything runs: a value that would fail at run time (options: {top_k: 5}) fails here, naming the job."""
     from r2med_plugin.evaluation.plan import build_plan
-    from r2med_plugin.retrieval.dense import HashingEncoder
+    from r2med_plugin.models.hashing import HashingEncoder
 
     for job in expand_jobs(spec):
         retriever = (job.retriever or {}).get("bm25") or (HashingEncoder(name="spec-check") if job.retriever else None)
