@@ -24,7 +24,7 @@ _EXPORTS = {
     "TaskRunResult": "r2med_plugin.evaluation.result",
     "EvaluationPlan": "r2med_plugin.evaluation.plan",
     "build_plan": "r2med_plugin.evaluation.plan",
-    "Reranker": "r2med_plugin.evaluation.rerankers",
+    "Reranker": "r2med_plugin.models.protocols",
     "generate_expansions": "r2med_plugin.generation",
     "score_candidate_lists": "r2med_plugin.evaluation.runner",
     "rerank_candidates": "r2med_plugin.evaluation.runner",

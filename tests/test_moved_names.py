@@ -35,6 +35,7 @@ SAMPLES = {
     "r2med_plugin.integrations.embedding_endpoint": ("EndpointEncoder", "r2med_plugin.models.embedding_endpoint.EndpointEncoder"),
     "r2med_plugin.integrations.official_models": ("OfficialLoader", "r2med_plugin.models.official.loader.OfficialLoader"),
     "r2med_plugin.integrations.official_rerankers": ("OfficialReranker", "r2med_plugin.models.official.rerankers.OfficialReranker"),
+    "r2med_plugin.evaluation.rerankers": ("Reranker", "r2med_plugin.models.protocols.Reranker"),
 }
 
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.checks import check_device, check_model_name
-from r2med_plugin.models.registry import RetrieverRef, cached_hub_commit
+from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
 
 NAME = "mteb"
 SPLIT, SUBSET = "test", "default"
@@ -51,7 +51,7 @@ def model_meta(name: str) -> Any | None:
     return None
 
 
-class MtebLoader:
+class MtebLoader(ModelLoaderBase):
     """The ``mteb`` model loader (see r2med_plugin.models.registry.ModelLoader)."""
 
     name = NAME
@@ -137,7 +137,7 @@ def _load(meta: Any, ref: RetrieverRef, device: str | None) -> Any:
         ) from error
 
 
-class MtebEncoder:
+class MtebEncoder(EncoderBase):
     """A model of mteb's registry as an Encoder; ``for_task(name)`` binds the task whose prompts it uses."""
 
     query_prompt = None  # mteb chooses the prompts (model prompts, the task's instruction)

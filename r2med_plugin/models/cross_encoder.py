@@ -13,20 +13,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from r2med_plugin.models.checks import check_device
 from r2med_plugin.models.identity import model_revision
+from r2med_plugin.models.protocols import PairScorer, PairScorerBase
 
 
-@runtime_checkable
-class PairScorer(Protocol):
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> Sequence[float]: ...
-
-
-class SentenceTransformerCrossEncoder:
+class SentenceTransformerCrossEncoder(PairScorerBase):
     """A sentence-transformers ``CrossEncoder`` that returns raw logits, batched, on one progress bar."""
 
     def __init__(

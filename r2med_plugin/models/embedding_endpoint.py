@@ -33,9 +33,9 @@ from r2med_plugin.cache import key_of, read_cached_array, store_array
 from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
 from r2med_plugin.llm.config import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
 from r2med_plugin.llm.client import refused as api_refused
-from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.checks import check_model_name
-from r2med_plugin.models.registry import RetrieverRef
+from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
 
 NAME = SCHEME = "openai"
 SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
@@ -57,7 +57,7 @@ def _positive(name: str, value: Any) -> int | None:
     return value
 
 
-class EndpointLoader:
+class EndpointLoader(ModelLoaderBase):
     """The ``openai`` model loader: ``openai:<model id>`` (see r2med_plugin.models.registry.ModelLoader)."""
 
     name = NAME
@@ -111,10 +111,8 @@ class EndpointLoader:
 LOADER = EndpointLoader()
 
 
-class EndpointEncoder:
+class EndpointEncoder(EncoderBase):
     """An OpenAI-compatible embeddings endpoint as an Encoder (see the module docstring)."""
-
-    query_prompt = None
 
     def __init__(self, model: str, base_url: str, *, api_key_env: str | None = None, dimensions: int | None = None,
                  concurrency: int = 8, batch_size: int = 32, timeout: float = 120.0, max_retries: int = 6,

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase, with_prompt
 
 
-class HashingEncoder:
+class HashingEncoder(EncoderBase):
     """Deterministic bag-of-hashed-words embeddings: no model, no download, thousands of texts a second."""
 
     def __init__(self, dim: int = 256, name: str = "hashing-encoder") -> None:
@@ -21,7 +21,8 @@ class HashingEncoder:
         self.revision = f"dim{dim}"
         self.encoded_texts = 0
 
-    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
+        texts = with_prompt(prompt, texts)
         self.encoded_texts += len(texts)
         words = pl.Series("text", list(texts), dtype=pl.Utf8).str.to_lowercase().str.extract_all(r"[a-z0-9]+")
         exploded = pl.DataFrame({"row": np.arange(len(texts)), "word": words}).explode("word").drop_nulls()

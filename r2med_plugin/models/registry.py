@@ -25,12 +25,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from r2med_plugin.identifiers import BM25_VARIANTS
 from r2med_plugin.models.identity import PACKAGED_MODELS, packaged_model_folder
+from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.version import __version__
 
 RetrieverKind = Literal["bm25", "packaged", "folder", "hub", "plugin"]
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 AUTO = "auto"
 ENTRY_POINT_GROUP = "r2med_plugin.model_loaders"
+ENDPOINT_SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")  # what an endpoint loader takes
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class RetrieverRef:
         if self.kind == "bm25":
             raise ValueError(f"{self.name} is a BM25 retriever, not a model to encode with")
         if self.kind == "plugin":
-            return loader_named(self.loader).load_encoder(self, **options)
+            return as_encoder(loader_named(self.loader).load_encoder(self, **options))  # a plugin's own object: adapted
         from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
         if self.shadows and not options.get("name"):
@@ -110,7 +112,32 @@ class ModelLoader(Protocol):
     ``name``: what ``loader=`` / ``--loader`` calls it. ``scheme``: names of the form ``<scheme>:<id>`` are
     its own (None: none). ``auto``: whether ``loader="auto"`` offers it plain hub names first.
     ``claim(name, revision, settings)`` returns a RetrieverRef (kind "plugin", loader=self.name) for a name
-    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load."""
+    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load.
+    ``endpoint_options(name)``: the endpoint settings a ``<scheme>:<id>`` name takes (default: all of
+    ``ENDPOINT_SETTINGS``); ``unclaimed_hint(name)``: the message for a name it does not claim under ``--loader``
+    (default None: a generic one). ``ModelLoaderBase`` gives these defaults; a loader without them is adapted
+    when registered (``as_model_loader``)."""
+
+    name: str
+    scheme: str | None
+    auto: bool
+
+    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None: ...
+
+    def stamp(self, ref: RetrieverRef) -> str: ...
+
+    def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
+
+    def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
+
+    def endpoint_options(self, name: str) -> tuple[str, ...]: ...
+
+    def unclaimed_hint(self, name: str) -> str | None: ...
+
+
+@runtime_checkable
+class PlainModelLoader(Protocol):
+    """What a third-party loader needs (``ModelLoader`` less the two members with defaults)."""
 
     name: str
     scheme: str | None
@@ -125,14 +152,65 @@ class ModelLoader(Protocol):
     def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
 
 
+class ModelLoaderBase:
+    """The defaults of ``ModelLoader``'s ``endpoint_options`` and ``unclaimed_hint``."""
+
+    name: str
+    scheme: str | None = None
+    auto: bool = False
+
+    def endpoint_options(self, name: str) -> tuple[str, ...]:
+        return ENDPOINT_SETTINGS
+
+    def unclaimed_hint(self, name: str) -> str | None:
+        return None
+
+
+class AdaptedLoader(ModelLoaderBase):
+    """A third-party loader (``PlainModelLoader``) with the defaults, or its own ``endpoint_options`` and
+    ``unclaimed_hint`` where it has them (read here, nowhere else)."""
+
+    def __init__(self, loader: PlainModelLoader) -> None:
+        self.loader = loader
+        self.name, self.scheme, self.auto = loader.name, loader.scheme, loader.auto
+
+    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
+        return self.loader.claim(name, revision, settings)
+
+    def stamp(self, ref: RetrieverRef) -> str:
+        return self.loader.stamp(ref)
+
+    def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
+        return self.loader.load_encoder(ref, **options)
+
+    def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
+        return self.loader.load_cross_encoder(ref, **options)
+
+    def endpoint_options(self, name: str) -> tuple[str, ...]:
+        own = getattr(self.loader, "endpoint_options", None)
+        return tuple(own(name)) if callable(own) else super().endpoint_options(name)
+
+    def unclaimed_hint(self, name: str) -> str | None:
+        own = getattr(self.loader, "unclaimed_hint", None)
+        return own(name) if callable(own) else None
+
+
+def as_model_loader(loader: object) -> ModelLoader:
+    """``loader`` as a ``ModelLoader``: ours as they are, a third-party one adapted once, when registered."""
+    if isinstance(loader, ModelLoaderBase):
+        return loader
+    if isinstance(loader, PlainModelLoader):
+        return AdaptedLoader(loader)
+    raise TypeError(f"{type(loader).__name__} is not a ModelLoader (name, scheme, auto, claim, stamp, load_encoder, load_cross_encoder)")
+
+
 _LOADERS: dict[str, ModelLoader] = {}
 _DISCOVERED = False
 
 
 def register_loader(loader: ModelLoader) -> None:
     """Add (or replace) a model loader under ``loader.name`` (entry points do this for the package's own)."""
-    if not isinstance(loader, ModelLoader):
-        raise TypeError(f"{type(loader).__name__} is not a ModelLoader (name, scheme, auto, claim, stamp, load_encoder, load_cross_encoder)")
+    loader = as_model_loader(loader)
     if loader.name in (AUTO, SENTENCE_TRANSFORMERS):
         raise ValueError(f"the loader name {loader.name!r} is reserved")
     _LOADERS[loader.name] = loader
@@ -147,7 +225,7 @@ def loaders() -> dict[str, ModelLoader]:
 
         for point in entry_points(group=ENTRY_POINT_GROUP):
             if point.name not in _LOADERS:
-                _LOADERS.setdefault(point.name, point.load())
+                _LOADERS.setdefault(point.name, as_model_loader(point.load()))
     return dict(_LOADERS)
 
 
@@ -174,10 +252,7 @@ def endpoint_options_of(name: str) -> tuple[str, ...]:
     them for an endpoint loader (openai:), what the loader's ``endpoint_options(name)`` says where it has one
     (official:openai takes three, official:bge none), and none for other names."""
     loader = _scheme_loader(name)
-    if loader is None:
-        return ()
-    options = getattr(loader, "endpoint_options", None)
-    return tuple(options(name)) if callable(options) else ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
+    return () if loader is None else tuple(loader.endpoint_options(name))
 
 
 def _scheme_loader(name: str) -> ModelLoader | None:
@@ -265,9 +340,9 @@ def _auto_loader_for(name: str, revision: str | None) -> str:
 def _claimed(loader: ModelLoader, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef:
     ref = loader.claim(name, revision, settings)
     if ref is None:
-        hint = getattr(loader, "unclaimed_hint", None)  # a loader may know better how to name its models
-        if callable(hint):
-            raise ValueError(hint(name))
+        hint = loader.unclaimed_hint(name)  # a loader may know better how to name its models
+        if hint is not None:
+            raise ValueError(hint)
         raise ValueError(f"the {loader.name} loader does not know the model {name!r}; drop --loader {loader.name} "
                          f"(or loader={loader.name!r}) to load it through sentence-transformers")
     return ref

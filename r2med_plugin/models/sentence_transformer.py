@@ -9,10 +9,10 @@ import numpy as np
 
 from r2med_plugin.models.checks import check_device, check_model_name
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
-from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 
 
-class SentenceTransformerEncoder:
+class SentenceTransformerEncoder(EncoderBase):
     """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
 
     ``devices`` with two or more entries (``["cuda:0", "cuda:1"]``, ``["cpu", "cpu"]``) encodes with

@@ -20,7 +20,8 @@ from r2med_plugin.types import Run
 
 __getattr__ = Moved(__name__, {
     "top_ranked": f"{__name__}.top_document_ids",  # its earlier name
-    **same_names("r2med_plugin.models.cross_encoder", ["PairScorer", "SentenceTransformerCrossEncoder", "raw_logits",
+    "PairScorer": "r2med_plugin.models.protocols.PairScorer",
+    **same_names("r2med_plugin.models.cross_encoder", ["SentenceTransformerCrossEncoder", "raw_logits",
                                                        "as_pair_scorer", "reranker_name", "reranker_revision"]),
 })
 

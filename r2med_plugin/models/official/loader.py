@@ -20,7 +20,7 @@ from typing import Any
 from r2med_plugin.models.official import rerankers
 from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, towers, retriever_profiles
 from r2med_plugin.models.official.loading import OfficialEncoder, load_official_encoder
-from r2med_plugin.models.registry import RetrieverRef
+from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
 
 NAME = SCHEME = "official"
 ENDPOINT_SETTINGS = ("base_url", "api_key_env", "concurrency")  # what the two API retrievers take
@@ -55,7 +55,7 @@ def endpoint_options(name: str) -> tuple[str, ...]:
     return ENDPOINT_SETTINGS if profile is not None and profile.remote else ()
 
 
-class OfficialLoader:
+class OfficialLoader(ModelLoaderBase):
     """See r2med_plugin.models.registry.ModelLoader. It also claims ``castorini/rankllama-*`` ids when
     ``loader="auto"`` (mteb has no RankLLaMA)."""
 
@@ -110,7 +110,7 @@ class OfficialLoader:
             return "+".join(parts)
         profile = retriever_profiles()[settings["profile"]]
         if profile.remote:
-            from r2med_plugin.llm.client import endpoint_host
+            from r2med_plugin.models.embedding_endpoint import endpoint_host
 
             url = settings.get("base_url") or ENDPOINTS[ref.source][0]
             return f"retriever:{profile.name}:{endpoint_host(url)}:{ref.source}"
@@ -175,8 +175,7 @@ def _no_settings(name: str, settings: Mapping[str, Any], what: str) -> None:
 
 def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_progress: bool,
               requests: Mapping[str, Any]) -> Any:
-    from r2med_plugin.models.embedding_endpoint import EndpointEncoder
-    from r2med_plugin.llm.client import endpoint_host
+    from r2med_plugin.models.embedding_endpoint import EndpointEncoder, endpoint_host
 
     url, default_env = ENDPOINTS[str(model)]
     key_env = settings.get("api_key_env") or default_env

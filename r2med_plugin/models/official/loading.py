@@ -32,13 +32,13 @@ from r2med_plugin.models.official.recipes import (
     NVEmbedRecipe,
     TransformerRecipe,
 )
-from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 
 
 # --- the encoders ---------------------------------------------------------------------------------------------
 
 
-class OfficialEncoder:
+class OfficialEncoder(EncoderBase):
     """An official profile as an Encoder (``encode(texts, kind=...)``), bound to a task by ``for_task``."""
 
     query_prompt = None  # the profile sets the instructions
@@ -82,7 +82,7 @@ class OfficialEncoder:
     def expansion_mean_dtype(self) -> str:
         """The dtype the official class's embeddings have, in which it averages a query's and its expansion's:
         float16 for NV-Embed at its official float16, else float32."""
-        return getattr(self.recipe, "output_dtype", "float32")
+        return self.recipe.output_dtype
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
         if prompt is not None:

@@ -82,7 +82,21 @@ def _batches(texts: list[str], size: int, show_progress: bool, what: str):
         yield texts[start:start + size]
 
 
-class TransformerRecipe:
+class Recipe:
+    """What every recipe has: ``encode(texts, kind, instruction, expansion=False)``, the ``settings()`` that name its
+    embeddings in the cache key, and the dtype its embeddings come in (``output_dtype``: the official class averages a
+    query's and its expansion's embeddings in it)."""
+
+    output_dtype = "float32"
+
+    def settings(self) -> list[Any]:
+        raise NotImplementedError
+
+    def encode(self, texts: list[str], kind: EncodeKind, instruction: str | None, expansion: bool = False) -> np.ndarray:
+        raise NotImplementedError
+
+
+class TransformerRecipe(Recipe):
     """FlagDRESModel / HighScaleModel: AutoModel with the official pooling, in "Base" or "BMR" encode mode."""
 
     def __init__(self, checkpoint: str, *, pooling_method: str, normalize_embeddings: bool, max_length: int,
@@ -163,7 +177,7 @@ def pool(hidden: Any, mask: Any, method: str) -> Any:
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), lengths]
 
 
-class BiEncoderRecipe:
+class BiEncoderRecipe(Recipe):
     """MedCPT (BiEncoderModel): a query tower and an article tower, CLS vectors."""
 
     def __init__(self, query_checkpoint: str, document_checkpoint: str, *, max_length: int, batch_size: int, device: str,
@@ -201,7 +215,7 @@ class BiEncoderRecipe:
         return np.concatenate(chunks, axis=0)
 
 
-class InstructorRecipe:
+class InstructorRecipe(Recipe):
     """InstructorModel: sentence-transformers, the instruction as a prompt left out of the pooling, normalised."""
 
     def __init__(self, checkpoint: str, *, batch_size: int, device: str, show_progress: bool, revision: str | None = None) -> None:
@@ -221,7 +235,7 @@ class InstructorRecipe:
                                             prompt=instruction, normalize_embeddings=True, convert_to_numpy=True))
 
 
-class GritRecipe:
+class GritRecipe(Recipe):
     """GritModel: the ``gritlm`` package's GritLM in embedding mode (queries 512 tokens at most, documents 2048)."""
 
     def __init__(self, checkpoint: str, *, batch_size: int, query_max_length: int, doc_max_length: int, device: str,
@@ -252,7 +266,7 @@ class GritRecipe:
         return np.concatenate(chunks, axis=0)
 
 
-class NVEmbedRecipe:
+class NVEmbedRecipe(Recipe):
     """NVEmbedModel: the checkpoint's own ``encode`` (trust_remote_code, float16), then normalised."""
 
     def __init__(self, checkpoint: str, *, batch_size: int, max_length: int, normalize_embeddings: bool, device: str,
@@ -282,7 +296,7 @@ class NVEmbedRecipe:
         return np.concatenate(chunks, axis=0)
 
 
-class EndpointRecipe:
+class EndpointRecipe(Recipe):
     """RetrievalOPENAI: the official text preparation in front of an embeddings endpoint (an EndpointEncoder)."""
 
     def __init__(self, model: str, endpoint: Any, *, voyage: bool) -> None:

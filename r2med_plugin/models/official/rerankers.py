@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
+from r2med_plugin.models.protocols import PairScorerBase
 
 NAME = SCHEME = "official"
 MAX_LENGTH = 512  # what src/eval_reranker.py passes for each of its three names
@@ -153,7 +154,7 @@ def _check_head(mode: str, checkpoint: str, model: Any, loading: dict[str, Any])
                          "official:bge-reranker for a one-logit head")
 
 
-class OfficialReranker:
+class OfficialReranker(PairScorerBase):
     """A pair scorer (``predict(pairs) -> scores``) with the official RerankerModel's input format and scoring."""
 
     def __init__(self, mode: str, checkpoint: str, *, profile: str | None = None, base: str | None = None, revision: str | None = None,
