@@ -1,12 +1,8 @@
 """Dense retrieval: any encoder, cosine similarity, exact top-k, embeddings cached on disk.
 
-An encoder is any object with ``name``, ``revision`` and ``encode(texts, kind=...)`` returning one
-row per text (``kind`` is "query" or "document"). Optional: a ``prompt=`` argument of ``encode`` (else
-a prompt is prepended to each text), a ``query_prompt`` default, a ``cache_identity`` string that
-changes whenever its embeddings would (weights, settings), and ``for_task(task_name)`` returning the
-encoder bound to a task whose prompts it applies itself (``bound_to_task``; mteb's models). ``SentenceTransformerEncoder`` adapts a
-sentence-transformers model the way MTEB runs one (``encode_query`` / ``encode_document``; a prompt
-only when asked for). ``HashingEncoder`` is a fast deterministic stand-in for tests and benchmarks.
+An encoder is an ``r2med_plugin.models.protocols.Encoder``: ours (r2med_plugin.models: sentence-transformers, mteb's
+registry, embedding endpoints, the official profiles, ``HashingEncoder``) or a user's object with ``name``,
+``revision`` and ``encode(texts, kind=...)``, which the public functions here adapt once (``as_encoder``).
 
 Embeddings are cached by (model name, model identity, encoder settings, dataset revision, kind, prompt,
 text hash), so a second run of the same model on the same task encodes nothing, and anything that
@@ -18,9 +14,7 @@ prompt is resolved in one place (``effective_prompt``): the one passed in, else 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
@@ -29,7 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from r2med_plugin._moved import Moved, same_names
-from r2med_plugin.cache import cached_array, key_of, remove_array, store_array
+from r2med_plugin.cache import cached_array, key_of, remove_array
 from r2med_plugin.models import protocols
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
@@ -37,6 +31,7 @@ from r2med_plugin.types import Run
 __getattr__ = Moved(__name__, {  # model families and protocols live in r2med_plugin.models
     **same_names("r2med_plugin.models.protocols", ["Encoder", "EncodeKind"]),
     **same_names("r2med_plugin.models.checks", ["check_device", "check_model_name"]),
+    "bound_to_task": "r2med_plugin.models.protocols.bound_to_task",
     "SentenceTransformerEncoder": "r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder",
     "HashingEncoder": "r2med_plugin.models.hashing.HashingEncoder",
 })
@@ -45,12 +40,6 @@ E5_TEMPLATE = "Instruct: {instruction}\nQuery: "
 CHUNK_ENV = "R2MED_ENCODE_CHUNK_TEXTS"
 DEFAULT_CHUNK_TEXTS = 4096
 CHUNK_CACHE = "embedding-chunks"
-
-
-def bound_to_task(model: object, task: str) -> object:
-    """``model.for_task(task)`` where the model offers it (its prompts depend on the task: mteb's models), else ``model``."""
-    bind = getattr(model, "for_task", None)
-    return bind(task) if callable(bind) else model
 
 
 def _validated(embeddings: np.ndarray, count: int, encoder: protocols.Encoder, kind: str) -> np.ndarray:
@@ -68,32 +57,15 @@ def _validated(embeddings: np.ndarray, count: int, encoder: protocols.Encoder, k
 def effective_prompt(encoder: protocols.Encoder, kind: protocols.EncodeKind, prompt: str | None = None) -> str | None:
     """The prompt ``encoder`` gets for ``kind``: ``prompt`` when given, else (queries) its own ``query_prompt``."""
     if prompt is None and kind == "query":
-        return getattr(encoder, "query_prompt", None)
+        return protocols.as_encoder(encoder).query_prompt
     return prompt
-
-
-def _accepts_prompt(encoder: protocols.Encoder) -> bool:
-    try:
-        parameters = inspect.signature(encoder.encode).parameters
-    except (TypeError, ValueError):
-        return False
-    return "prompt" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-
-
-def _encode(encoder: protocols.Encoder, texts: list[str], kind: protocols.EncodeKind, prompt: str | None) -> np.ndarray:
-    """The encoder's embeddings with ``prompt`` applied: passed on when encode() takes one, else prepended
-    to each text (what sentence-transformers does with a prompt)."""
-    if prompt is None:
-        return encoder.encode(texts, kind=kind)
-    if _accepts_prompt(encoder):
-        return encoder.encode(texts, kind=kind, prompt=prompt)
-    return encoder.encode([prompt + text for text in texts], kind=kind)
 
 
 def encode_cached(
     encoder: protocols.Encoder, texts: Sequence[str], *, kind: protocols.EncodeKind, dataset_revision: str, prompt: str | None = None
 ) -> np.ndarray:
     """L2-normalised embeddings of ``texts`` (with ``effective_prompt``), from the cache when this model already encoded them."""
+    encoder = protocols.as_encoder(encoder)
     return normalise(encode_cached_raw(encoder, texts, kind=kind, dataset_revision=dataset_revision, prompt=prompt))
 
 
@@ -149,15 +121,17 @@ def encode_cached_raw(
     prompt: str | None = None,
 ) -> np.ndarray:
     """The embeddings of ``texts`` as the encoder gives them (cached); kind "expansion": ``encode_expansions``."""
+    encoder = protocols.as_encoder(encoder)
     prompt = effective_prompt(encoder, "query" if kind == "expansion" else kind, prompt)
-    digest = _digest(texts)
-    identity = getattr(encoder, "cache_identity", "")
-    key = key_of(encoder.name, encoder.revision, identity, dataset_revision, kind, prompt, len(texts), digest)
+    key = key_of(encoder.name, encoder.revision, encoder.cache_identity, dataset_revision, kind, prompt, len(texts),
+                 _digest(texts))
 
     def encode_part(part: list[str]) -> np.ndarray:
         if kind == "expansion":
             return _validated(encoder.encode_expansions(part), len(part), encoder, "expansion")
-        return _validated(_encode(encoder, part, kind, prompt), len(part), encoder, kind)
+        # no prompt: encode(texts, kind=...) as ever, so that a subclass's encode without prompt= still works
+        embeddings = encoder.encode(part, kind=kind) if prompt is None else encoder.encode(part, kind=kind, prompt=prompt)
+        return _validated(embeddings, len(part), encoder, kind)
 
     chunks: list[str] = []
 
@@ -235,6 +209,7 @@ def dense_search(
     """
     if top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    encoder = protocols.as_encoder(encoder)
     doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
     if mix_with is None:
         query_vectors = encode_cached(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
@@ -249,16 +224,17 @@ def dense_search(
 
 def _mixed_query_vectors(encoder: protocols.Encoder, queries: pl.DataFrame, expansions: list[str], dataset_revision: str,
                          query_prompt: str | None) -> np.ndarray:
-    """The mean of each query's embedding and its expansion's. An encoder with ``encode_expansions`` (the official
-    profiles) encodes the expansion its own way and the mean is of its raw embeddings, as the official classes
-    average them; otherwise the expansion is encoded as a document without prompt and the unit vectors are averaged."""
+    """The mean of each query's embedding and its expansion's. An encoder with an ``expansion_mean_dtype`` (the
+    official profiles) encodes the expansion its own way (``encode_expansions``) and the mean is of its raw embeddings
+    in that dtype, as the official classes average them; otherwise (None) the expansion is encoded as a document
+    without prompt and the unit vectors are averaged."""
     raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
                                     prompt=query_prompt)
-    if hasattr(encoder, "encode_expansions"):
+    if encoder.expansion_mean_dtype is not None:
         extra = encode_cached_raw(encoder, expansions, kind="expansion", dataset_revision=dataset_revision)
         _same_dimension(encoder, raw_queries, extra)
         # the dtype the model's embeddings come in: NV-Embed's float16 vectors are averaged in float16, as officially
-        dtype = np.dtype(getattr(encoder, "expansion_mean_dtype", "float32"))
+        dtype = np.dtype(encoder.expansion_mean_dtype)
         mixed = (raw_queries.astype(dtype) + extra.astype(dtype)) / dtype.type(2)
         return normalise(mixed.astype(np.float32))
     extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
@@ -276,6 +252,7 @@ def score_candidates(
     query_prompt: str | None = None,
 ) -> Run:
     """Cosine scores of each query's candidates only; encodes just the union of the candidate documents."""
+    encoder = protocols.as_encoder(encoder)
     wanted = pl.Series("id", sorted({doc_id for ids in candidates.values() for doc_id in ids}), dtype=pl.Utf8)
     subset = corpus.filter(pl.col("id").is_in(wanted.implode()))
     missing = len(wanted) - subset.height

@@ -206,7 +206,7 @@ def _ray_gpu_devices() -> list[str] | None:
 def release_models() -> None:
     """Free the model this process keeps for the next job (and stop its multi-process pool)."""
     for encoder in _LOADED.values():
-        getattr(encoder, "close", lambda: None)()
+        encoder.close()
     _LOADED.clear()
 
 
