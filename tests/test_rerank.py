@@ -456,7 +456,7 @@ def test_any_mteb_cross_encoder_through_its_dataloader_predict(data, cross_encod
 
 
 def test_official_short_names_for_the_papers_rerankers():
-    from r2med_plugin.retrieval.rerank import official_reranker_name
+    from r2med_plugin.models.official.naming import official_reranker_name
 
     facts = _published()["models"]
     for short in ("bge-reranker", "monobert", "rankllama"):

@@ -18,7 +18,7 @@ import numpy as np
 
 from r2med_plugin.models.checks import check_device
 from r2med_plugin.models.identity import model_revision
-from r2med_plugin.models.protocols import PairScorer, PairScorerBase
+from r2med_plugin.models.protocols import PairScorerBase
 
 
 class SentenceTransformerCrossEncoder(PairScorerBase):

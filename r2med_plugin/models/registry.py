@@ -7,7 +7,8 @@ the Python API (``load_encoder``, ``load_reranker``), so one name means one thin
 
 Model loaders beyond sentence-transformers are plugins (``ModelLoader``): this module never imports
 them. They are found through the entry-point group ``r2med_plugin.model_loaders`` (this package declares
-``mteb`` and ``openai`` there, in r2med_plugin/integrations/) or added with ``register_loader``. With
+``mteb`` (r2med_plugin/integrations/mteb_models.py), ``openai`` and ``official`` (r2med_plugin/models/) there) or
+added with ``register_loader``. With
 ``loader="auto"`` a hub name goes to the first loader whose ``auto`` flag is set and that claims it
 (mteb, when it has a ModelMeta for the name), else to sentence-transformers; ``name:...`` goes to the
 loader whose ``scheme`` is ``name`` (``openai:text-embedding-3-small``).
@@ -25,7 +26,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from r2med_plugin.identifiers import BM25_VARIANTS
 from r2med_plugin.models.identity import PACKAGED_MODELS, packaged_model_folder
-from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.version import __version__
 
 RetrieverKind = Literal["bm25", "packaged", "folder", "hub", "plugin"]
@@ -82,7 +82,7 @@ class RetrieverRef:
         if self.kind == "bm25":
             raise ValueError(f"{self.name} is a BM25 retriever, not a model to encode with")
         if self.kind == "plugin":
-            return as_encoder(loader_named(self.loader).load_encoder(self, **options))  # a plugin's own object: adapted
+            return loader_named(self.loader).load_encoder(self, **options)
         from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
         if self.shadows and not options.get("name"):

@@ -9,7 +9,7 @@ official code takes them): r2med_plugin.models.cross_encoder.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -21,26 +21,10 @@ from r2med_plugin.types import Run
 __getattr__ = Moved(__name__, {
     "top_ranked": f"{__name__}.top_document_ids",  # its earlier name
     "PairScorer": "r2med_plugin.models.protocols.PairScorer",
+    **same_names("r2med_plugin.models.official.naming", ["OFFICIAL_RERANKER_NAMES", "official_reranker_name"]),
     **same_names("r2med_plugin.models.cross_encoder", ["SentenceTransformerCrossEncoder", "raw_logits",
                                                        "as_pair_scorer", "reranker_name", "reranker_revision"]),
 })
-
-# The official short names (src/eval_reranker.py, model_path_dict) of the rerankers the paper used.
-OFFICIAL_RERANKER_NAMES = {
-    "BAAI/bge-reranker-v2-m3": "bge-reranker",
-    "castorini/monobert-large-msmarco": "monobert",
-    "castorini/rankllama-v1-7b-lora-passage": "rankllama",
-}
-
-
-def official_reranker_name(name: str) -> str:
-    """The official short name (bge-reranker, monobert, rankllama) where one exists, else ``name``: an official
-    recipe's results (``<weights>+official-<short>``) on the published weights, or those weights loaded otherwise."""
-    weights, mark, short = name.rpartition("+official-")
-    if mark:
-        return short if OFFICIAL_RERANKER_NAMES.get(weights) == short else name
-    return OFFICIAL_RERANKER_NAMES.get(name.rstrip("/"), name)
-
 
 def top_document_ids(run: Mapping[str, Mapping[str, float]], depth: int) -> dict[str, list[str]]:
     """Each query's first ``depth`` document ids, in the run's own (ranking) order."""

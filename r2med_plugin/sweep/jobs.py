@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 from r2med_plugin.sweep.spec import Job
 
@@ -206,7 +207,7 @@ def _ray_gpu_devices() -> list[str] | None:
 def release_models() -> None:
     """Free the model this process keeps for the next job (and stop its multi-process pool)."""
     for encoder in _LOADED.values():
-        encoder.close()
+        as_encoder(encoder).close()  # a plugin loader's own object gets the default (nothing to close)
     _LOADED.clear()
 
 

@@ -1,5 +1,5 @@
 """How results of an official profile are named: ``<weights>+official-<profile>`` (the weights and the recipe),
-and which published leaderboard row such a result reproduces."""
+which published leaderboard row such a result reproduces, and the official short names of the rerankers."""
 
 from __future__ import annotations
 
@@ -37,3 +37,20 @@ def folder_label(name: str, local: bool) -> str:
     """A local folder's name in result names: ``<folder>+local`` where it would read as a hub id (a folder
     ``BAAI/bge-large-en-v1.5`` holding edited weights is never taken for the published checkpoint)."""
     return f"{name}+local" if local and "/" in name and not name.startswith(("/", ".")) else name
+
+
+# The official short names (src/eval_reranker.py, model_path_dict) of the rerankers the paper used.
+OFFICIAL_RERANKER_NAMES = {
+    "BAAI/bge-reranker-v2-m3": "bge-reranker",
+    "castorini/monobert-large-msmarco": "monobert",
+    "castorini/rankllama-v1-7b-lora-passage": "rankllama",
+}
+
+
+def official_reranker_name(name: str) -> str:
+    """The official short name (bge-reranker, monobert, rankllama) where one exists, else ``name``: an official
+    recipe's results (``<weights>+official-<short>``) on the published weights, or those weights loaded otherwise."""
+    weights, mark, short = name.rpartition(RESULT_MARK)
+    if mark:
+        return short if OFFICIAL_RERANKER_NAMES.get(weights) == short else name
+    return OFFICIAL_RERANKER_NAMES.get(name.rstrip("/"), name)
