@@ -174,6 +174,6 @@ def test_no_code_probes_a_models_declared_members():
 def test_signatures_are_inspected_only_on_third_party_objects():
     """inspect.signature reads a user's encode (protocols.AdaptedEncoder) or a library's predict (cross_encoder); the
     sweep spec reads evaluate_task's own parameters."""
-    found = sorted({path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
-                    if "inspect.signature(" in path.read_text(encoding="utf-8")})
-    assert found == ["models/cross_encoder.py", "models/protocols.py", "sweep/spec.py"]
+    found = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+             if "inspect.signature(" in path.read_text(encoding="utf-8")}
+    assert sorted(found - {"models/cross_encoder.py", "models/protocols.py", "sweep/spec.py"}) == []

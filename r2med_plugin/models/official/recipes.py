@@ -1,4 +1,4 @@
-"""The official R2MED dense retrievers as named profiles: ``--retriever official:<name>``.
+"""The torch recipes of the official R2MED dense retrievers (``--retriever official:<name>``): one per official class.
 
 Each profile is what src/eval_retrieval.py of R2MED/R2MED@62b7074 configures for one of its retriever names
 (contriever, medcpt, inst-l, inst-xl, bmr-410m, bmr-2b, bmr-7b, bge, e5, grit, sfr, nv, openai, voyage): the
