@@ -60,3 +60,8 @@ def bounded(kind: type, *, low: float, strict: bool = False, high: float | None 
             raise argparse.ArgumentTypeError(message.format(value=value))
         return value
     return parse
+
+
+positive_int = bounded(int, low=1, message="must be a positive integer, got {value}")
+non_negative_int = bounded(int, low=0, message="must be 0 or more, got {value}")
+positive_seconds = bounded(float, low=0, strict=True, message="must be a positive number of seconds, got {value}")

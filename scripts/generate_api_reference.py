@@ -5,7 +5,7 @@
 
 `import r2med_plugin` re-exports its names lazily, so mkdocstrings (which reads the source, not the imported
 module) cannot find them on the package: each entry points at the module that defines the name. The text of
-each entry comes from the docstrings when `mkdocs build` runs. tests/test_docs.py runs the check.
+each entry comes from the docstrings when `mkdocs build` runs. tests/contracts/test_docs.py runs the check.
 """
 
 from __future__ import annotations

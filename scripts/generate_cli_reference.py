@@ -4,7 +4,7 @@
     python scripts/generate_cli_reference.py --check  # exit 1 if the committed file differs from the parser
 
 Every subcommand, every option with its help, default and choices. Options whose help is argparse.SUPPRESS are
-hidden from `--help` too and are left out here. tests/test_docs.py runs the check, so the page cannot drift.
+hidden from `--help` too and are left out here. tests/contracts/test_docs.py runs the check, so the page cannot drift.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ NANO_SEED = 20260524
 # The R2MED paper as mteb cites it: mteb 2.26.24, mteb/tasks/retrieval/eng/r2_med_retrieval.py (every
 # R2MED<Domain>Retrieval task) and the `R2MED` benchmark, copied verbatim. mteb's tests allow one BibTeX key
 # per paper, so every task and benchmark of ours cites it with mteb's key, authors and year (the catalog's
-# `citation`, `@article{li2025r2med`, names the same paper). tests/test_mteb_integration.py checks that it
+# `citation`, `@article{li2025r2med`, names the same paper). tests/integrations/test_mteb_integration.py checks that it
 # still equals mteb's.
 MTEB_R2MED_CITATION = r"""@misc{zhang2026r2medbenchmarkreasoningdrivenmedical,
   archiveprefix = {arXiv},

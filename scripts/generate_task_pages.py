@@ -6,7 +6,7 @@
 Data only, taken from what the package ships: the task catalog (r2med_plugin.catalog.list_tasks(), i.e.
 task_metadata/*.json), the official retrievers' instructions (r2med_plugin/models/official/profiles.json)
 and the published scores that `r2med leaderboard --compare-published` ranks beside ours
-(r2med_plugin.reporting.published). No prose from dataset cards or papers. tests/test_docs.py runs the check.
+(r2med_plugin.reporting.published). No prose from dataset cards or papers. tests/contracts/test_docs.py runs the check.
 """
 
 from __future__ import annotations

@@ -46,6 +46,14 @@ def mirror_copy(fixture_mirror: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture()
+def mirror_copy_env(mirror_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """R2MED_DATA_DIR set to the private copy of the mirror (drift accepted): a test edits it and loads from it."""
+    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
+    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    return mirror_copy
+
+
 @pytest.fixture(scope="session")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package's wheel, built once per test session (every wheel test reads this one)."""

@@ -7,9 +7,8 @@ the first task loads. ``r2med_plugin.evaluation.runner.execute`` carries a plan 
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,12 +21,13 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
-from r2med_plugin.evaluation.request import Scoring, scoring_of
+from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, hybrid_partner, scoring_of  # noqa: F401
+from r2med_plugin.evaluation.specs import check_retriever_name  # noqa: F401 - also a name of this module
+from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
-from r2med_plugin.metrics import check_rerank_depth
-from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder)
+from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder adapts it)
 from r2med_plugin.types import TaskSpec
 
 
@@ -56,24 +56,6 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
-def check_retriever_name(name: str) -> None:
-    """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
-
-    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
-    """
-    if name in BM25_RETRIEVERS or "/" in name or Path(name).exists():
-        return
-    lowered = name.lower()
-    close = difflib.get_close_matches(lowered, list(BM25_RETRIEVERS), n=2, cutoff=0.6)
-    if "bm25" in lowered or close:
-        guess = close or list(BM25_RETRIEVERS)
-        raise ValueError(
-            f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
-            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
-            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
-        )
-
-
 def check_arguments(
     task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
     hybrid: bool = False, top_k: int = 1000,
@@ -84,18 +66,6 @@ def check_arguments(
                          expansion=expansion)
     scoring.check_task(get_task_spec(task))
     return scoring
-
-
-def hybrid_partner(spec: TaskSpec, retriever: str | Encoder, expansion: str | None = None) -> str:
-    """The BM25 that ``hybrid_*`` fuses with: the task's BM25, or the other variant for that same BM25.
-
-    Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
-    run differs from the plain-query BM25, so it keeps the task's variant.
-    """
-    own = spec.own_bm25
-    if retriever == own and expansion is None:
-        return next(name for name in BM25_RETRIEVERS if name != own)
-    return own
 
 
 def build_plan(
@@ -118,89 +88,147 @@ def build_plan(
     rerank_batch_size: int | None = None,
     bm25_workers: int | None = None,
 ) -> EvaluationPlan:
-    """The plan ``evaluate_task`` runs (see there); every error that needs no data is raised here."""
-    common = dict(data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
-    if bm25_workers is not None:
-        from r2med_plugin.retrieval.analyzed import resolve_workers
+    """The plan ``evaluate_task`` runs (see there): its keyword arguments as an EvaluationRequest (every error that
+    needs no data is raised while it is built), then ``plan_request``."""
+    request = request_of(task, retriever, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only,
+                         data_dir=data_dir, accept_drift=accept_drift, top_k=top_k, query_prompt=query_prompt,
+                         expansion=expansion, show_progress=show_progress, rerank=rerank, first_stage=first_stage,
+                         rerank_depth=rerank_depth, first_stage_name=first_stage_name,
+                         rerank_batch_size=rerank_batch_size, bm25_workers=bm25_workers)
+    return plan_request(request)
 
-        resolve_workers(bm25_workers)  # a bad value is refused before any work
-    if rerank is not None:
-        plan = _rerank_plan(task, retriever, rerank, first_stage, query_prompt=query_prompt,
-                            depth=10 if rerank_depth is None else rerank_depth, name=first_stage_name,
-                            batch_size=32 if rerank_batch_size is None else rerank_batch_size, hybrid=hybrid,
-                            candidates=candidates, expansion=expansion, workers=bm25_workers, top_k=top_k, **common)
-        return _refuse_unused_workers(plan, bm25_workers)
-    if first_stage is not None:
-        raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
-    given = {"rerank_depth": rerank_depth, "first_stage_name": first_stage_name, "rerank_batch_size": rerank_batch_size}
-    unused = [name for name, value in given.items() if value is not None]
-    if unused:  # an option that would reach no code, as the CLI refuses it
-        raise ValueError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
-    stage = _retriever_stage(retriever, query_prompt, expansion, data_dir, bm25_workers)
-    subsets = check_arguments(task, candidates=candidates, candidates_only=candidates_only, expansion=expansion,
-                              hybrid=hybrid, top_k=top_k).candidates
-    spec = get_task_spec(task)
-    partner = hybrid_partner(spec, retriever, expansion) if hybrid and not candidates_only else None
-    scorers: list[Scorer] = []
-    if candidates_only:
-        stage = StoredCandidates(stage, subsets)
+
+def request_of(task: str, retriever: object = None, *, hybrid: bool = False, candidates: Sequence[str] = (),
+               candidates_only: bool = False, data_dir: str | os.PathLike | None = None, accept_drift: bool | None = None,
+               top_k: int = 1000, query_prompt: str | None = None, expansion: str | None = None,
+               show_progress: bool = True, rerank: object | None = None, first_stage: object | None = None,
+               rerank_depth: int | None = None, first_stage_name: str | None = None,
+               rerank_batch_size: int | None = None, bm25_workers: int | None = None) -> EvaluationRequest:
+    """``evaluate_task``'s keyword arguments as an EvaluationRequest; objects (an encoder, a reranker) are kept as given."""
+    scoring = scoring_of(top_k=top_k, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only,
+                         expansion=expansion)
+    environment = dict(data_dir=None if data_dir is None else os.fspath(data_dir), accept_drift=accept_drift,
+                       show_progress=show_progress, bm25_workers=bm25_workers)
+    if rerank is None:
+        if first_stage is not None:
+            raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
+        given = {"rerank_depth": rerank_depth, "first_stage_name": first_stage_name, "rerank_batch_size": rerank_batch_size}
+        unused = [name for name, value in given.items() if value is not None]
+        if unused:  # an option that would reach no code, as the CLI refuses it
+            raise ValueError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
+        return EvaluationRequest(task, _retriever_spec(retriever, query_prompt), scoring=scoring, **environment)
+    if first_stage is None and retriever is None:
+        raise ValueError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
+    if first_stage is not None and retriever is not None and first_stage != retriever:
+        raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
+    source = first_stage if first_stage is not None else retriever
+    if isinstance(rerank, (CrossEncoderSpec, LlmRerankerSpec)):
+        reranker = rerank  # named by a spec: its depth and batch size are its own
     else:
-        scorers.append(FullCorpus(top_k))
-        if partner:
-            scorers.append(Hybrid(partner, top_k, workers=bm25_workers))
-    scorers.append(CandidateSubsets(subsets))
-    if not candidates_only:
-        scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
-    plan = EvaluationPlan(task=task, first_stage=stage, scorers=tuple(scorers), top_k=top_k, expansion=expansion,
-                          candidate_subsets=subsets, candidates_only=candidates_only, **common)
-    return _refuse_unused_workers(plan, bm25_workers)
+        if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
+            rerank = as_reranker(rerank)
+        reranker = PrebuiltReranker(rerank, depth=10 if rerank_depth is None else rerank_depth, batch_size=rerank_batch_size)
+    return EvaluationRequest(task, _first_stage_spec(source, query_prompt), reranker, scoring=scoring,
+                             first_stage_name=first_stage_name, **environment)
 
 
-def _refuse_unused_workers(plan: EvaluationPlan, workers: int | None) -> EvaluationPlan:
-    """bm25_workers parallelises bm25-lucene's corpus analysis: refused when the plan runs no bm25-lucene."""
-    stage = plan.first_stage.retriever if isinstance(plan.first_stage, StoredCandidates) else plan.first_stage
-    lucene = (isinstance(stage, Bm25) and stage.variant == "lucene") or any(
-        isinstance(scorer, Hybrid) and scorer.partner == "bm25-lucene" for scorer in plan.scorers)
-    if workers is not None and not lucene:
-        raise ValueError("bm25_workers (--workers) sets the processes of bm25-lucene's corpus analysis, and this plan runs "
-                         "no bm25-lucene: drop it")
-    return plan
-
-
-def _retriever_stage(retriever: object, query_prompt: str | None, expansion: str | None,
-                     data_dir: str | os.PathLike | None, workers: int | None) -> Bm25 | Dense:
+def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | PrebuiltFirstStage:
+    """What the Python API searches with: a BM25 name or an encoder object (or a spec naming one)."""
+    if isinstance(retriever, (Bm25Spec, ModelSpec)):
+        if query_prompt:
+            raise ValueError("query_prompt applies to an encoder object; a ModelSpec sets instruction=True")
+        return retriever
     if isinstance(retriever, str):
         if retriever not in BM25_RETRIEVERS:
             raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
                              f"(a model by name: r2med_plugin.load_encoder({retriever!r}))")
         if query_prompt:
             raise ValueError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
-        return Bm25(retriever, expansion, data_dir, workers)
+        return Bm25Spec(retriever)
     if not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
-    return Dense(retriever, query_prompt, expansion, data_dir)
+    return PrebuiltFirstStage(retriever, query_prompt)
 
 
-def _rerank_plan(task: str, retriever, rerank, first_stage, *, query_prompt, depth, name, batch_size, hybrid, candidates,
-                 expansion, workers, top_k, **common) -> EvaluationPlan:
-    from r2med_plugin.retrieval.rerank import check_depth
+def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | RunFileSpec | PrebuiltFirstStage:
+    """What the Python API reranks: a BM25 name, a run file or folder, or an object (encoder, run dict, stage)."""
+    if isinstance(value, (Bm25Spec, ModelSpec, RunFileSpec)):
+        return value
+    if isinstance(value, str) and value in BM25_RETRIEVERS:
+        if query_prompt:
+            raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
+        return Bm25Spec(value)
+    if isinstance(value, (str, os.PathLike)):
+        if query_prompt:
+            raise ValueError("a query prompt (--instruction) is for encoders; a run file is read, not searched: leave it out")
+        return RunFileSpec(os.fspath(value))
+    if not isinstance(value, (Encoder, FirstStage, Mapping)):
+        raise TypeError(f"first_stage must be {sorted(BM25_RETRIEVERS)}, an encoder, a run file or folder, or a run dict; "
+                        f"got {type(value).__name__}")
+    return PrebuiltFirstStage(value, query_prompt)
 
-    if hybrid or candidates or expansion is not None:
-        raise ValueError("reranking takes one first stage: drop hybrid, candidates and expansion (rerank their run file instead)")
-    if first_stage is None and retriever is None:
-        raise ValueError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
-    if first_stage is not None and retriever is not None and first_stage != retriever:
-        raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
-    get_task_spec(task)
-    scoring_of(top_k=top_k)  # the depth of the first stage's own result, where first_stage_* is scored
-    check_depth(depth)
-    check_rerank_depth(depth)
-    stage = as_first_stage(first_stage if first_stage is not None else retriever, query_prompt=query_prompt, name=name,
-                           bm25_workers=workers)
-    if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
-        rerank = as_reranker(rerank)
-    return EvaluationPlan(task=task, first_stage=stage, scorers=(Reranked(),), top_k=top_k, reranker=rerank, rerank_depth=depth,
-                          rerank_batch_size=batch_size, **common)
+
+def plan_request(request: EvaluationRequest, *, encoder: object | None = None, reranker: object | None = None) -> EvaluationPlan:
+    """The stages that carry ``request`` out. ``encoder`` and ``reranker``: what a ModelSpec / CrossEncoderSpec loads,
+    when the caller loaded it once for several tasks (loaded here otherwise)."""
+    common = dict(data_dir=request.data_dir, accept_drift=request.accept_drift, show_progress=request.show_progress)
+    if request.reranker is not None:
+        return _rerank_plan(request, encoder, reranker, common)
+    scoring, expansion = request.scoring, request.scoring.expansion
+    stage = _search_stage(request, encoder)
+    scorers: list[Scorer] = []
+    if scoring.candidates_only:
+        stage = StoredCandidates(stage, scoring.candidates)
+    else:
+        scorers.append(FullCorpus(scoring.top_k))
+        if request.hybrid_partner:
+            scorers.append(Hybrid(request.hybrid_partner, scoring.top_k, workers=request.bm25_workers))
+    scorers.append(CandidateSubsets(scoring.candidates))
+    if not scoring.candidates_only:
+        scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
+    return EvaluationPlan(task=request.task, first_stage=stage, scorers=tuple(scorers), top_k=scoring.top_k,
+                          expansion=expansion, candidate_subsets=scoring.candidates,
+                          candidates_only=scoring.candidates_only, **common)
+
+
+def _query_prompt(request: EvaluationRequest) -> str | None:
+    first = request.first_stage
+    if isinstance(first, PrebuiltFirstStage):
+        return first.query_prompt
+    if isinstance(first, ModelSpec) and first.instruction:
+        from r2med_plugin.evaluation.naming import official_query_prompt
+
+        return official_query_prompt(get_task_spec(request.task))
+    return None
+
+
+def _first_stage_value(request: EvaluationRequest, encoder: object | None) -> object:
+    first = request.first_stage
+    if isinstance(first, Bm25Spec):
+        return first.variant
+    if isinstance(first, ModelSpec):
+        return encoder if encoder is not None else first.load(show_progress=request.show_progress)
+    if isinstance(first, RunFileSpec):
+        return first.path
+    return first.value
+
+
+def _search_stage(request: EvaluationRequest, encoder: object | None) -> Bm25 | Dense:
+    value, expansion = _first_stage_value(request, encoder), request.scoring.expansion
+    if isinstance(value, str):
+        return Bm25(value, expansion, request.data_dir, request.bm25_workers)
+    return Dense(value, _query_prompt(request), expansion, request.data_dir)
+
+
+def _rerank_plan(request: EvaluationRequest, encoder: object | None, reranker: object | None, common: dict) -> EvaluationPlan:
+    spec = request.reranker
+    stage = as_first_stage(_first_stage_value(request, encoder), query_prompt=_query_prompt(request),
+                           name=request.first_stage_name, bm25_workers=request.bm25_workers)
+    loaded = reranker if reranker is not None else spec.load()
+    batch_size = None if isinstance(spec, LlmRerankerSpec) else spec.batch_size
+    return EvaluationPlan(task=request.task, first_stage=stage, scorers=(Reranked(),), top_k=request.scoring.top_k,
+                          reranker=loaded, rerank_depth=spec.depth, rerank_batch_size=32 if batch_size is None else batch_size,
+                          **common)
 
 
 def extra_scorers(spec: TaskSpec) -> tuple[Scorer, ...]:

@@ -16,29 +16,17 @@ A refusal is a ``RequestError``: its message reads as the Python API's (``top_k 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from r2med_plugin.data.expansions import llm_name
 from r2med_plugin.metrics import MIN_TOP_K
-from r2med_plugin.identifiers import CANDIDATE_SUBSETS
+from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
+from r2med_plugin.evaluation.refusals import RequestError, refuse
 from r2med_plugin.types import TaskSpec
-
-
-class RequestError(ValueError):
-    """A request that cannot run, found without any data. Its message is the Python API's; ``flag_message`` says the
-    same with the CLI's flags, and ``keyed(label)`` with a sweep spec's key (``field`` is the setting at fault)."""
-
-    def __init__(self, message: str, *, field: str, problem: str, fix: str, flag_message: str) -> None:
-        super().__init__(message)
-        self.field, self.problem, self.fix, self.flag_message = field, problem, fix, flag_message
-
-    def keyed(self, label: str) -> str:
-        return f"{label} {self.problem}; {self.fix}"
-
-
-def _refuse(message: str, field: str, problem: str, fix: str, flag_message: str) -> RequestError:
-    return RequestError(message, field=field, problem=problem, fix=fix, flag_message=flag_message)
 
 
 @dataclass(frozen=True)
@@ -54,23 +42,23 @@ class Scoring:
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
         if self.hybrid and self.candidates_only:
-            raise _refuse("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
+            raise refuse("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
                           "drop one of the two", "hybrid", "fuses full-corpus runs, which candidates_only skips",
                           "drop one of the two",
                           "--hybrid fuses full-corpus runs, which --candidates-only skips: drop one of the two")
         unknown = [name for name in self.candidates if name not in CANDIDATE_SUBSETS]
         if unknown:
-            raise _refuse(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}",
+            raise refuse(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}",
                           "candidates", f"holds {unknown[0]!r}", f"choose from {list(CANDIDATE_SUBSETS)}",
                           f"--candidates {unknown[0]}: unknown candidate subset; choose from {list(CANDIDATE_SUBSETS)}")
         if self.candidates_only and not self.candidates:
-            raise _refuse("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, "
+            raise refuse("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, "
                           "dense or hybrid)", "candidates_only", "is true but `candidates` names no subset",
                           "add candidates: [bm25, dense, hybrid] (the lists to rank), or remove candidates_only",
                           "--candidates-only needs at least one candidate subset: add --candidates bm25, dense or hybrid")
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < MIN_TOP_K:
             problem = f"must be at least {MIN_TOP_K}: the main score is nDCG@10; got {self.top_k}"
-            raise _refuse(f"top_k (--top-k) {problem}", "top_k", problem, "raise it (default 1000)", f"--top-k {problem}")
+            raise refuse(f"top_k (--top-k) {problem}", "top_k", problem, "raise it (default 1000)", f"--top-k {problem}")
 
     def check_task(self, spec: TaskSpec) -> None:
         """The rules that depend on the task: stored candidate lists (NanoR2MED), released expansions (R2MED)."""
@@ -97,3 +85,248 @@ def scoring_of(*, top_k: int = 1000, hybrid: bool = False, candidates: Sequence[
     """``Scoring`` from ``evaluate_task``'s keyword arguments (a list of subsets is accepted as given)."""
     return Scoring(top_k=top_k, hybrid=hybrid, candidates=tuple(candidates), candidates_only=candidates_only,
                    expansion=expansion)
+
+
+# --- outputs ------------------------------------------------------------------------------------------------------------
+
+TREC_DEFAULT_DEPTH = 1000
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a result is written: the MTEB result, official JSON and per-query sidecar into ``folder``, and with
+    ``trec`` a TREC run of each query's top ``trec_depth``."""
+
+    folder: str | None = None
+    trec: bool = False
+    trec_depth: int = TREC_DEFAULT_DEPTH
+
+    def __post_init__(self) -> None:
+        if self.trec and not self.folder:
+            raise refuse("trec writes run files into the output folder: give folder=", "trec", "needs an output folder",
+                          "set output", "--trec writes run files into the --output folder: add --output DIR")
+        depth = self.trec_depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            problem = f"must be a positive number of documents per query, got {depth}"
+            raise refuse(f"trec_depth (--depth) {problem}", "trec_depth", problem, "give one, e.g. 100",
+                          f"--depth {problem}")
+        if depth != TREC_DEFAULT_DEPTH and not self.trec:
+            raise refuse("trec_depth (--depth) is the depth of TREC run files: set trec=True, or drop it", "trec_depth",
+                          "is the depth of TREC run files", "set trec: true, or drop it",
+                          "--depth is the depth of TREC run files: add --trec (and --output DIR), or drop --depth")
+
+    def uses(self, option: str) -> bool:
+        return option in ("output", "trec") or (option == "depth" and self.trec)
+
+
+# --- the request ----------------------------------------------------------------------------------------------------------
+
+REQUEST_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EvaluationRequest:
+    """One evaluation of one task, checked once when it is built: what retrieves (``first_stage``), what reranks it
+    (``reranker``, or None), what the result is scored on (``scoring``) and where it is written (``outputs``).
+
+    Serialisable (``to_dict``/``from_dict``, except what the Python API gave as objects), and identified by what it
+    computes (``identity``: neutral fields such as devices, batch sizes, concurrency and where the data lives are left
+    out). ``r2med_plugin.evaluation.plan.plan_request`` turns it into the stages that run."""
+
+    task: str
+    first_stage: Any  # a FirstStageSpec (r2med_plugin.evaluation.specs)
+    reranker: Any = None  # a RerankerSpec, or None
+    scoring: Scoring = field(default_factory=Scoring)
+    outputs: Outputs = field(default_factory=Outputs)
+    first_stage_name: str | None = None  # the reranked first stage's name in result names
+    bm25_workers: int | None = field(default=None, metadata={"neutral": True})
+    data_dir: str | None = field(default=None, metadata={"neutral": True})
+    accept_drift: bool | None = field(default=None, metadata={"neutral": True})
+    show_progress: bool = field(default=True, metadata={"neutral": True})
+
+    def __post_init__(self) -> None:
+        from r2med_plugin.catalog import get_task_spec
+        from r2med_plugin.evaluation.specs import RunFileSpec
+
+        spec = get_task_spec(self.task)  # an unknown task gets a did-you-mean
+        if self.reranker is None:
+            if isinstance(self.first_stage, RunFileSpec):
+                raise ValueError("a run file is a first stage to rerank: add a reranker (--rerank), or search with a "
+                                 "retriever")
+            if self.first_stage_name is not None:
+                raise ValueError("first_stage_name (--first-stage-name) names what a reranker reranks: add a reranker "
+                                 "(--rerank), or drop it")
+            self.scoring.check_task(spec)
+        else:
+            if self.scoring.hybrid or self.scoring.candidates or self.scoring.expansion is not None:
+                raise ValueError("reranking takes one first stage: drop hybrid, candidates and expansion (rerank their "
+                                 "run file instead)")
+            if self.outputs.trec_depth != TREC_DEFAULT_DEPTH:
+                raise ValueError("trec_depth (--depth) reaches no code here: a reranked run (and its TREC file) holds each "
+                                 "query's reranked top depth only; drop it")
+        if self.outputs.trec_depth != TREC_DEFAULT_DEPTH and self.outputs.trec_depth > self.scoring.top_k:
+            raise ValueError(f"--depth {self.outputs.trec_depth} is deeper than the run (--top-k {self.scoring.top_k} "
+                             f"documents per query): raise --top-k to {self.outputs.trec_depth}, or lower --depth")
+        if self.bm25_workers is not None:
+            from r2med_plugin.retrieval.analyzed import resolve_workers
+
+            resolve_workers(self.bm25_workers)  # a bad value is refused before any work
+            if not self.computes_bm25_lucene:
+                raise ValueError("bm25_workers (--workers) sets the processes of bm25-lucene's corpus analysis, and this "
+                                 "plan runs no bm25-lucene: drop it")
+
+    # --- what the request computes ---
+
+    @property
+    def hybrid_partner(self) -> str | None:
+        """The BM25 the hybrid scores fuse with (r2med_plugin.evaluation.plan.hybrid_partner), or None."""
+        if not self.scoring.hybrid or self.scoring.candidates_only or self.reranker is not None:
+            return None
+        from r2med_plugin.catalog import get_task_spec
+
+        return hybrid_partner(get_task_spec(self.task), self._bm25_variant or "", self.scoring.expansion)
+
+    @property
+    def _bm25_variant(self) -> str | None:
+        from r2med_plugin.evaluation.specs import Bm25Spec
+
+        return self.first_stage.variant if isinstance(self.first_stage, Bm25Spec) else None
+
+    @property
+    def computes_bm25_lucene(self) -> bool:
+        """Whether the request analyses a corpus with the Lucene analyzer (what ``bm25_workers`` parallelises)."""
+        if self._bm25_variant == "bm25-lucene":
+            return True
+        return self.hybrid_partner == "bm25-lucene"
+
+    def uses(self, option: str) -> bool:
+        """Whether a part of this request has a field for ``option`` (a CLI option name) and uses it."""
+        if option == "workers":
+            return self.computes_bm25_lucene
+        if option == "first_stage_name":
+            return self.reranker is not None
+        if option == "top_k":
+            return not self.scoring.candidates_only and self.reranker is None
+        if option == "depth":
+            return self.outputs.trec and self.reranker is None
+        parts = [self.first_stage, self.reranker]
+        return any(part is not None and part.uses(option) for part in parts) or self.outputs.uses(option)
+
+    def why_not(self, option: str) -> str:
+        """Why ``option`` reaches no code in this request: the words of the part that owns it, else the generic ones."""
+        for part in (self.first_stage, self.reranker):
+            reason = part.why_not(option) if part is not None else None
+            if reason:
+                return reason
+        specific = {
+            "workers": "it sets the processes of bm25-lucene's corpus analysis, and this command runs no bm25-lucene",
+            "top_k": ("--candidates-only ranks the stored candidate lists, not the corpus" if self.scoring.candidates_only
+                      else "the reranked run is the first stage's top --rerank-depth, and first_stage_* scores a first stage "
+                           "computed here at its own result's depth (1000), a run file at the file's depth"),
+            "depth": ("a reranked run (and its TREC file) holds each query's reranked top --rerank-depth only"
+                      if self.reranker is not None else "it is the depth of TREC run files, and no --trec is asked for"),
+        }
+        if option in specific:
+            return specific[option]
+        return f"{option_owner(option)}, and {self.summary()}"
+
+    def summary(self) -> str:
+        first = self.first_stage.label
+        if self.reranker is None:
+            return f"this command searches with {first}"
+        return f"this command reranks {first} with {self.reranker.label}"
+
+    # --- serialising ---
+
+    def to_dict(self, *, results_only: bool = False) -> dict[str, Any]:
+        """Plain data (``from_dict`` reads it back): the schema version, the task, each part with its ``kind``;
+        ``results_only`` leaves out the neutral fields (what ``identity`` hashes)."""
+        from r2med_plugin.evaluation.specs import PREBUILT, spec_dict
+
+        for part in (self.first_stage, self.reranker):
+            if isinstance(part, PREBUILT):
+                raise TypeError(f"{part.label} was given as a Python object, which does not serialise: name it by a spec "
+                                "(ModelSpec, Bm25Spec, RunFileSpec, CrossEncoderSpec, LlmRerankerSpec)")
+        payload: dict[str, Any] = {"schema": REQUEST_SCHEMA_VERSION, "task": self.task,
+                                   "first_stage": spec_dict(self.first_stage, results_only=results_only),
+                                   "reranker": None if self.reranker is None else spec_dict(self.reranker, results_only=results_only),
+                                   "scoring": asdict(self.scoring), "outputs": asdict(self.outputs),
+                                   "first_stage_name": self.first_stage_name}
+        for name in ("bm25_workers", "data_dir", "accept_drift", "show_progress"):
+            if not results_only:
+                payload[name] = getattr(self, name)
+        return payload
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any], where: str = "request") -> EvaluationRequest:
+        """The request ``to_dict`` wrote; an error names ``where`` and the key at fault."""
+        from r2med_plugin.evaluation.specs import spec_from_dict
+
+        if not isinstance(payload, Mapping) or payload.get("schema") != REQUEST_SCHEMA_VERSION:
+            raise ValueError(f"{where}: not an evaluation request of schema {REQUEST_SCHEMA_VERSION} "
+                             f"(got schema {payload.get('schema') if isinstance(payload, Mapping) else payload!r})")
+        known = {item.name for item in fields(cls)} | {"schema"}
+        unknown = sorted(set(payload) - known)
+        if unknown:
+            raise ValueError(f"{where}.{unknown[0]}: not a field of an evaluation request; use only {sorted(known)}")
+        values = dict(payload)
+        values.pop("schema")
+        values["first_stage"] = spec_from_dict(values["first_stage"], f"{where}.first_stage")
+        if values.get("reranker") is not None:
+            values["reranker"] = spec_from_dict(values["reranker"], f"{where}.reranker")
+        scoring = dict(values.get("scoring") or {})
+        scoring["candidates"] = tuple(scoring.get("candidates") or ())
+        values["scoring"] = Scoring(**scoring)
+        values["outputs"] = Outputs(**dict(values.get("outputs") or {}))
+        return cls(**values)
+
+    def identity(self) -> str:
+        """A stable id of what this request computes (schema 1): sha256 of the canonical JSON of ``to_dict`` without
+        the neutral fields (devices, batch sizes, concurrency, the key's variable, retries, timeouts, where the data
+        lives, progress bars)."""
+        text = json.dumps(self.to_dict(results_only=True), sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# Each request option (a CLI option name, a sweep spec's key) and what it configures: the generic half of the reason an
+# option reaches no code, when no part of the request has words of its own for it.
+OPTION_OWNERS = {
+    "model_revision": "it names an encoder's weights (a model first stage)",
+    "model_name": "it names a model first stage's results",
+    "loader": "it chooses how a model loads (a model first stage or a cross-encoder)",
+    "instruction": "it is the official prompt of an encoder first stage",
+    "device": "it places a local model (an encoder first stage or a cross-encoder)",
+    "batch_size": "it batches a local model's inputs (an encoder first stage or a cross-encoder)",
+    "rerank_depth": "it configures --rerank, which is not given",
+    "rerank_revision": "it configures --rerank, which is not given",
+    "first_stage_name": "it names what --rerank reranks, and no --rerank is given",
+    "base_url": "it configures an endpoint: an embedding endpoint (--retriever openai:<model>) or an LLM reranker "
+                "(--rerank llm-listwise:<model>, ...)",
+    "dimensions": "it configures an embedding endpoint (--retriever openai:<model>)",
+    "workers": "it sets the processes of bm25-lucene's corpus analysis",
+}
+for _name in ("api_key_env", "concurrency", "extra_body", "max_retries", "timeout"):
+    OPTION_OWNERS[_name] = OPTION_OWNERS["base_url"]
+
+
+def option_owner(option: str) -> str:
+    """What ``option`` configures, in the words of a refusal."""
+    if option in OPTION_OWNERS:
+        return OPTION_OWNERS[option]
+    from r2med_plugin.llm.config import LLM_SETTING_USERS
+
+    if option in LLM_SETTING_USERS:
+        return "it configures an LLM reranker (--rerank llm-listwise:<model>, llm-pointwise, llm-reasoning, llm-setwise)"
+    return "it configures another kind of run"
+
+
+def hybrid_partner(spec: TaskSpec, retriever: object, expansion: str | None = None) -> str:
+    """The BM25 that ``hybrid_*`` fuses with: the task's BM25, or the other variant for that same BM25.
+
+    Fusing a BM25 run with itself would reproduce the plain run (hybrid == plain); an expanded BM25
+    run differs from the plain-query BM25, so it keeps the task's variant.
+    """
+    own = spec.own_bm25
+    if retriever == own and expansion is None:
+        return next(name for name in BM25_NAMES if name != own)
+    return own

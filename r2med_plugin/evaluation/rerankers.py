@@ -4,9 +4,9 @@
 documents of ``first_stage`` (in its order) with the reranker's scores, as the official
 ``eval_reranker`` keeps them. :class:`CrossEncoderReranker` wraps any pair scorer (``predict(pairs)``):
 a sentence-transformers CrossEncoder, :class:`SentenceTransformerCrossEncoder`, mteb's wrapper. The LLM rerankers
-(r2med_plugin.llm: "llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>", "llm-setwise:<model>")
-are chosen by name with their endpoint settings (``llm=LLMRerankerConfig(...)``). The protocol, its defaults
-(``for_task``, ``last_report``, ``close``) and the adapter of a user's object: r2med_plugin.models.protocols.
+(r2med_plugin.llm: "llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>", "llm-setwise:<model>",
+"llm-groupwise:<model>") are chosen by name with their endpoint settings (``llm=LLMRerankerConfig(...)``). The protocol,
+its defaults (``for_task``, ``last_report``, ``close``) and the adapter of a user's object: r2med_plugin.models.protocols.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class CrossEncoderReranker(protocols.RerankerBase):
 
 def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig | None = None) -> protocols.Reranker:
     """A Reranker from what a user gives: a Reranker, a pair scorer, an LLM reranker's name ("llm-listwise:<model>",
-    "llm-pointwise:<model>", "llm-reasoning:<model>", "llm-setwise:<model>", with ``llm`` saying where and how to ask), or
+    "llm-pointwise:<model>", "llm-reasoning:<model>", "llm-setwise:<model>", "llm-groupwise:<model>", with ``llm`` saying where and how to ask), or
     a cross-encoder's name or folder (loaded here, resolved like every name: r2med_plugin.models.registry, so a name mteb knows
     loads through mteb)."""
     if protocols.is_reranker(value):

@@ -17,7 +17,8 @@ class RerankInfo:
     reranker_revision: str = ""
     first_stage_revision: str = ""
     usage: dict[str, object] | None = None  # an LLM reranker's rerank_usage (requests, tokens, wall time)
-    traces: list[dict[str, object]] | None = None  # a reasoning reranker's traces (written beside the result)
+    traces: list[dict[str, object]] | None = None  # an LLM reranker's traces (written beside the result)
+    traces_name: str = "reasoning"  # their file: <Task>.<traces_name>.jsonl
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,8 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
                           first_stage_run=first, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
                           usage=None if report is None else report.usage,
-                          traces=None if report is None else report.traces),
+                          traces=None if report is None else report.traces,
+                          traces_name="reasoning" if report is None else report.traces_name),
     )
 
 

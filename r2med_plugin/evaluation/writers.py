@@ -87,14 +87,17 @@ def write_mteb(result: TaskRunResult, output: Path) -> dict[str, Path]:
 
 
 def write_reasoning(result: TaskRunResult, mteb_path: Path) -> dict[str, Path]:
-    """A reasoning reranker's traces (one JSON line per query and passage: score, answer, reasoning) beside the
-    MTEB result, as ``<Task>.reasoning.jsonl``; nothing for other results."""
+    """An LLM reranker's traces beside the MTEB result: a reasoning reranker's (one JSON line per query and passage:
+    score, answer, reasoning) and a listwise reasoning model's (one per window) as ``<Task>.reasoning.jsonl``, a
+    groupwise reranker's answers (one per group) as ``<Task>.groupwise.jsonl``; nothing for other results."""
     traces = result.rerank.traces if result.rerank is not None else None
     if not traces:
         return {}
-    ordered = sorted(traces, key=lambda trace: (str(trace["query_id"]), -float(trace["score"]), str(trace["doc_id"])))
-    text = "".join(json.dumps(trace, ensure_ascii=False) + "\n" for trace in ordered)
-    return {"reasoning": write_text_atomic(mteb_path.with_name(f"{result.task}.reasoning.jsonl"), text)}
+    from r2med_plugin.llm.rerankers import trace_order
+
+    name = result.rerank.traces_name
+    text = "".join(json.dumps(trace, ensure_ascii=False) + "\n" for trace in sorted(traces, key=trace_order))
+    return {name: write_text_atomic(mteb_path.with_name(f"{result.task}.{name}.jsonl"), text)}
 
 
 def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:

@@ -1,4 +1,4 @@
-"""LLM rerankers (listwise, pointwise, reasoning, setwise) and the OpenAI-compatible client they share with ``r2med generate``.
+"""LLM rerankers (listwise, pointwise, reasoning, setwise, groupwise) and the OpenAI-compatible client they share with ``r2med generate``.
 
 Nothing here imports ``openai`` at import time; it is loaded when a request is first sent.
 """
@@ -6,6 +6,7 @@ Nothing here imports ``openai`` at import time; it is loaded when a request is f
 from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
 from r2med_plugin.llm.rerankers import (
     LLM_RERANKER_KINDS,
+    GroupwiseLLMReranker,
     ListwiseLLMReranker,
     PointwiseLLMReranker,
     ReasoningLLMReranker,
@@ -15,6 +16,6 @@ from r2med_plugin.llm.rerankers import (
 )
 
 __all__ = [
-    "Endpoint", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker", "PointwiseLLMReranker",
+    "Endpoint", "GroupwiseLLMReranker", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker", "PointwiseLLMReranker",
     "ReasoningLLMReranker", "RerankReport", "SetwiseLLMReranker", "llm_reranker",
 ]

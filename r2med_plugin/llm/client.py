@@ -9,8 +9,9 @@ environment variable (never from the command line) and is removed from every mes
 A model that refuses a request parameter (HTTP 400 "Unsupported parameter: 'max_tokens' is not supported with this
 model. Use 'max_completion_tokens' instead.", as OpenAI's reasoning models answer ``max_tokens``, ``temperature``
 and ``logprobs``) is asked again at once without it (``RequestRules``): ``max_tokens`` goes as
-``max_completion_tokens``, and without ``temperature``; ``temperature``, ``top_p``, ``seed``, ``logprobs`` and
-``top_logprobs`` are left out. The rule is kept for the rest of the run, so each refusal costs one request.
+``max_completion_tokens``, and without ``temperature``; ``temperature``, ``top_p``, ``seed``, ``logprobs``,
+``top_logprobs`` and ``reasoning_effort`` (a model that does not reason) are left out. The rule is kept for the rest
+of the run, so each refusal costs one request.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _text_of(message: Any) -> tuple[str, bool]:
 
 
 # parameters a model may refuse (HTTP 400 "Unsupported parameter"/"Unsupported value") that a request can do without
-DROPPABLE = ("temperature", "top_p", "seed", "logprobs", "top_logprobs")
+DROPPABLE = ("temperature", "top_p", "seed", "logprobs", "top_logprobs", "reasoning_effort")
 _UNSUPPORTED = re.compile(r"Unsupported (?:parameter|value): '(\w+)'")
 
 

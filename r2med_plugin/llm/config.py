@@ -19,6 +19,12 @@ DEFAULT_SET_SIZE = 3
 SETWISE_METHODS = ("heapsort", "bubblesort")
 DEFAULT_SETWISE_K = 10
 MAX_SET_SIZE = 23  # the labels A to W (llm-rankers' CHARACTERS)
+# Groupwise (GroupRank, arXiv 2511.11653): documents per group (the paper's 20), how groups are drawn (random: the
+# paper's best; first-stage: consecutive slices of the first stage's order) and how many random groupings are averaged
+DEFAULT_GROUP_SIZE = 20
+GROUPINGS = ("random", "first-stage")
+# what --reasoning-effort may say (OpenAI's values; vLLM takes low, medium and high for the models that read it)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 def extra_body_of(value: Any, *, option: str = "--extra-body", example: str = '{"truncate_prompt_tokens": 256}') -> dict[str, Any] | None:
@@ -63,8 +69,9 @@ def refuse_reserved(body: Mapping[str, Any] | None, reserved: Mapping[str, str],
 # what an LLM reranker's requests carry themselves: an extra body may not replace them
 RERANKER_REQUEST_FIELDS = {
     "model": "--rerank llm-<kind>:<model> names it", "messages": "the reranker's prompt",
-    "max_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise)",
-    "max_completion_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise)",
+    "max_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
+    "max_completion_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
+    "reasoning_effort": "set it with --reasoning-effort (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
     "temperature": "0: the rerankers ask greedily", "logprobs": "the pointwise and reasoning rerankers ask for them",
     "top_logprobs": "20, what vLLM serves by default", "n": "one answer per request", "stream": "answers are read whole",
 }
@@ -89,8 +96,11 @@ class Endpoint:
 class LLMRerankerConfig:
     """How an LLM reranker asks: the endpoint, RankGPT's window and step (listwise), the set size, sort method and
     number of documents sorted to the top (setwise: ``set_size`` passages per question, ``setwise_method`` heapsort or
-    bubblesort, ``setwise_k``), the completion budget (``max_tokens``: listwise and setwise answer, reasoning budget;
-    pointwise asks for one token), extra fields merged into every
+    bubblesort, ``setwise_k``), the group size, grouping, its seed and the number of groupings averaged (groupwise:
+    ``group_size``, ``grouping`` random or first-stage, ``group_seed``, ``regroup``), the first stage's scores in the
+    listwise prompt (``show_scores``: InsertRank, 4 decimals), the completion budget (``max_tokens``: listwise, setwise
+    and groupwise answer, reasoning budget; pointwise asks for one token), ``reasoning_effort`` sent with every request
+    (listwise, setwise, groupwise, reasoning), extra fields merged into every
     request body (``extra_body``: server options such as ``{"chat_template_kwargs": {"enable_thinking": false}}``; part
     of the reranker's name and of every answer's cache key) and where answers are cached
     (default: ``$R2MED_CACHE_DIR/llm-responses``)."""
@@ -103,6 +113,12 @@ class LLMRerankerConfig:
     set_size: int = DEFAULT_SET_SIZE
     setwise_method: str = "heapsort"
     setwise_k: int = DEFAULT_SETWISE_K
+    group_size: int = DEFAULT_GROUP_SIZE
+    grouping: str = "random"
+    group_seed: int | None = None  # None: seed 0 (random grouping); refused with first-stage grouping, which draws nothing
+    regroup: int = 1
+    show_scores: bool = False
+    reasoning_effort: str | None = None
     extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
@@ -127,8 +143,37 @@ class LLMRerankerConfig:
                                  + (" (passages per setwise question, labelled A to W)" if name == "set_size" else ""))
         if self.setwise_method not in SETWISE_METHODS:
             raise ValueError(f"--setwise-method must be one of {', '.join(SETWISE_METHODS)}, got {self.setwise_method!r}")
+        self._check_groupwise()
+        if not isinstance(self.show_scores, bool):
+            raise ValueError(f"--show-scores is a switch (true or false), got {self.show_scores!r}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, got {self.reasoning_effort!r}")
         if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1):
             raise ValueError(f"--max-tokens must be a positive integer, got {self.max_tokens!r}")
+
+    def _check_groupwise(self) -> None:
+        for name in ("group_size", "regroup"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer of at least 1, got {value!r}")
+        if self.grouping not in GROUPINGS:
+            raise ValueError(f"--grouping must be one of {', '.join(GROUPINGS)}, got {self.grouping!r}")
+        if self.group_seed is not None and (isinstance(self.group_seed, bool) or not isinstance(self.group_seed, int)
+                                            or self.group_seed < 0):
+            raise ValueError(f"--group-seed must be an integer of at least 0, got {self.group_seed!r}")
+        if self.grouping == "first-stage":
+            why = "--grouping first-stage cuts the first stage's order into consecutive groups, the same every time"
+            if self.group_seed is not None:
+                raise ValueError(f"--group-seed reaches no code with --grouping first-stage: {why}; drop --group-seed "
+                                 "(or use --grouping random)")
+            if self.regroup > 1:
+                raise ValueError(f"--regroup reaches no code with --grouping first-stage: {why}, so {self.regroup} groupings "
+                                 "would ask the same questions; drop --regroup (or use --grouping random)")
+
+    @property
+    def seed(self) -> int:
+        """The random grouping's seed (0 unless ``group_seed`` is given)."""
+        return self.group_seed if self.group_seed is not None else 0
 
     @property
     def cache_path(self) -> Path | None:
@@ -138,20 +183,29 @@ class LLMRerankerConfig:
 # The LLM reranker kinds and the settings each one uses: the one place this rule is written (the CLI and sweep specs
 # both refuse, from this table, a setting the kind never reads).
 LLM_SETTING_USERS = {
-    "window": ("listwise",), "step": ("listwise",), "max_tokens": ("listwise", "reasoning", "setwise"),
+    "window": ("listwise",), "step": ("listwise",), "max_tokens": ("listwise", "reasoning", "setwise", "groupwise"),
     "set_size": ("setwise",), "setwise_method": ("setwise",), "setwise_k": ("setwise",),
+    "group_size": ("groupwise",), "grouping": ("groupwise",), "group_seed": ("groupwise",), "regroup": ("groupwise",),
+    "show_scores": ("listwise",), "reasoning_effort": ("listwise", "reasoning", "setwise", "groupwise"),
 }
+_GROUPWISE_ONLY = "the group size, grouping, its seed and the regroupings are llm-groupwise's; llm-{kind} scores no groups"
 _SETWISE_ONLY = "the set size, sort method and k are llm-setwise's; llm-{kind} does not sort by picks from sets"
 UNUSED_SETTING_REASONS = {
     "window": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
     "step": "RankGPT's sliding window is listwise; llm-{kind} asks about one passage at a time",
     "max_tokens": "llm-pointwise asks for a one-token answer (its log-probabilities) or a short label",
     "set_size": _SETWISE_ONLY, "setwise_method": _SETWISE_ONLY, "setwise_k": _SETWISE_ONLY,
+    "group_size": _GROUPWISE_ONLY, "grouping": _GROUPWISE_ONLY, "group_seed": _GROUPWISE_ONLY, "regroup": _GROUPWISE_ONLY,
+    "show_scores": "InsertRank's first-stage scores go into RankGPT's listwise prompt; llm-{kind} shows none",
+    "reasoning_effort": "llm-pointwise reads the first answer token's log-probabilities, which a model reasoning first "
+                        "never reaches (for a reasoning model use llm-reasoning, or llm-listwise/llm-groupwise)",
 }
 # a kind's own words where the general reason does not fit it
 UNUSED_SETTING_REASONS_BY_KIND = {
     ("setwise", "window"): "RankGPT's sliding window is listwise; llm-setwise asks about sets of --set-size passages",
     ("setwise", "step"): "RankGPT's sliding window is listwise; llm-setwise asks about sets of --set-size passages",
+    ("groupwise", "window"): "RankGPT's sliding window is listwise; llm-groupwise scores groups of --group-size documents",
+    ("groupwise", "step"): "RankGPT's sliding window is listwise; llm-groupwise scores groups of --group-size documents",
 }
 
 
@@ -161,8 +215,9 @@ def llm_reranker_kind(name: str) -> str:
 
 
 def settings_unused_by(kind: str) -> dict[str, str]:
-    """Setting -> why an llm-``kind`` reranker never reads it (window and step outside listwise; max_tokens in
-    pointwise; set size, method and k outside setwise)."""
+    """Setting -> why an llm-``kind`` reranker never reads it (window, step and shown scores outside listwise;
+    max_tokens and reasoning_effort in pointwise; set size, method and k outside setwise; group settings outside
+    groupwise)."""
     return {name: UNUSED_SETTING_REASONS_BY_KIND.get((kind, name), UNUSED_SETTING_REASONS[name]).format(kind=kind)
             for name, users in LLM_SETTING_USERS.items() if kind not in users}
 
@@ -172,6 +227,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
                           window: int | None = None, step: int | None = None, max_tokens: int | None = None,
                           extra_body: Mapping[str, Any] | None = None, set_size: int | None = None,
                           setwise_method: str | None = None, setwise_k: int | None = None,
+                          group_size: int | None = None, grouping: str | None = None, group_seed: int | None = None,
+                          regroup: int | None = None, show_scores: bool | None = None, reasoning_effort: str | None = None,
                           check_key: bool = True) -> LLMRerankerConfig:
     """The one way an LLM reranker's endpoint and settings are built (``r2med evaluate --rerank llm-...`` and a sweep
     spec's rerankers entry): the URL is checked, the key variable too (``check_key``), unset settings take the
@@ -183,7 +240,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
     endpoint_host(str(base_url))  # a malformed URL is refused before any data loads
     for name, value, minimum in (("window", window, 1), ("step", step, 1), ("max_tokens", max_tokens, 1),
                                  ("concurrency", concurrency, 1), ("max_retries", max_retries, 0),
-                                 ("set_size", set_size, 2), ("setwise_k", setwise_k, 1)):
+                                 ("set_size", set_size, 2), ("setwise_k", setwise_k, 1), ("group_size", group_size, 1),
+                                 ("regroup", regroup, 1), ("group_seed", group_seed, 0)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
             raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")):
@@ -194,5 +252,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
     endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency or 8, **requests)
     asks = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),
                                             ("extra_body", extra_body), ("set_size", set_size),
-                                            ("setwise_method", setwise_method), ("setwise_k", setwise_k)) if value is not None}
+                                            ("setwise_method", setwise_method), ("setwise_k", setwise_k),
+                                            ("group_size", group_size), ("grouping", grouping), ("group_seed", group_seed),
+                                            ("regroup", regroup), ("show_scores", show_scores),
+                                            ("reasoning_effort", reasoning_effort)) if value is not None}
     return LLMRerankerConfig(endpoint, **asks)

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-KINDS = ("listwise", "pointwise", "reasoning", "setwise")
+KINDS = ("listwise", "pointwise", "reasoning", "setwise", "groupwise")
 
 
 @lru_cache(maxsize=1)
@@ -34,24 +34,41 @@ def _no_brackets(text: str) -> str:
     return re.sub(r"\[(\d+)\]", r"(\1)", text)
 
 
-def listwise_messages(query: str, passages: Sequence[str], window: int) -> list[dict[str, str]]:
+def listwise_messages(query: str, passages: Sequence[str], window: int,
+                      scores: Sequence[float] | None = None) -> list[dict[str, str]]:
     """RankGPT's conversation for one window: each passage in its own turn, cut to 300 words (more when the
-    window is shorter than ``window``, as rank-llm does: 300 x (window // passages))."""
+    window is shorter than ``window``, as rank-llm does: 300 x (window // passages)). With ``scores`` (InsertRank),
+    each passage's turn shows its first-stage score (``shown_score``) and the first turn says what the scores are."""
     prompt = llm_prompts()["listwise"]
+    shown = llm_prompts()["listwise_scores"] if scores is not None else None
+    if scores is not None and len(scores) != len(passages):
+        raise ValueError(f"a listwise window with scores needs one score per passage, got {len(scores)} for {len(passages)}")
     words = prompt["words_per_passage"] * max(1, window // max(1, len(passages)))
     query = _no_brackets(query)
     num = len(passages)
     messages = [
         {"role": "system", "content": prompt["system"]},
-        {"role": "user", "content": prompt["prefix_user"].format(num=num, query=query)},
+        {"role": "user", "content": prompt["prefix_user"].format(num=num, query=query) + (shown["scores_note"] if shown else "")},
         {"role": "assistant", "content": prompt["prefix_assistant"].format(num=num, query=query)},
     ]
     for rank, passage in enumerate(passages, start=1):
         content = _no_brackets(" ".join(passage.strip().split()[:words]))
-        messages.append({"role": "user", "content": prompt["body_user"].format(rank=rank, passage=content)})
+        body = (shown["body_user"].format(rank=rank, score=shown_score(scores[rank - 1]), passage=content) if shown
+                else prompt["body_user"].format(rank=rank, passage=content))
+        messages.append({"role": "user", "content": body})
         messages.append({"role": "assistant", "content": prompt["body_assistant"].format(rank=rank)})
     messages.append({"role": "user", "content": prompt["suffix_user"].format(num=num, query=query)})
     return messages
+
+
+def score_format() -> str:
+    """The format of a first-stage score in an InsertRank prompt (``.4f``: four decimals)."""
+    return llm_prompts()["listwise_scores"]["score_format"]
+
+
+def shown_score(score: float) -> str:
+    """A first-stage score as the listwise prompt shows it (``score_format``)."""
+    return format(float(score), score_format())
 
 
 _FAKE_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉０１２３４５６７８９", "012345678901234567890123456789")
@@ -122,6 +139,123 @@ def parse_pick(answer: str, size: int) -> int | None:
     label = match.group(1) if match else answer.strip()
     labels = setwise_labels()[:size]
     return labels.index(label) if len(label) == 1 and label in labels else None
+
+
+# --- groupwise (GroupRank) ---------------------------------------------------------------------------------------
+
+def groupwise_messages(query: str, passages: Sequence[str]) -> list[dict[str, str]]:
+    """The groupwise question for one group: the system turn, then the query and the passages numbered [1], [2], ...,
+    each cut to the prompt's words per passage, and the request for one score per passage as a JSON object."""
+    prompt = llm_prompts()["groupwise"]
+    if not passages:
+        raise ValueError("a groupwise prompt holds at least one passage")
+    words = prompt["words_per_passage"]
+    listed = prompt["separator"].join(
+        prompt["passage"].format(number=number, passage=_no_brackets(" ".join(passage.strip().split()[:words])))
+        for number, passage in enumerate(passages, start=1))
+    return [{"role": "system", "content": prompt["system"]},
+            {"role": "user", "content": prompt["user"].format(query=_no_brackets(query), num=len(passages), passages=listed)}]
+
+
+def groupwise_scale() -> tuple[float, float]:
+    """The lowest and highest score the groupwise prompt asks for (0 and 10)."""
+    low, high = llm_prompts()["groupwise"]["scale"]
+    return float(low), float(high)
+
+
+_NUMBER = r"[-+]?\d+(?:\.\d+)?"
+_SEPARATOR = r"(?:[:=>)\u2013\u2192]|-(?![\d.]))"  # a dash before a digit is the score's sign
+# "[3] 7.5", "[3]: 7.5", "[3] -> 7.5", "[3] score: 7.5"; and at a line's start "3: 7.5", "Passage 3 = 7.5", "- 3 - 7.5"
+_BRACKETED_SCORE = re.compile(r"\[\s*(\d+)\s*\]\s*(?:" + _SEPARATOR + r"\s*)*(?:score\s*[:=]?\s*)?(" + _NUMBER + r")(?![\d.])",
+                              re.IGNORECASE)
+# a key of a JSON object that does not parse whole (a trailing comma, a comment): "1": 7.5, "[2]": 3, "passage 3": 1
+_QUOTED_SCORE = re.compile(r"[\"']\s*(?:passage|document|doc)?\s*\[?\s*(\d+)\s*\]?\s*[\"']\s*:\s*[\"']?(" + _NUMBER + r")(?![\d.])",
+                           re.IGNORECASE)
+_LINE_SCORE = re.compile(r"^\s*[-*\u2022]?\s*(?:passage|document|doc)?\s*#?(\d+)\s*(?:" + _SEPARATOR + r"\s*)+(?:score\s*[:=]?\s*)?("
+                         + _NUMBER + r")(?![\d.])", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_group_scores(answer: str, size: int) -> dict[int, float]:
+    """The scores a groupwise answer gives the passages of a group of ``size``: position (0-based) -> score. Read, in
+    turn, from a JSON object (``{"1": 7.5, "2": 3}``, a key may be "[1]" or "passage 1", a value a number, a numeric
+    string or ``{"score": 7.5}``), a JSON list (of ``size`` numbers in passage order, or of ``{"id"/"passage": 1,
+    "score": 7.5}`` objects; also one followed by more text), else ``"3": 7.5`` pairs of an object that does not parse,
+    else lines such as ``[3] 7.5`` or ``3: 7.5``, else (a group of one) a bare number. A passage number out of range is dropped,
+    the first score of a passage counts, a score that is not a finite number (null, "n/a", NaN) is no score. A
+    reasoning model's ``<think>...</think>`` part is ignored. {} when the answer holds no score at all."""
+    if "</think>" in answer:
+        answer = answer.split("</think>")[-1]
+    text = answer.translate(_FAKE_DIGITS)
+    for parsed in _json_values(text):
+        scores = _scores_of_json(parsed, size)
+        if scores:
+            return scores
+    scores: dict[int, float] = {}
+    for pattern in (_QUOTED_SCORE, _BRACKETED_SCORE, _LINE_SCORE):
+        for number, value in pattern.findall(text):
+            position, score = int(number) - 1, _finite(value)
+            if 0 <= position < size and score is not None:
+                scores.setdefault(position, score)
+        if scores:
+            return scores
+    alone = _finite(text.strip()) if size == 1 and re.fullmatch(_NUMBER, text.strip()) else None
+    return {0: alone} if alone is not None else {}
+
+
+def _json_values(text: str) -> list[Any]:
+    """The JSON values an answer may hold: the whole answer (code fences dropped), else the first JSON value that
+    starts at its first opening brace (or bracket), whatever text follows it; a list of plain numbers only as the
+    whole answer ("[1] 7.5" starts with the list [1], which is a passage number, not a score)."""
+    stripped = re.sub(r"^```\w*\s*|\s*```$", "", text.strip())
+    values = []
+    try:
+        values.append(json.loads(stripped))
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    for opening in ("{", "["):
+        start = text.find(opening)
+        if start >= 0:
+            try:
+                value = decoder.raw_decode(text, start)[0]
+            except ValueError:
+                continue
+            if not isinstance(value, list) or all(isinstance(item, dict) for item in value):
+                values.append(value)
+    return values
+
+
+def _scores_of_json(value: Any, size: int) -> dict[int, float]:
+    pairs: list[tuple[Any, Any]] = []
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        for item in value:
+            number = next((item[key] for key in ("id", "passage", "index", "number", "doc", "document") if key in item), None)
+            score = next((item[key] for key in ("score", "relevance", "rating") if key in item), None)
+            pairs.append((number, score))
+    elif isinstance(value, list) and len(value) == size:
+        pairs = [(number, score) for number, score in enumerate(value, start=1)]
+    scores: dict[int, float] = {}
+    for number, score in pairs:
+        if isinstance(score, dict):
+            score = next((score[key] for key in ("score", "relevance", "rating") if key in score), None)
+        digits = re.search(r"\d+", str(number)) if not isinstance(number, bool) and number is not None else None
+        position, parsed = (int(digits.group()) - 1 if digits else -1), _finite(score)
+        if 0 <= position < size and parsed is not None:
+            scores.setdefault(position, parsed)
+    return scores
+
+
+def _finite(value: Any) -> float | None:
+    """A finite number from a JSON value or a numeric string, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 # --- pointwise and reasoning --------------------------------------------------------------------------------------

@@ -207,7 +207,7 @@ class Requester:
         self._origin[key] = "sent"
         self.usage.prompt_tokens += answer.prompt_tokens
         self.usage.completion_tokens += answer.completion_tokens
-        self.cache.put(key, answer)
+        await asyncio.to_thread(self.cache.put, key, answer)  # its fsync off the event loop: other answers keep coming
         self._answered[key] = answer
         return answer
 

@@ -7,6 +7,12 @@
 - ``llm-setwise:<model>`` — Setwise (Zhuang et al., SIGIR 2024): the LLM names the most relevant of a set of c
   passages (``set_size``, default 3); a heap sort (default) or bubble sort of the first stage's top k driven by those
   picks puts the best ``setwise_k`` (default 10) on top, in order; the others follow in the first stage's order.
+- ``llm-groupwise:<model>`` — GroupRank (arXiv 2511.11653): each query's documents are split into groups of at most
+  ``group_size`` (default 20; ceil(depth / group_size) groups of near-equal size), drawn at random with a seed
+  (``grouping="random"``, the default) or cut from the first stage's order (``"first-stage"``); the LLM scores every
+  document of a group (0-10) in one answer; with ``regroup`` R > 1 the scores of R random groupings are averaged.
+  Documents are ranked by their (mean) score, ties in the first stage's order; scores: depth, depth - 1, ..., 1.
+  Groups of all queries and groupings are asked concurrently. Every group's answer is kept (``last_report.traces``).
 - ``llm-reasoning:<model>`` — Rank1 style (Weller et al., 2025): the model reasons, then answers true or false;
   the score is P(true) from the answer token's log-probabilities (the said word where there are none). The
   reasoning traces are kept (``last_report.traces``) and written beside the result.
@@ -15,7 +21,16 @@ A pair whose answer says neither word (an empty answer, a reasoning budget spent
 is counted as ``undecided``; a listwise answer with no usable identifier keeps its window's order and is counted
 as ``unparsed_answers``; a setwise answer that names no passage of its set picks the set's first passage (as
 llm-rankers reads it: "A") and is counted as ``unparsed_answers`` (``empty_answers`` when empty). Prompts:
-prompts.json (each with its published source).
+prompts.json (each with its published source). A groupwise document the answer gives no score (missing, or not a
+finite number) gets, in that grouping, the lowest score the answer gave its group, or 0 (the scale's bottom) when the
+answer gave none; each such document is counted as ``missing_scores``, each answer without any score as
+``unparsed_answers`` (``empty_answers`` when empty).
+
+Reasoning models (listwise, groupwise): the reasoning (a ``reasoning_content`` part, or ``<think>...</think>``
+in the answer; a ``<think>`` never closed is all reasoning) is set apart before the answer is read; a listwise window
+whose answer held no ranking after the reasoning keeps its order and is counted as ``no_ranking_after_reasoning``, and
+the windows' reasoning is kept as traces (written beside the result). ``reasoning_effort`` goes with every request.
+InsertRank (listwise, ``show_scores``): each passage's turn shows its first-stage score with four decimals.
 """
 
 from __future__ import annotations
@@ -23,6 +38,8 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
+import math
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +52,15 @@ from r2med_plugin.llm.prompting import (
     answer_tokens,
     apply_permutation,
     graded_label,
+    groupwise_messages,
+    groupwise_scale,
     listwise_messages,
     pair_messages,
+    parse_group_scores,
     parse_permutation,
     parse_pick,
     prompts_sha256,
+    score_format,
     setwise_messages,
     two_way_probability,
     windows,
@@ -52,17 +73,21 @@ from r2med_plugin.types import Run
 
 TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the OpenAI API's maximum
 UNDECIDED = 0.5
-ANSWER_COUNTS = ("scored_by_logprobs", "scored_by_label", "scored_by_answer", "undecided", "unparsed_answers", "empty_answers")
+ANSWER_COUNTS = ("scored_by_logprobs", "scored_by_label", "scored_by_answer", "undecided", "unparsed_answers", "empty_answers",
+                 "no_ranking_after_reasoning", "missing_scores")
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RerankReport:
-    """What the last ``rerank`` cost and noticed (``usage``), and the reasoning traces of a reasoning reranker."""
+    """What the last ``rerank`` cost and noticed (``usage``), and its traces (a reasoning reranker's reasoning, a
+    listwise reasoning model's windows, a groupwise reranker's answers), written beside the result as
+    ``<Task>.<traces_name>.jsonl``."""
 
     usage: dict[str, Any]
     traces: list[dict[str, Any]] | None = None
+    traces_name: str = "reasoning"
 
 
 @dataclass
@@ -79,6 +104,7 @@ class LLMReranker(RerankerBase):
     kind = ""
     option = ""
     counted: tuple[str, ...] = ()  # how its answers are counted (ANSWER_COUNTS), each reported even when 0
+    traces_name = "reasoning"  # the traces file beside the result: <Task>.<traces_name>.jsonl
 
     def __init__(self, model: str, config: LLMRerankerConfig) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -95,6 +121,7 @@ class LLMReranker(RerankerBase):
         self.name = f"{self.model} ({setup})"
         self.revision = self._revision()
         self.last_report: RerankReport | None = None
+        self._first_stage: Run = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, {self.config!r})"
@@ -106,6 +133,21 @@ class LLMReranker(RerankerBase):
     def _settings(self) -> str:
         """What this kind asks with, beyond the prompt (window and step, budget), for its name."""
         return ""
+
+    def _budget_label(self) -> str:
+        """The completion budget and reasoning effort as name parts (" max64 effort-high"), "" for neither."""
+        budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
+        effort = f" effort-{self.config.reasoning_effort}" if self.config.reasoning_effort else ""
+        return budget + effort
+
+    def _answer_parameters(self) -> dict[str, Any]:
+        """Greedy, with the completion budget (``max_tokens``) and the reasoning effort where they are given."""
+        parameters: dict[str, Any] = {"temperature": 0}
+        if self.config.max_tokens:
+            parameters["max_tokens"] = self.config.max_tokens
+        if self.config.reasoning_effort:
+            parameters["reasoning_effort"] = self.config.reasoning_effort
+        return parameters
 
     prompt_names: tuple[str, ...] = ()
 
@@ -120,6 +162,7 @@ class LLMReranker(RerankerBase):
             raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
         requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path), extra_body=self.config.extra_body)
         counts, traces = _Counts({name: 0 for name in self.counted}), []
+        self._first_stage = first_stage  # its scores: what InsertRank shows
         with tqdm(total=self._total(lists), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
             try:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
@@ -129,8 +172,8 @@ class LLMReranker(RerankerBase):
                     sent["unsupported_parameters"] = sorted(requester.rules.refused)
                 asked = self._asked(lists, counts)
                 self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)} | sent
-                                                | asked | requester.usage.as_dict() | counts.notes,
-                                                traces=traces if self.kind == "reasoning" else None)
+                                                | self._shown() | asked | requester.usage.as_dict() | counts.notes,
+                                                traces=sorted(traces, key=trace_order) or None, traces_name=self.traces_name)
         if requester.rules.refused:
             logger.warning(self._refused_note(requester.rules))
         warning = fallback_warning(self.kind, self.name, self.last_report.usage)
@@ -145,6 +188,10 @@ class LLMReranker(RerankerBase):
         logprobs = f"; without log-probabilities, {scored}" if scored and not rules.logprobs else ""
         return f"{self.name}: {rules.summary()}{logprobs}."
 
+    def _shown(self) -> dict[str, Any]:
+        """What the prompts showed beyond the texts, for the usage (InsertRank: the first-stage scores' format)."""
+        return {}
+
     def _total(self, lists: Mapping[str, list[str]]) -> int | None:
         return sum(len(doc_ids) for doc_ids in lists.values())
 
@@ -158,21 +205,26 @@ class LLMReranker(RerankerBase):
 
 
 class ListwiseLLMReranker(LLMReranker):
-    """RankGPT's sliding-window listwise reranking (window and step from the config)."""
+    """RankGPT's sliding-window listwise reranking (window and step from the config); with ``show_scores`` each
+    passage's first-stage score is in the prompt (InsertRank). A reasoning model's reasoning is set apart before the
+    ranking is read, and kept (one trace per window)."""
 
     kind = "listwise"
-    prompt_names = ("listwise",)
-    counted = ("unparsed_answers", "empty_answers")
+    counted = ("unparsed_answers", "empty_answers", "no_ranking_after_reasoning")
+
+    @property
+    def prompt_names(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("listwise", "listwise_scores") if self.config.show_scores else ("listwise",)
 
     def _settings(self) -> str:
-        budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
-        return f"w{self.config.window}s{self.config.step}{budget}"
+        scores = f" scores{score_format()}" if self.config.show_scores else ""
+        return f"w{self.config.window}s{self.config.step}{scores}{self._budget_label()}"
+
+    def _shown(self) -> dict[str, Any]:
+        return {"first_stage_scores": score_format()} if self.config.show_scores else {}
 
     def _parameters(self) -> dict[str, Any]:
-        parameters: dict[str, Any] = {"temperature": 0}
-        if self.config.max_tokens:
-            parameters["max_tokens"] = self.config.max_tokens
-        return parameters
+        return self._answer_parameters()
 
     def _spans(self, count: int) -> list[tuple[int, int]]:
         return [(start, end) for start, end in windows(count, self.config.window, self.config.step) if end - start > 1]
@@ -180,27 +232,67 @@ class ListwiseLLMReranker(LLMReranker):
     def _total(self, lists: Mapping[str, list[str]]) -> int:
         return sum(len(self._spans(len(doc_ids))) for doc_ids in lists.values())
 
+    def window_messages(self, query: str, doc_ids: list[str], documents: Mapping[str, str],
+                        scores: Mapping[str, float] | None = None) -> list[dict[str, str]]:
+        """The messages of one window's request (``scores``: the first-stage scores, shown when ``show_scores``)."""
+        shown = [scores[doc_id] for doc_id in doc_ids] if self.config.show_scores and scores is not None else None
+        if self.config.show_scores and shown is None:
+            raise ValueError("show_scores needs the first stage's scores of the window's documents")
+        return listwise_messages(query, [documents[doc_id] for doc_id in doc_ids], self.config.window, shown)
+
     async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
         parameters = self._parameters()
 
         async def one(query_id: str) -> tuple[str, list[str]]:
             order = list(lists[query_id])
-            for start, end in self._spans(len(order)):
-                passages = [documents[doc_id] for doc_id in order[start:end]]
-                answer = await requester.ask(listwise_messages(queries[query_id], passages, self.config.window), parameters)
+            scores = self._first_stage.get(query_id)
+            for index, (start, end) in enumerate(self._spans(len(order))):
+                window = order[start:end]
+                answer = await requester.ask(self.window_messages(queries[query_id], window, documents, scores), parameters)
                 bar.update(1)
                 if answer is None:  # failed every retry: the run stops once the others are done
                     break
-                permutation = parse_permutation(answer.content, end - start)
-                if not answer.content.strip():
+                reasoning, final = split_reasoning(answer)
+                permutation = parse_permutation(final, end - start)
+                ranked = not (permutation == list(range(end - start)) and not any(ch.isdigit() for ch in final))
+                if reasoning is not None:
+                    traces.append({"query_id": query_id, "window": index, "doc_ids": window, "ranked": ranked,
+                                   "answer": final.strip(), "reasoning": reasoning.strip(),
+                                   "finish_reason": answer.finish_reason, "completion_tokens": answer.completion_tokens})
+                    if not ranked:
+                        counts.add("no_ranking_after_reasoning")
+                elif not final.strip():
                     counts.add("empty_answers")
-                elif permutation == list(range(end - start)) and not any(ch.isdigit() for ch in answer.content):
+                elif not ranked:
                     counts.add("unparsed_answers")
                 order = apply_permutation(order, start, end, permutation)
             return query_id, order
 
         ranked = await asyncio.gather(*(one(query_id) for query_id in lists))
         return {query_id: {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)} for query_id, order in ranked}
+
+
+def trace_order(trace: Mapping[str, Any]) -> tuple:
+    """The order of a rerank's traces: by query, then (reasoning: a pair's) score descending and document, (listwise)
+    window, (groupwise) regrouping and group."""
+    return (str(trace["query_id"]), -float(trace.get("score", 0.0)), str(trace.get("doc_id", "")), trace.get("window", 0),
+            trace.get("regrouping", 0), trace.get("group", 0))
+
+
+def split_reasoning(answer) -> tuple[str | None, str]:
+    """(reasoning, answer) of a reply: the reasoning part the server split off (``reasoning_content``), else the
+    ``<think>...</think>`` part of the content (a ``<think>`` never closed: all reasoning, no answer, as when the
+    budget ran out while thinking); None for a reply without reasoning."""
+    content = answer.content
+    if answer.reasoning is not None:
+        return answer.reasoning, content.split("</think>")[-1]
+    if "</think>" in content:
+        thought, _, final = content.rpartition("</think>")
+        return thought.replace("<think>", "", 1), final
+    if content.lstrip().startswith("<think>"):
+        return content.lstrip()[len("<think>"):], ""
+    return None, content
+
 
 class SetwiseLLMReranker(LLMReranker):
     """Setwise (Zhuang et al., SIGIR 2024), as llm-rankers' OpenAI setwise ranker asks: each question shows the LLM a
@@ -226,14 +318,10 @@ class SetwiseLLMReranker(LLMReranker):
     _comparisons = 0  # questions the last rerank's sorts asked (repeated ones included)
 
     def _settings(self) -> str:
-        budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
-        return f"{self.config.setwise_method} c{self.config.set_size} k{self.config.setwise_k}{budget}"
+        return f"{self.config.setwise_method} c{self.config.set_size} k{self.config.setwise_k}{self._budget_label()}"
 
     def _parameters(self) -> dict[str, Any]:
-        parameters: dict[str, Any] = {"temperature": 0}
-        if self.config.max_tokens:
-            parameters["max_tokens"] = self.config.max_tokens
-        return parameters
+        return self._answer_parameters()
 
     def _total(self, lists: Mapping[str, list[str]]) -> int | None:
         return None  # how many questions a sort asks depends on the answers
@@ -331,6 +419,91 @@ async def bubble_top(items: list[str], k: int, set_size: int, pick) -> list[str]
     return items[:k]
 
 
+class GroupwiseLLMReranker(LLMReranker):
+    """Groupwise scoring (GroupRank, arXiv 2511.11653): a query's documents are split into groups of at most
+    ``group_size``, and one request per group asks the LLM for a 0-10 score of each of its documents.
+
+    - grouping "random" (the default, the paper's best): the documents are shuffled by Python's ``random.Random``
+      seeded with ``"<group_seed>:<regrouping>:<query id>"``, then cut into ceil(depth / group_size) groups of
+      near-equal size (sizes differ by at most one); "first-stage": the same cut of the first stage's order.
+    - ``regroup`` R: R random groupings (regrouping 0 is the grouping ``regroup=1`` asks, so its answers are reused
+      from the cache), each document's scores averaged over them.
+    - a document the answer gives no score: the lowest score the answer gave its group (0 when it gave none),
+      counted as ``missing_scores``.
+
+    Documents are ranked by mean score, ties in the first stage's order; run scores: depth, depth - 1, ..., 1. Every
+    group of every query and regrouping is asked at once (``--concurrency`` at a time). Every answer is kept as a
+    trace (its documents, the scores read, None where the answer gave none, any reasoning).
+    """
+
+    kind = "groupwise"
+    prompt_names = ("groupwise",)
+    counted = ("unparsed_answers", "empty_answers", "missing_scores")
+    traces_name = "groupwise"
+
+    def _settings(self) -> str:
+        grouping = f"random seed{self.config.seed}" if self.config.grouping == "random" else "first-stage"
+        regroup = f" regroup{self.config.regroup}" if self.config.regroup > 1 else ""
+        return f"g{self.config.group_size} {grouping}{regroup}{self._budget_label()}"
+
+    def groupings(self, query_id: str, doc_ids: list[str]) -> list[list[list[str]]]:
+        """The ``regroup`` groupings of one query's documents, each a list of groups (lists of document ids)."""
+        if not doc_ids:
+            return [[] for _ in range(self.config.regroup)]
+        count = math.ceil(len(doc_ids) / self.config.group_size)
+        groupings = []
+        for regrouping in range(self.config.regroup):
+            order = list(doc_ids)
+            if self.config.grouping == "random":
+                random.Random(f"{self.config.seed}:{regrouping}:{query_id}").shuffle(order)
+            groupings.append([order[index * len(order) // count:(index + 1) * len(order) // count] for index in range(count)])
+        return groupings
+
+    def group_messages(self, query: str, doc_ids: list[str], documents: Mapping[str, str]) -> list[dict[str, str]]:
+        """The messages of one group's request."""
+        return groupwise_messages(query, [documents[doc_id] for doc_id in doc_ids])
+
+    def _total(self, lists: Mapping[str, list[str]]) -> int:
+        return sum(len(groups) for query_id, doc_ids in lists.items() for groups in self.groupings(query_id, doc_ids))
+
+    def _asked(self, lists: Mapping[str, list[str]], counts: _Counts) -> dict[str, int]:
+        return {"groups": self._total(lists)}
+
+    async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
+        parameters = self._answer_parameters()
+        bottom, _ = groupwise_scale()
+
+        async def one(query_id: str, regrouping: int, index: int, group: list[str]) -> tuple[str, dict[str, float]]:
+            answer = await requester.ask(self.group_messages(queries[query_id], group, documents), parameters)
+            bar.update(1)
+            if answer is None:  # failed every retry: the run stops once the others are done
+                return query_id, {}
+            reasoning, final = split_reasoning(answer)
+            read = parse_group_scores(final, len(group))
+            if not read:
+                counts.add("unparsed_answers" if final.strip() else "empty_answers")
+            counts.add("missing_scores", len(group) - len(read))
+            fallback = min(read.values()) if read else bottom
+            traces.append({"query_id": query_id, "regrouping": regrouping, "group": index, "doc_ids": group,
+                           "scores": [read.get(position) for position in range(len(group))], "fallback": fallback,
+                           "answer": final.strip(), "reasoning": (reasoning or "").strip(),
+                           "finish_reason": answer.finish_reason, "completion_tokens": answer.completion_tokens})
+            return query_id, {doc_id: read.get(position, fallback) for position, doc_id in enumerate(group)}
+
+        asks = [one(query_id, regrouping, index, group) for query_id, doc_ids in lists.items()
+                for regrouping, groups in enumerate(self.groupings(query_id, doc_ids)) for index, group in enumerate(groups)]
+        totals: dict[str, dict[str, list[float]]] = {query_id: {} for query_id in lists}
+        for query_id, scored in await asyncio.gather(*asks):
+            for doc_id, score in scored.items():
+                totals[query_id].setdefault(doc_id, []).append(score)
+        run: Run = {}
+        for query_id, doc_ids in lists.items():
+            means = {doc_id: math.fsum(scores) / len(scores) for doc_id, scores in totals[query_id].items()}
+            order = sorted(doc_ids, key=lambda doc_id: -means.get(doc_id, -math.inf))  # stable: ties in first-stage order
+            run[query_id] = {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)}
+        return run
+
+
 class _PairwiseScored(LLMReranker):
     """One request per (query, passage), all concurrent; scores per query sorted descending."""
 
@@ -410,7 +583,8 @@ class ReasoningLLMReranker(_PairwiseScored):
     counted = ("scored_by_logprobs", "scored_by_answer", "undecided")
 
     def _settings(self) -> str:
-        return f"max{self.budget}"
+        effort = f" effort-{self.config.reasoning_effort}" if self.config.reasoning_effort else ""
+        return f"max{self.budget}{effort}"
 
     @property
     def budget(self) -> int:
@@ -418,6 +592,8 @@ class ReasoningLLMReranker(_PairwiseScored):
 
     async def _score(self, requester, query_id, query, doc_id, passage, counts, traces) -> float | None:
         parameters = {"temperature": 0, "max_tokens": self.budget, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        if self.config.reasoning_effort:
+            parameters["reasoning_effort"] = self.config.reasoning_effort
         answer = await requester.ask(pair_messages("reasoning", query, passage), parameters)
         if answer is None:
             return None
@@ -458,7 +634,9 @@ def own_logprobs(answer) -> list | None:
 
 _FALLBACK_CHECKS = {
     "listwise": "that the model answers with passage identifiers ([2] > [1] > ...) and that --max-tokens, if given, "
-                "leaves room for them",
+                "leaves room for them (after the reasoning, for a reasoning model: its windows are in <Task>.reasoning.jsonl)",
+    "groupwise": "that the model answers with a score per passage ({\"1\": 7, \"2\": 3} or lines such as [1] 7) and that "
+                 "--max-tokens, if given, leaves room for them after any reasoning (the answers are in <Task>.groupwise.jsonl)",
     "setwise": "that the model answers with a passage label (Passage B, or B) and that --max-tokens, if given, leaves "
                "room for it",
     "pointwise": "that the endpoint returns log-probabilities (vLLM: --max-logprobs 20) or answers the 0-3 label question, "
@@ -472,11 +650,14 @@ _FALLBACK_CHECKS = {
 def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | None:
     """What to say when most of a rerank fell back (more than half of the pairs undecided, or of the listwise windows
     unparsed or empty), or None: the scores are then mostly the fallback, not the model's judgement."""
-    if kind in ("listwise", "setwise"):
-        failed = usage.get("unparsed_answers", 0) + usage.get("empty_answers", 0)
+    if kind in ("listwise", "setwise", "groupwise"):
+        reasoned = usage.get("no_ranking_after_reasoning", 0)
+        failed = usage.get("unparsed_answers", 0) + usage.get("empty_answers", 0) + reasoned
         total = usage.get("requests", 0) + usage.get("cached_answers", 0) + usage.get("repeated_questions", 0)
-        what, fallback = (("windows", "were unparsed or empty (each kept the first stage's order)") if kind == "listwise" else
-                          ("comparisons", "were unparsed or empty (each picked its set's first passage)"))
+        unusable = "were unparsed or empty" + (f" ({reasoned} held no ranking after the reasoning)" if reasoned else "")
+        what, fallback = {"listwise": ("windows", f"{unusable} (each kept the first stage's order)"),
+                          "setwise": ("comparisons", "were unparsed or empty (each picked its set's first passage)"),
+                          "groupwise": ("groups", "were unparsed or empty (each scored its documents 0)")}[kind]
     else:
         failed = usage.get("undecided", 0)
         total = failed + sum(usage.get(key, 0) for key in ANSWER_COUNTS if key.startswith("scored_by_"))
@@ -490,7 +671,7 @@ def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | No
 
 LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
     "llm-listwise": ListwiseLLMReranker, "llm-pointwise": PointwiseLLMReranker, "llm-reasoning": ReasoningLLMReranker,
-    "llm-setwise": SetwiseLLMReranker,
+    "llm-setwise": SetwiseLLMReranker, "llm-groupwise": GroupwiseLLMReranker,
 }
 
 
@@ -501,13 +682,13 @@ def is_llm_reranker_name(value: object) -> bool:
 
 def llm_reranker(spec: str, config: LLMRerankerConfig | None) -> LLMReranker:
     """The reranker ``spec`` names ("llm-listwise:<model>", "llm-pointwise:<model>", "llm-reasoning:<model>",
-    "llm-setwise:<model>")."""
+    "llm-setwise:<model>", "llm-groupwise:<model>")."""
     kind, _, model = spec.partition(":")
     if kind not in LLM_RERANKER_KINDS:
         close = difflib.get_close_matches(kind.lower(), list(LLM_RERANKER_KINDS), n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]}:<model>?)" if close else ""
         raise ValueError(f"unknown LLM reranker {kind!r} in --rerank {spec}{hint}: choose llm-listwise:<model>, "
-                         "llm-pointwise:<model>, llm-reasoning:<model> or llm-setwise:<model>")
+                         "llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model> or llm-groupwise:<model>")
     if not model.strip():
         raise ValueError(f"--rerank {spec} names no model: write {kind}:<model id the endpoint serves>, e.g. {kind}:Qwen/Qwen3-8B")
     if config is None:

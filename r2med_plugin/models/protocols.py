@@ -235,10 +235,12 @@ def bound_to_task(model: object, task: str) -> object:
 
 @runtime_checkable
 class RerankReport(Protocol):
-    """What a reranker's last ``rerank`` cost and noticed (``usage``), and its reasoning traces (None: none)."""
+    """What a reranker's last ``rerank`` cost and noticed (``usage``), and its traces (None: none), written beside the
+    result as ``<Task>.<traces_name>.jsonl``."""
 
     usage: Mapping[str, Any]
     traces: list[dict[str, Any]] | None
+    traces_name: str
 
 
 @runtime_checkable

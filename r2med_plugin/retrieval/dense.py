@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -160,23 +161,68 @@ def _faiss_top_k(query_vectors: np.ndarray, doc_vectors: np.ndarray, k: int) -> 
 
 
 def search_vectors(
-    query_ids: Sequence[str], query_vectors: np.ndarray, doc_ids: Sequence[str], doc_vectors: np.ndarray, top_k: int
+    query_ids: Sequence[str], query_vectors: np.ndarray, doc_ids: Sequence[str], doc_vectors: np.ndarray, top_k: int,
+    *, query_norms: np.ndarray | None = None, same_text: np.ndarray | None = None,
 ) -> Run:
-    """Inner-product top_k per query (cosine for normalised vectors), in pytrec_eval order."""
+    """Inner-product top_k per query (cosine for normalised vectors), in pytrec_eval order. ``query_norms``: each
+    query vector's norm, for vectors not normalised yet; every score is divided by its query's norm after the
+    product (the same order of documents), so documents whose products tie exactly keep tying. ``same_text``: for each
+    document, the first document with its text (``text_groups``): such documents are scored once and share the score
+    exactly (a matrix product may round two identical rows apart), so they rank by document id as ties do."""
     if query_vectors.shape[1] != doc_vectors.shape[1]:
         raise ValueError(f"queries have {query_vectors.shape[1]} dimensions but documents {doc_vectors.shape[1]}")
+    divisor = np.ones((len(query_ids), 1), dtype=np.float32) if query_norms is None else query_norms.reshape(-1, 1)
+    groups = TextGroups.of(same_text, len(doc_ids))
+    unique_vectors = doc_vectors if groups is None else doc_vectors[groups.first_rows]
     if len(doc_ids) < FAISS_MIN_DOCUMENTS:
-        return top_k_run(query_ids, doc_ids, query_vectors @ doc_vectors.T, top_k)
-    k = min(top_k, len(doc_ids))
-    indices, scores = _faiss_top_k(query_vectors, doc_vectors, k)
+        scores = (query_vectors @ unique_vectors.T) / divisor
+        return top_k_run(query_ids, doc_ids, scores if groups is None else scores[:, groups.inverse], top_k)
+    k = min(top_k, len(unique_vectors))
+    indices, scores = _faiss_top_k(query_vectors, unique_vectors, k)
+    scores = scores / divisor
     tie_rank = descending_id_rank(doc_ids)
     ids = np.asarray(doc_ids, dtype=object)
     run: Run = {}
     for row, query_id in enumerate(query_ids):
-        order = top_k_indices(scores[row], tie_rank[indices[row]], k)
-        chosen = indices[row][order]
-        run[query_id] = dict(zip(ids[chosen].tolist(), scores[row][order].astype(np.float64).tolist()))
+        found, found_scores = (indices[row], scores[row]) if groups is None else groups.expand(indices[row], scores[row])
+        order = top_k_indices(found_scores, tie_rank[found], min(top_k, len(found)))
+        chosen = found[order]
+        run[query_id] = dict(zip(ids[chosen].tolist(), found_scores[order].astype(np.float64).tolist()))
     return run
+
+
+@dataclass(frozen=True)
+class TextGroups:
+    """Documents grouped by text: ``first_rows`` (one row per distinct text), ``inverse`` (each document's group)."""
+
+    first_rows: np.ndarray
+    inverse: np.ndarray
+    members: tuple[np.ndarray, ...]
+
+    @classmethod
+    def of(cls, same_text: np.ndarray | None, count: int) -> TextGroups | None:
+        if same_text is None:
+            return None
+        same_text = np.asarray(same_text, dtype=np.int64)
+        first_rows, inverse = np.unique(same_text, return_inverse=True)
+        if len(first_rows) == count:
+            return None  # every text distinct: nothing to share
+        order = np.argsort(inverse, kind="stable")
+        members = tuple(np.split(order, np.cumsum(np.bincount(inverse))[:-1]))
+        return cls(first_rows, inverse, members)
+
+    def expand(self, groups: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every document of the given groups, each with its group's score."""
+        groups = groups[groups >= 0]  # faiss pads with -1 when k exceeds what it found
+        sizes = np.array([len(self.members[group]) for group in groups], dtype=np.int64)
+        docs = np.concatenate([self.members[group] for group in groups]) if len(groups) else np.zeros(0, np.int64)
+        return docs, np.repeat(scores[: len(groups)], sizes)
+
+
+def text_groups(texts: Sequence[str]) -> np.ndarray:
+    """For each text, the row of its first occurrence (what ``search_vectors(same_text=...)`` takes)."""
+    frame = pl.DataFrame({"text": pl.Series(texts, dtype=pl.Utf8)}).with_row_index("row")
+    return frame.select(pl.col("row").min().over("text")).to_series().to_numpy().astype(np.int64)
 
 
 def _same_dimension(encoder: protocols.Encoder, queries: np.ndarray, documents: np.ndarray) -> None:
@@ -217,17 +263,21 @@ def dense_search(
     elif len(mix_with) != queries.height:
         raise ValueError(f"mix_with has {len(mix_with)} texts for {queries.height} queries")
     else:
-        query_vectors = _mixed_query_vectors(encoder, queries, list(mix_with), dataset_revision, query_prompt)
+        query_vectors, norms = _mixed_query_vectors(encoder, queries, list(mix_with), dataset_revision, query_prompt)
+        _same_dimension(encoder, query_vectors, doc_vectors)
+        return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k,
+                              query_norms=norms, same_text=text_groups(corpus["text"].to_list()))
     _same_dimension(encoder, query_vectors, doc_vectors)
-    return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k)
+    return search_vectors(queries["id"].to_list(), query_vectors, corpus["id"].to_list(), doc_vectors, top_k,
+                          same_text=text_groups(corpus["text"].to_list()))
 
 
 def _mixed_query_vectors(encoder: protocols.Encoder, queries: pl.DataFrame, expansions: list[str], dataset_revision: str,
-                         query_prompt: str | None) -> np.ndarray:
-    """The mean of each query's embedding and its expansion's. An encoder with an ``expansion_mean_dtype`` (the
-    official profiles) encodes the expansion its own way (``encode_expansions``) and the mean is of its raw embeddings
-    in that dtype, as the official classes average them; otherwise (None) the expansion is encoded as a document
-    without prompt and the unit vectors are averaged."""
+                         query_prompt: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of each query's embedding and its expansion's, and the mean's norm (the search divides by it after
+    the product). An encoder with an ``expansion_mean_dtype`` (the official profiles) encodes the expansion its own way
+    (``encode_expansions``) and the mean is of its raw embeddings in that dtype, as the official classes average them;
+    otherwise (None) the expansion is encoded as a document without prompt and the unit vectors are averaged."""
     raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
                                     prompt=query_prompt)
     if encoder.expansion_mean_dtype is not None:
@@ -236,10 +286,17 @@ def _mixed_query_vectors(encoder: protocols.Encoder, queries: pl.DataFrame, expa
         # the dtype the model's embeddings come in: NV-Embed's float16 vectors are averaged in float16, as officially
         dtype = np.dtype(encoder.expansion_mean_dtype)
         mixed = (raw_queries.astype(dtype) + extra.astype(dtype)) / dtype.type(2)
-        return normalise(mixed.astype(np.float32))
+        return _unit_with_norms(normalise(mixed.astype(np.float32)))
     extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
     _same_dimension(encoder, raw_queries, extra)
-    return normalise((normalise(raw_queries) + extra) / 2.0)
+    # not normalised here: a mean of two unit vectors has an irrational norm, and products with a vector divided by it
+    # round in the order the BLAS kernel sums them, so documents tied in exact arithmetic would split by machine
+    mixed = ((normalise(raw_queries) + extra) / 2.0).astype(np.float32)
+    return mixed, np.linalg.norm(mixed, axis=1).astype(np.float32)
+
+
+def _unit_with_norms(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return vectors, np.ones(len(vectors), dtype=np.float32)
 
 
 def score_candidates(

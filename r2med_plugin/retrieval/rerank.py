@@ -59,9 +59,14 @@ def rerank_run(
     if unknown:
         raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
     texts = [(query_prefix + queries[q], document_prefix + documents[d]) for q, d in pairs]
-    scores = _score_pairs(scorer, texts, batch_size, show_progress)
+    # each distinct (query, passage) text is scored once: a passage repeated under another id (the real corpora
+    # hold thousands) costs nothing more and scores exactly the same, whatever batch padding it would have met
+    distinct = list(dict.fromkeys(texts))
+    distinct_scores = _score_pairs(scorer, distinct, batch_size, show_progress).tolist()
+    score_of = dict(zip(distinct, distinct_scores))
+    scores = [score_of[text] for text in texts]
     reranked: Run = {query_id: {} for query_id in lists}
-    for (query_id, doc_id), score in zip(pairs, scores.tolist()):
+    for (query_id, doc_id), score in zip(pairs, scores):
         reranked[query_id][doc_id] = score
     return {query_id: dict(sorted(ranked.items(), key=lambda item: item[1], reverse=True)) for query_id, ranked in reranked.items()}
 

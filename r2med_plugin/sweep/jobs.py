@@ -262,10 +262,9 @@ def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show
         options = dict(job.options)
         asks, requests = options.pop("llm_reranker", None), options.pop("llm_requests", None) or {}
         if asks is not None:  # an LLM reranker: built here, with its endpoint settings (the key read from the job's env)
-            from r2med_plugin.evaluation.rerankers import as_reranker
-            from r2med_plugin.sweep.spec import llm_reranker_config
+            from r2med_plugin.sweep.spec import llm_reranker_spec
 
-            options["rerank"] = as_reranker(options["rerank"], llm=llm_reranker_config(asks, requests))
+            options["rerank"] = llm_reranker_spec(options["rerank"], asks, requests).load()
         if job.instruction:
             from r2med_plugin.catalog import get_task_spec
             from r2med_plugin.evaluation.naming import official_query_prompt

@@ -51,7 +51,8 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "load
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 NOT_IN_JOB_IDENTITY = ("devices", "batch_size", "api_key_env", "concurrency")  # how, not what, a job computes
 # An LLM reranker's settings (llm-listwise:<model>, ...): what it asks (in a job's identity), and how its requests go (not)
-LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body", "set_size", "setwise_method", "setwise_k")
+LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body", "set_size", "setwise_method", "setwise_k",
+                     "group_size", "grouping", "group_seed", "regroup", "show_scores", "reasoning_effort")
 LLM_REQUEST_KEYS = ("api_key_env", "concurrency", "timeout", "max_retries")
 RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size", *LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS}
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
@@ -231,7 +232,7 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         raise _fail(path, f"{key}.{unknown[0]}", "is not a model setting", f"use only {sorted(MODEL_KEYS)}")
     if entry["model"] in BM25_NAMES:
         raise _fail(path, key, f"uses {entry['model']!r} as a model", f"write it as a plain string: - {entry['model']}")
-    from r2med_plugin.evaluation.plan import check_retriever_name
+    from r2med_plugin.evaluation.specs import check_retriever_name
 
     try:
         check_retriever_name(entry["model"])  # "bm25-lucen" is a typo, not a hub model to download
@@ -243,18 +244,7 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         raise _fail(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
     loading = {name: entry[name] for name in LOADING_KEYS if entry.get(name) is not None}
     instruction = bool(_as_bool(path, f"{key}.instruction", entry.get("instruction")))
-    from r2med_plugin.models.registry import resolve
-
-    try:  # what the name is and how it loads, checked before any job runs (mteb's registry, an endpoint's settings)
-        settings = {name: value for name, value in loading.items() if name != "loader"}
-        ref = resolve(entry["model"], revision, loader=loading.get("loader"), settings=settings)
-    except ValueError as error:
-        field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
-        raise _fail(path, field_key, f"is {entry['model']!r}" if field_key == key else f"is {revision!r}",
-                    str(error).replace("--", "")) from None
-    if instruction and ref.instruction_refusal is not None:
-        why, fix = ref.instruction_refusal
-        raise _fail(path, f"{key}.instruction", f"is set, but {why}", fix)
+    model_spec(entry["model"], revision, loading, instruction, path=path, key=key)  # resolved and checked once, here
     return {
         "model": entry["model"],
         "revision": revision,
@@ -263,6 +253,25 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
         "instruction": instruction,
         **loading,
     }
+
+
+def model_spec(name: str, revision: str | None, loading: Mapping[str, Any], instruction: bool, *,
+               path: Path = Path("<spec>"), key: str = "retrievers[0]") -> Any:
+    """The ModelSpec of a retrievers entry (what the name is and how it loads: mteb's registry, an endpoint's
+    settings, the instruction rule), its refusal keyed under the entry."""
+    from r2med_plugin.evaluation.request import RequestError
+    from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec
+
+    settings = {option: value for option, value in loading.items() if option != "loader"}
+    try:
+        return ModelSpec(name, revision, loader=loading.get("loader"), endpoint=EndpointSpec(**settings) if settings else None,
+                         instruction=instruction)
+    except RequestError as error:
+        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.field}`')}") from None
+    except ValueError as error:
+        field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
+        raise _fail(path, field_key, f"is {name!r}" if field_key == key else f"is {revision!r}",
+                    str(error).replace("--", "")) from None
 
 
 def _expansions(path: Path, raw: Mapping[str, Any]) -> list[str | None]:
@@ -374,29 +383,35 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
     if not is_llm_reranker_name(entry["model"]):
         if given:
             raise _fail(path, f"{key}.{given[0]}", f"is set, but {entry['model']} is a cross-encoder",
-                        "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model> or "
-                        "llm-setwise:<model>: drop it")
+                        "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, "
+                        "llm-setwise:<model> or llm-groupwise:<model>: drop it")
         return {}
     if entry.get("batch_size") is not None:
         raise _fail(path, f"{key}.batch_size", "is set, but an LLM reranker batches nothing",
                     "its requests go `concurrency` at a time: drop batch_size")
     if not entry.get("base_url"):
         raise _fail(path, f"{key}.base_url", "is missing", "an LLM reranker needs its endpoint: base_url: http://localhost:8000/v1")
-    from r2med_plugin.llm.config import llm_reranker_kind, settings_unused_by
-
-    kind = llm_reranker_kind(entry["model"])
-    for name, why in settings_unused_by(kind).items():
-        if entry.get(name) is not None:
-            raise _fail(path, f"{key}.{name}", f"is set, but {entry['model']} is llm-{kind}", f"{why}: drop {name}")
     asks = {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None}
     requests = {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}
-    try:
-        from r2med_plugin.evaluation.rerankers import as_reranker
+    from r2med_plugin.evaluation.request import RequestError
 
-        as_reranker(entry["model"], llm=llm_reranker_config(asks, requests, check_key=False))
+    try:  # the kind's settings, each value, and the endpoint: checked by the type, as for the CLI and the Python API
+        llm_reranker_spec(entry["model"], asks, requests, depth=entry.get("depth") or 10)
+    except RequestError as error:
+        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.field}`')}") from None
     except (TypeError, ValueError) as error:
         raise _fail(path, key, f"is {entry['model']!r}", str(error).replace("--", "")) from None
     return {"llm_reranker": asks, "llm_requests": requests}
+
+
+def llm_reranker_spec(model: str, asks: Mapping[str, Any], requests: Mapping[str, Any], *, depth: int = 10) -> Any:
+    """The LlmRerankerSpec of a rerankers entry: what it asks (``asks``: base_url, extra_body and the kind's settings)
+    and how its requests go (``requests``)."""
+    from r2med_plugin.evaluation.specs import EndpointSpec, LlmRerankerSpec
+
+    endpoint = EndpointSpec(base_url=asks.get("base_url"), extra_body=asks.get("extra_body"), **requests)
+    settings = {name: value for name, value in asks.items() if name not in ("base_url", "extra_body")}
+    return LlmRerankerSpec(model, endpoint, depth=depth, settings=settings)
 
 
 def llm_reranker_config(asks: Mapping[str, Any], requests: Mapping[str, Any], *, check_key: bool = True) -> Any:
@@ -492,31 +507,45 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
 
 
 def _check_jobs(spec: SweepSpec) -> None:
-    """Every job's request checked as `r2med evaluate` checks it (r2med_plugin.evaluation.plan.build_plan), before
-    anything runs: a value that would fail at run time (options: {top_k: 5}) fails here, naming the job."""
-    from r2med_plugin.evaluation.plan import build_plan
-    from r2med_plugin.models.hashing import HashingEncoder
-
+    """Every job's EvaluationRequest built, and so checked as `r2med evaluate` checks it, before anything runs: a value
+    that would fail at run time (options: {top_k: 5}) fails here, naming the job."""
+    models: dict[str, Any] = {}  # each model resolved once for all its jobs
     for job in expand_jobs(spec):
-        retriever = (job.retriever or {}).get("bm25") or (HashingEncoder(name="spec-check") if job.retriever else None)
-        options = {key: value for key, value in job.options.items()
-                   if key not in ("data_dir", "accept_drift", "llm_reranker", "llm_requests")}
         try:
-            if job.options.get("llm_reranker") is not None:  # built as the job builds it
-                from r2med_plugin.evaluation.rerankers import as_reranker
-
-                requests = job.options.get("llm_requests") or {}
-                key_env = requests.get("api_key_env")
-                if key_env and not (job.env[key_env] if key_env in job.env else os.environ.get(key_env)):
-                    raise ValueError(f"api_key_env {key_env}: the variable {key_env} is set neither here nor in the spec's "
-                                     "env:; export it first")
-                config = llm_reranker_config(job.options["llm_reranker"], requests, check_key=False)
-                options["rerank"] = as_reranker(options["rerank"], llm=config)
-            build_plan(job.task, retriever, show_progress=False, **options)
+            requests = job.options.get("llm_requests") or {}
+            key_env = requests.get("api_key_env")
+            if key_env and not (job.env[key_env] if key_env in job.env else os.environ.get(key_env)):
+                raise ValueError(f"api_key_env {key_env}: the variable {key_env} is set neither here nor in the spec's "
+                                 "env:; export it first")
+            job_request(job, models)
         except (ValueError, KeyError, TypeError) as error:
             message = error.args[0] if isinstance(error, KeyError) and error.args else error
             raise SpecError(f"{spec.path}: job {job.label}: {message} (see `top_k`, `options`, `candidates`, `hybrid`, "
                             "`rerankers` in the spec)") from None
+
+
+def job_request(job: Job, models: dict[str, Any] | None = None) -> Any:
+    """The EvaluationRequest a job runs, built from its plain form (models named, not loaded; ``models`` keeps the
+    ModelSpecs built so far, so a model of many jobs is resolved once)."""
+    from r2med_plugin.evaluation.plan import request_of
+    from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec
+
+    options = {key: value for key, value in job.options.items() if key not in ("llm_reranker", "llm_requests")}
+    retriever = job.retriever or {}
+    first = Bm25Spec(retriever["bm25"]) if "bm25" in retriever else None
+    if "model" in retriever:
+        loading = {name: retriever[name] for name in LOADING_KEYS if retriever.get(name) is not None}
+        key = json.dumps([retriever["model"], retriever.get("revision"), loading, job.instruction], sort_keys=True, default=str)
+        models = {} if models is None else models
+        if key not in models:
+            models[key] = model_spec(retriever["model"], retriever.get("revision"), loading, job.instruction)
+        first = models[key]
+    if "rerank" in options:
+        depth, batch_size = options.pop("rerank_depth", None) or 10, options.pop("rerank_batch_size", None)
+        asks = job.options.get("llm_reranker")
+        options["rerank"] = (llm_reranker_spec(options["rerank"], asks, job.options.get("llm_requests") or {}, depth=depth)
+                             if asks is not None else CrossEncoderSpec(options["rerank"], depth=depth, batch_size=batch_size))
+    return request_of(job.task, first, show_progress=False, **options)
 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:

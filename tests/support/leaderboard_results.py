@@ -11,13 +11,13 @@ seeded per-query nDCG@10 values, so that no model or data is needed: each result
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, write_per_query
+from tests.support.builders import write_result
 
 QUERIES = 12
 R2MED_MODELS = {  # name -> skill: the mean level of its per-query scores
@@ -44,15 +44,10 @@ def _seed(model: str, task: str) -> int:
     return sum((index + 1) * ord(char) for index, char in enumerate(f"{model}/{task}"))
 
 
-def write_result(root: Path, model: str, task: str, scores: dict[str, float], dataset_revision: str,
-                 per_query: dict[str, float] | None = None) -> Path:
-    folder = root / model.replace("/", "__") / "r1"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_meta.json").write_text(json.dumps({"name": model, "revision": "r1"}))
-    entry = {**scores, "main_score": scores["ndcg_at_10"], "hf_subset": "default", "languages": ["eng-Latn"]}
-    path = folder / f"{task}.json"
-    path.write_text(json.dumps({"dataset_revision": dataset_revision, "task_name": task, "date": 1.0, "evaluation_time": 1.0,
-                                "scores": {"test": [entry]}, "r2med_provenance": {"dataset_revision": dataset_revision}}))
+def _write(root: Path, model: str, task: str, scores: dict[str, float], dataset_revision: str,
+           per_query: dict[str, float] | None = None) -> Path:
+    row = {**scores, "main_score": scores["ndcg_at_10"], "hf_subset": "default", "languages": ["eng-Latn"]}
+    path = write_result(root, model, task, row, dataset_revision, r2med_provenance={"dataset_revision": dataset_revision})
     if per_query is not None:
         frame = per_query_frame(task, {query: {"ndcg_at_10": value} for query, value in per_query.items()})
         write_per_query(per_query_path(path), frame)
@@ -61,17 +56,16 @@ def write_result(root: Path, model: str, task: str, scores: dict[str, float], da
 
 def build_results(root: Path) -> Path:
     """``root/results`` with the rows above; returns that folder."""
-    results = root / "results"
     for spec in list_tasks("r2med"):
         for model, skill in R2MED_MODELS.items():
             values = _values(model, spec.name, skill)
-            write_result(results, model, spec.name, {"ndcg_at_10": float(np.mean(list(values.values())))}, spec.revision, values)
+            _write(root, model, spec.name, {"ndcg_at_10": float(np.mean(list(values.values())))}, spec.revision, values)
     for spec in list_tasks("r2med")[:5]:
-        write_result(results, INCOMPLETE, spec.name, {"ndcg_at_10": 0.9}, spec.revision)
+        _write(root, INCOMPLETE, spec.name, {"ndcg_at_10": 0.9}, spec.revision)
     for number, spec in enumerate(list_tasks("nano")):
         for model, skill in NANO_MODELS.items():
             values = _values(model, spec.name, skill)
             mean = float(np.mean(list(values.values())))
             extras = {key: round(mean + 0.01 * (offset + 1) + 0.001 * number, 6) for offset, key in enumerate(NANO_EXTRAS)}
-            write_result(results, model, spec.name, {"ndcg_at_10": mean, **extras}, "nano-commit", values)
-    return results
+            _write(root, model, spec.name, {"ndcg_at_10": mean, **extras}, "nano-commit", values)
+    return root / "results"

@@ -1,0 +1,430 @@
+"""`r2med evaluate`: the command line as one EvaluationRequest per task (and expansion), then each run and printed.
+
+The options map onto the request's parts (r2med_plugin.evaluation.request and .specs); an option that no part of the
+request uses reaches no code, and is refused with the part's own words, before anything loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, refuse_unreached
+
+# the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
+# and output settings, where the data lives) -- each either reaches the part that uses it or is refused
+REQUEST_OPTIONS = ("model_revision", "model_name", "loader", "instruction", "device", "batch_size", "base_url",
+                   "api_key_env", "dimensions", "concurrency", "extra_body", "max_retries", "timeout", "rerank_depth",
+                   "rerank_revision", "first_stage_name", "workers", "top_k", "depth")
+
+
+def add_evaluate_command(commands: Any) -> None:
+    evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks; rerank with a "
+                                   "cross-encoder or an LLM")
+    for add in (_run_options, _first_options, _scoring_options, _outputs_options, _rerank_options, _endpoint_options,
+                _llm_options):
+        add(evaluate)
+    evaluate.set_defaults(func=evaluate_command)
+
+
+def _run_options(evaluate: argparse.ArgumentParser) -> None:
+    run = evaluate.add_argument_group("what runs")
+    run.add_argument("--task", nargs="+", required=True, help="task name(s), e.g. NanoR2MEDBiology")
+    run.add_argument("--data-dir", default=None, help="local mirror (default: $R2MED_DATA_DIR, else the hub)")
+    run.add_argument("--accept-drift", action="store_true", default=None,
+                     help="evaluate data whose counts/revision differ from task_metadata (marked +count-drift; never submittable)")
+    run.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
+
+
+def _first_options(evaluate: argparse.ArgumentParser) -> None:
+    from r2med_plugin.models.registry import loader_choices
+
+    first = evaluate.add_argument_group("first stage: BM25 or a model (--retriever; with --rerank, --first-stage)")
+    first.add_argument("--retriever", default=None,
+                       help="bm25-lucene, bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
+                            "or openai:<model> with --base-url (required without --rerank)")
+    first.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
+    first.add_argument("--model-revision", default=None,
+                       help="hub revision of the model (default: what the cache holds); for a folder, a label filed with its fingerprint")
+    first.add_argument("--model-name", default=None,
+                       help="the name results are filed under (default: the hub name, or the folder's path), e.g. my-org/minilm-ft")
+    first.add_argument("--device", default="cpu", help="device for the model: cpu (default), cuda, cuda:1, mps")
+    first.add_argument("--batch-size", type=positive_int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
+    first.add_argument("--workers", type=positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
+    first.add_argument("--loader", default=None, choices=loader_choices(),
+                       help="how --retriever / --rerank models load (default auto: through mteb when mteb's registry has the "
+                            "name, with its prompts and revision; else sentence-transformers)")
+
+
+def _scoring_options(evaluate: argparse.ArgumentParser) -> None:
+    from r2med_plugin.identifiers import CANDIDATE_SUBSETS
+
+    scoring = evaluate.add_argument_group("scoring (without --rerank)")
+    scoring.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
+    scoring.add_argument("--candidates", nargs="+", choices=list(CANDIDATE_SUBSETS), help="rank the stored candidate lists (NanoR2MED)")
+    scoring.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
+    scoring.add_argument("--expansion", default=None,
+                         help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' for every released one (R2MED tasks), "
+                              "or one from r2med generate: local:<folder>/<method>/<llm>")
+    scoring.add_argument("--top-k", type=int, default=1000,
+                         help="documents retrieved per query (default 1000, at least 10); deeper metrics are left out below 1000")
+
+
+def _outputs_options(evaluate: argparse.ArgumentParser) -> None:
+    outputs = evaluate.add_argument_group("outputs")
+    outputs.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
+    outputs.add_argument("--trec", action="store_true", help="also write TREC run files")
+    outputs.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
+
+
+def _rerank_options(evaluate: argparse.ArgumentParser) -> None:
+    rerank = evaluate.add_argument_group("reranking (--rerank)")
+    rerank.add_argument("--rerank", default=None, metavar="RERANKER",
+                        help="rerank the top --rerank-depth of --first-stage with this cross-encoder (a name of mteb's registry, "
+                             "else a sentence-transformers CrossEncoder name or folder), or an LLM behind --base-url: "
+                             "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model>, "
+                             "llm-groupwise:<model>")
+    rerank.add_argument("--first-stage", default=None,
+                        help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
+    rerank.add_argument("--rerank-depth", type=positive_int, default=10, help="documents reranked per query, at least 10 (official: 10 or 100; default 10)")
+    rerank.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
+    rerank.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
+
+
+def _endpoint_options(evaluate: argparse.ArgumentParser) -> None:
+    endpoint = evaluate.add_argument_group("endpoints: openai:<model> retrievers and LLM rerankers")
+    endpoint.add_argument("--base-url", default=None,
+                          help="the OpenAI-compatible endpoint of --retriever openai:<model> (embeddings) or of an LLM reranker "
+                               "(--rerank llm-...), e.g. http://localhost:8000/v1")
+    endpoint.add_argument("--api-key-env", default=None,
+                          help="openai:<model> / LLM rerankers: environment variable holding the API key (default OPENAI_API_KEY)")
+    endpoint.add_argument("--dimensions", type=int, default=None,
+                          help="openai:<model>: ask the endpoint for embeddings of this many dimensions (checked in every answer)")
+    endpoint.add_argument("--concurrency", type=positive_int, default=None,
+                          help="openai:<model> / LLM rerankers: requests in flight at once (default 8); --batch-size texts per "
+                               "embeddings request")
+    endpoint.add_argument("--max-retries", type=non_negative_int, default=None,
+                          help="openai:<model>, official:openai/voyage and LLM rerankers: retries per request on 429, 5xx, "
+                               "timeouts and dropped connections (default 6)")
+    endpoint.add_argument("--timeout", type=positive_seconds, default=None,
+                          help="openai:<model>, official:openai/voyage and LLM rerankers: seconds per request before it is "
+                               "retried (default: 120 for embeddings, 600 for LLM rerankers)")
+    endpoint.add_argument("--extra-body", default=None, metavar="JSON",
+                          help="openai:<model> / LLM rerankers: a JSON object merged into every request body (server "
+                               "options; part of the results' identity), e.g. vLLM embeddings: '{\"truncate_prompt_tokens\": 256}', "
+                               "Qwen3: '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
+
+
+def _llm_options(evaluate: argparse.ArgumentParser) -> None:
+    llm = evaluate.add_argument_group("LLM reranker settings (each kind reads its own)")
+    llm.add_argument("--window", type=positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
+    llm.add_argument("--step", type=positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
+    llm.add_argument("--max-tokens", type=positive_int, default=None,
+                     help="llm-reasoning: the reasoning budget (default 8192); llm-listwise, llm-setwise, llm-groupwise: "
+                          "the answer's budget, a reasoning model's reasoning included (default: the server's)")
+    llm.add_argument("--set-size", type=positive_int, default=None,
+                     help="llm-setwise: passages per question, from 2 to 23 (default 3, the paper's c; llm-rankers' "
+                          "num_child is one less)")
+    llm.add_argument("--setwise-method", choices=["heapsort", "bubblesort"], default=None,
+                     help="llm-setwise: how the picks sort the list (default heapsort)")
+    llm.add_argument("--setwise-k", type=positive_int, default=None,
+                     help="llm-setwise: documents sorted to the top, in order (default 10; at most --rerank-depth); "
+                          "the rest keep the first stage's order")
+    llm.add_argument("--group-size", type=positive_int, default=None,
+                     help="llm-groupwise: documents scored per request, at most (default 20, GroupRank's)")
+    llm.add_argument("--grouping", choices=["random", "first-stage"], default=None,
+                     help="llm-groupwise: groups drawn at random with --group-seed (default) or cut from the first stage's order")
+    llm.add_argument("--group-seed", type=int, default=None, help="llm-groupwise: the seed of --grouping random (default 0)")
+    llm.add_argument("--regroup", type=positive_int, default=None,
+                     help="llm-groupwise: average each document's scores over this many random groupings (default 1)")
+    llm.add_argument("--show-scores", action="store_true", default=None,
+                     help="llm-listwise: show each passage's first-stage score in the prompt, 4 decimals (InsertRank)")
+    llm.add_argument("--reasoning-effort", choices=["none", "minimal", "low", "medium", "high", "xhigh"], default=None,
+                     help="llm-listwise, llm-setwise, llm-groupwise, llm-reasoning: sent as reasoning_effort with every "
+                          "request (left out, with a warning, where the endpoint refuses it)")
+
+
+# --- argv -> requests -----------------------------------------------------------------------------------------------------
+
+
+def llm_settings() -> tuple[str, ...]:
+    from r2med_plugin.llm.config import LLM_SETTING_USERS
+
+    return tuple(LLM_SETTING_USERS)
+
+
+def first_stage_kind(value: str) -> str:
+    """"bm25", "run_file" (a run file or a folder of them) or "model" for what --retriever / --first-stage names."""
+    from r2med_plugin.data.runs import RUN_FILE_SUFFIXES
+    from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS
+
+    if value in BM25_RETRIEVERS:
+        return "bm25"
+    path = Path(value)
+    is_model_folder = path.is_dir() and any((path / name).is_file() for name in ("config.json", "modules.json"))
+    looks_like_run = path.is_file() or path.suffix in RUN_FILE_SUFFIXES  # a mistyped run file is reported as missing
+    return "run_file" if looks_like_run or (path.is_dir() and not is_model_folder) else "model"
+
+
+def _source(args: argparse.Namespace) -> str:
+    """What is searched, or reranked with --rerank (its first stage)."""
+    if not args.rerank:
+        if args.first_stage or args.first_stage_name:
+            flag = "--first-stage" if args.first_stage else "--first-stage-name"
+            raise ValueError(f"{flag} configures what --rerank reranks: add --rerank <cross-encoder>, or drop {flag}")
+        if not args.retriever:
+            raise ValueError("--retriever is required (bm25-lucene, bm25-robertson, or a model name or folder), or use --rerank")
+        return args.retriever
+    if args.first_stage and args.retriever:
+        raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
+    if not (args.first_stage or args.retriever):
+        raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs "
+                         ".jsonl (file or folder)")
+    return args.first_stage or args.retriever
+
+
+def _endpoint(args: argparse.Namespace, takes: Sequence[str]):
+    from r2med_plugin.evaluation.specs import EndpointSpec
+
+    given = {name: getattr(args, name) for name in takes if getattr(args, name, None) is not None}
+    return EndpointSpec(**given) if given else None
+
+
+def _first_stage(args: argparse.Namespace, source: str):
+    from r2med_plugin.evaluation.specs import REQUEST_OPTIONS as SENT, Bm25Spec, ModelSpec, RunFileSpec, check_retriever_name
+    from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
+
+    kind = first_stage_kind(source)
+    if kind == "bm25":
+        return Bm25Spec(source)
+    if kind == "run_file":
+        return RunFileSpec(source)
+    check_retriever_name(source)  # a near-miss BM25 name gets a did-you-mean before anything model-related is imported
+    takes = endpoint_options_of(source)
+    endpoint = _endpoint(args, (*takes, *SENT) if takes else ())
+    return ModelSpec(source, revision=args.model_revision, loader=None if scheme_loader(source) else args.loader,
+                     endpoint=endpoint, instruction=args.instruction, display_name=args.model_name,
+                     device=None if takes else args.device, batch_size=args.batch_size)
+
+
+def _reranker(args: argparse.Namespace):
+    from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec
+    from r2med_plugin.llm.config import llm_reranker_kind, settings_unused_by
+    from r2med_plugin.llm.rerankers import is_llm_reranker_name
+
+    if not args.rerank:
+        return None
+    if not is_llm_reranker_name(args.rerank):
+        return CrossEncoderSpec(args.rerank, revision=args.rerank_revision, loader=args.loader, depth=args.rerank_depth,
+                                device=args.device, batch_size=args.batch_size)
+    unused = settings_unused_by(llm_reranker_kind(args.rerank))
+    settings = {name: getattr(args, name) for name in llm_settings() if name not in unused}
+    endpoint = _endpoint(args, ("base_url", "api_key_env", "concurrency", "extra_body", "max_retries", "timeout"))
+    return LlmRerankerSpec(args.rerank, endpoint or EndpointSpec(), depth=args.rerank_depth, settings=settings)
+
+
+def _refuse_shared_extra_body(args: argparse.Namespace, first_stage, reranker) -> None:
+    """One --extra-body cannot say which of two endpoints it is for."""
+    from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec
+
+    if args.extra_body and isinstance(first_stage, ModelSpec) and first_stage.uses("extra_body") and isinstance(reranker, LlmRerankerSpec):
+        raise ValueError("--extra-body would reach two endpoints here, the embedding endpoint of the first stage and the LLM "
+                         "reranker, whose requests take other fields: rerank a run file of the first stage (--first-stage "
+                         "run.trec, written by evaluate --output DIR --trec), or use a sweep spec, where the retriever and "
+                         "the reranker each take their own extra_body")
+
+
+def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[str, str | None]]:
+    """(task, expansion) pairs: "all" stands for every released expansion of each task (each task checked first)."""
+    if expansion != "all":
+        return [(task, expansion) for task in tasks]
+    from r2med_plugin.data.expansions import list_expansions
+    from r2med_plugin.evaluation.request import Scoring
+    from r2med_plugin.catalog import get_task_spec
+
+    for task in tasks:
+        Scoring(expansion="all").check_task(get_task_spec(task))
+    return [(task, name) for task in tasks for name in list_expansions(task)]
+
+
+def requests_from_args(args: argparse.Namespace) -> list:
+    """One EvaluationRequest per task (and expansion), each checked as it is built; options no part uses are refused."""
+    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, RequestError, Scoring
+
+    repeated = sorted({task for task in args.task if args.task.count(task) > 1})
+    if repeated:
+        raise ValueError(f"--task names {', '.join(repeated)} more than once: each task runs once, give it once")
+    try:
+        first_stage, reranker = _first_stage(args, _source(args)), _reranker(args)
+        _refuse_shared_extra_body(args, first_stage, reranker)
+        searched = reranker is None and not args.candidates_only
+        outputs = Outputs(args.output, args.trec, args.depth)
+        requests = []
+        for task, expansion in task_expansions(args.task, args.expansion):
+            scoring = Scoring(top_k=args.top_k if searched else 1000, hybrid=args.hybrid, candidates=tuple(args.candidates or ()),
+                              candidates_only=args.candidates_only, expansion=expansion)
+            requests.append(EvaluationRequest(task, first_stage, reranker, scoring, outputs,
+                                              first_stage_name=args.first_stage_name if reranker else None,
+                                              data_dir=args.data_dir, accept_drift=args.accept_drift, show_progress=not args.quiet))
+    except RequestError as error:
+        raise ValueError(error.flag_message) from None
+    if args.workers is not None and requests[0].computes_bm25_lucene:
+        requests = [replace(request, bm25_workers=args.workers) for request in requests]
+    refuse_unreached(args, {option: requests[0].why_not(option)
+                            for option in (*REQUEST_OPTIONS, *llm_settings()) if not requests[0].uses(option)})
+    return requests
+
+
+# --- running -------------------------------------------------------------------------------------------------------------
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    if args.quiet:
+        from r2med_plugin.quiet import silence_libraries
+
+        silence_libraries()
+    from r2med_plugin.llm.client import EndpointError
+    from r2med_plugin.llm.config import extra_body_of
+
+    args.extra_body = extra_body_of(args.extra_body)  # a JSON object, checked before anything else
+    try:
+        requests = requests_from_args(args)
+        encoder, reranker = _load_parts(args, requests)
+        from r2med_plugin.evaluation.plan import plan_request
+
+        plans = [(_label(request), plan_request(request, encoder=encoder, reranker=reranker)) for request in requests]
+        return _run_plans(args, plans)
+    except EndpointError as error:  # an LLM reranker's endpoint refused or kept failing; answers so far are cached
+        if not args.rerank:
+            raise
+        print(f"r2med: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _label(request) -> str:
+    expansion = request.scoring.expansion
+    return request.task + (f" + {expansion}" if expansion else "")
+
+
+def _load_parts(args: argparse.Namespace, requests: list):
+    """The encoder and the reranker every request shares, loaded once after every check that needs no model."""
+    from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec, RunFileSpec
+    from r2med_plugin.models.checks import check_device
+
+    first = requests[0]
+    if first.uses("device"):
+        check_device(args.device)  # a typo would otherwise surface as a torch traceback
+    if args.output:
+        from r2med_plugin.reporting.export import check_output_dir
+
+        check_output_dir(args.output, "--output")  # a writable folder before any work starts
+    llm = first.reranker.load() if isinstance(first.reranker, LlmRerankerSpec) else None  # its key variable checked
+    if isinstance(first.first_stage, RunFileSpec):  # every task's run file found and readable first
+        for request in requests:
+            request.first_stage.check_task(request.task)
+    encoder = first.first_stage.load(show_progress=not args.quiet) if isinstance(first.first_stage, ModelSpec) else None
+    if llm is None and first.reranker is not None:
+        return encoder, first.reranker.load()
+    return encoder, llm
+
+
+def _announce(args: argparse.Namespace, what: str) -> float:
+    """With --quiet (no progress bars), one line when a task starts, so a long encode is not silent."""
+    if args.quiet:
+        print(f"{what}: started", flush=True)
+    return time.perf_counter()
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {rest:02d} s"
+
+
+def progress_line(done: int, sizes: Sequence[int], elapsed: float) -> str:
+    """"3/8 tasks done in 4 min 10 s; about 6 min 02 s left": the time left estimated from the elapsed time per
+    document so far (the tasks' corpus sizes as their cards count them), so a 60,000-document task counts 6 times a
+    10,000-document one."""
+    finished, total = sum(sizes[:done]), sum(sizes)
+    text = f"{done}/{len(sizes)} tasks done in {_duration(elapsed)}"
+    if done == len(sizes) or finished == 0:
+        return text
+    return f"{text}; about {_duration(elapsed * (total - finished) / finished)} left (estimated by corpus size)"
+
+
+def _keys_of(result, reranked: bool) -> list[str]:
+    if reranked:
+        return [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
+    keys = [result.main_score, "ndcg_at_10", "recall_at_100", "hit_at_10", "mrr", "hybrid_ndcg_at_10"] + [
+        key for key in result.scores if key.startswith("candidates_") and "ndcg_at_10" in key]
+    return list(dict.fromkeys(keys))
+
+
+def _run_plans(args: argparse.Namespace, plans: list) -> int:
+    """Execute each (label, plan), print its scores and write its files."""
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.evaluation.runner import execute
+    from r2med_plugin.evaluation.writers import write_outputs
+
+    sizes = [get_task_spec(plan.task).expected_counts["documents"] for _, plan in plans]
+    command_started = time.perf_counter()
+    for index, (label, plan) in enumerate(plans):
+        started = _announce(args, label)
+        result = execute(plan)
+        if args.quiet:
+            print(f"{plan.task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
+        if len(plans) > 1:
+            print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)
+        print_scores(result, _keys_of(result, plan.reranker is not None))
+        print_usage(result)
+        if args.output:
+            depth = {} if plan.reranker is not None else {"trec_depth": args.depth}
+            for kind, path in write_outputs(result, args.output, trec=args.trec, **depth).items():
+                print(f"  wrote {kind}: {path}")
+    return 0
+
+
+def print_scores(result, keys: Sequence[str]) -> None:
+    shown = [key for key in keys if key in result.scores]
+    expansion = f" + {result.expansion}" if result.expansion else ""
+    from r2med_plugin.evaluation.naming import dataset_count_drift
+
+    unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
+    from r2med_plugin.identifiers import DatasetRevision
+
+    if unverified and DatasetRevision.parse(str(result.dataset_revision)).local:
+        unverified = ", UNVERIFIED: no commit recorded, a fingerprint of the mirror's files"
+    data = getattr(result, "data", None)
+    drift = "; COUNTS DIFFER from the dataset card (--accept-drift)" if data is not None and dataset_count_drift(data) else ""
+    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified}{drift})")
+    if getattr(result, "query_prompt", None):
+        print(f"  query prompt: {result.query_prompt!r}")
+    if getattr(result, "hybrid_with", None):
+        print(f"  hybrid = RRF({result.retriever}{expansion}, {result.hybrid_with})")
+    for key in shown:
+        print(f"  {key:<48} {result.scores[key]:.5f}")
+
+
+def print_usage(result) -> None:
+    """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing), and how
+    its pairs (or listwise windows) were scored: by log-probabilities, labels or the said word, undecided, unparsed."""
+    from r2med_plugin.llm.rerankers import ANSWER_COUNTS
+
+    usage = getattr(getattr(result, "rerank", None), "usage", None)
+    if usage:
+        counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
+        unit = next((unit for unit in ("comparisons", "groups", "windows", "pairs") if unit in usage),
+                    "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs")
+        asked = usage.get(unit, usage["requests"] + usage["cached_answers"])
+        repeated = usage.get("repeated_questions", 0)
+        probes = [f"{usage[key]} {what}" for key, what in (("probe_requests", "request"), ("probe_cached_answers", "from the cache"))
+                  if usage.get(key)]
+        print(f"  rerank usage: {asked} {unit}: {usage['requests']} requests + {usage['cached_answers']} answers from the cache"
+              + (f" + {repeated} repeated questions (a passage text asked before)" if repeated else "")
+              + (f"; log-probability probe: {', '.join(probes)}" if probes else "")
+              + f"; {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s"
+              + (f"; {unit}: {counts}" if counts else ""))

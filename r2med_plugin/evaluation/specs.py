@@ -1,0 +1,471 @@
+"""What a request runs: its first stage and its reranker, each a small frozen type that checks itself when it is built.
+
+First stages: ``Bm25Spec`` (bm25-lucene, bm25-robertson), ``ModelSpec`` (a model by name: sentence-transformers,
+mteb's registry, an embedding endpoint, an official profile), ``RunFileSpec`` (a TREC or topk_docs run, file or folder)
+and ``PrebuiltFirstStage`` (an object the Python API was given: an encoder, a run dict, a stage). Rerankers:
+``CrossEncoderSpec``, ``LlmRerankerSpec`` (llm-<kind>:<model> behind an ``EndpointSpec``) and ``PrebuiltReranker``.
+
+Every type names the options it has a field for (``OPTIONS``, the CLI's option names, which are also a sweep spec's keys)
+and says which of them it uses in its configuration (``uses``) and, where it knows better than the generic words, why
+not (``why_not``): an option that no part of a request uses reaches no code, and the front ends refuse it from that.
+Fields that change no result (devices, batch sizes, concurrency, the API key's variable, timeouts, retries) are marked
+``NEUTRAL``: a request's identity leaves them out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from r2med_plugin.identifiers import BM25_NAMES
+
+NEUTRAL = {"neutral": True}  # field metadata: how a result is computed, never what it is
+
+
+def neutral(default: Any = None) -> Any:
+    return field(default=default, metadata=NEUTRAL)
+
+
+def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
+    """A spec's fields as plain JSON-able data, with its ``kind``; ``results_only`` leaves the neutral fields out."""
+    payload: dict[str, Any] = {"kind": spec.KIND}
+    for item in dataclasses.fields(spec):
+        if not item.init or (results_only and item.metadata.get("neutral")):
+            continue
+        value = getattr(spec, item.name)
+        payload[item.name] = spec_dict(value, results_only=results_only) if dataclasses.is_dataclass(value) else value
+    return payload
+
+
+def unreached(name: str, problem: str, fix: str, why: str) -> Any:
+    """The refusal of a field set where it reaches no code, worded for the Python API, the CLI and a spec's key."""
+    from r2med_plugin.evaluation.refusals import RequestError
+
+    flag = "--" + name.replace("_", "-")
+    return RequestError(f"{name} ({flag}) reaches no code here: {why}; drop it", field=name, problem=problem, fix=fix,
+                        flag_message=f"{flag} reaches no code here: {why}; drop {flag}")
+
+
+def _positive(name: str, value: Any, minimum: int = 1) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
+
+
+def check_retriever_name(name: str) -> None:
+    """Refuse a near-miss BM25 name ("bm25", "BM25-lucene") before anything tries to load it as a model.
+
+    A model folder or a hub name ("org/name") passes; loading it is the encoder's job.
+    """
+    if name in BM25_NAMES or "/" in name or Path(name).exists():
+        return
+    lowered = name.lower()
+    close = difflib.get_close_matches(lowered, list(BM25_NAMES), n=2, cutoff=0.6)
+    if "bm25" in lowered or close:
+        guess = close or list(BM25_NAMES)
+        raise ValueError(
+            f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
+            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
+            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
+        )
+
+
+# --- endpoints --------------------------------------------------------------------------------------------------------
+
+ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")  # what an embedding loader takes
+REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint's requests
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """An OpenAI-compatible endpoint: where requests go and what they carry (``extra_body``: part of the results'
+    identity), and how they are sent (the key's variable, concurrency, retries, timeout: neutral)."""
+
+    KIND: ClassVar[str] = "endpoint"
+    base_url: str | None = None
+    extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
+    dimensions: int | None = None
+    api_key_env: str | None = neutral()
+    concurrency: int | None = neutral()
+    max_retries: int | None = neutral()
+    timeout: float | None = neutral()
+
+    def __post_init__(self) -> None:
+        from r2med_plugin.llm.config import extra_body_of
+
+        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body (--extra-body)"))
+        _positive("concurrency", self.concurrency)
+        _positive("max_retries", self.max_retries, 0)
+        timeout = self.timeout
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+    def given(self, names: tuple[str, ...] = (*ENDPOINT_OPTIONS, *REQUEST_OPTIONS)) -> dict[str, Any]:
+        """The settings that were set, among ``names``."""
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+
+# --- first stages -----------------------------------------------------------------------------------------------------
+
+MODEL_OPTIONS = ("model_revision", "loader", "instruction", "model_name", "device", "batch_size", *ENDPOINT_OPTIONS,
+                 *REQUEST_OPTIONS)
+
+
+@dataclass(frozen=True)
+class Bm25Spec:
+    """bm25-lucene (the official R2MED BM25) or bm25-robertson (bm25s: how NanoR2MED's stored lists were built)."""
+
+    KIND: ClassVar[str] = "bm25"
+    OPTIONS: ClassVar[tuple[str, ...]] = ()
+    variant: str
+
+    def __post_init__(self) -> None:
+        if self.variant not in BM25_NAMES:
+            check_retriever_name(self.variant)  # "bm25" gets a did-you-mean
+            raise ValueError(f"unknown BM25 variant {self.variant!r}: use one of {sorted(BM25_NAMES)}")
+
+    @property
+    def label(self) -> str:
+        return self.variant
+
+    def uses(self, option: str) -> bool:
+        return False
+
+    def why_not(self, option: str) -> str | None:
+        return {"instruction": "it is a prompt for dense models; BM25 would ignore it",
+                "model_name": "BM25 results are named by the retriever",
+                "device": "BM25 loads no model", "batch_size": "BM25 encodes nothing"}.get(option)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model by name, resolved once when the spec is built (r2med_plugin.models.registry: mteb's registry, an
+    endpoint ``openai:<model>``, an official profile ``official:<name>``, sentence-transformers); nothing loads yet."""
+
+    KIND: ClassVar[str] = "model"
+    OPTIONS: ClassVar[tuple[str, ...]] = MODEL_OPTIONS
+    name: str
+    revision: str | None = None
+    loader: str | None = None
+    endpoint: EndpointSpec | None = None
+    instruction: bool = False  # the task's official instruction as the query prompt
+    display_name: str | None = None  # the results' model name (--model-name)
+    device: str | None = neutral()
+    batch_size: int | None = neutral()
+    ref: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from r2med_plugin.models.registry import endpoint_options_of, resolve
+
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a model is named by a non-empty string, got {self.name!r}")
+        check_retriever_name(self.name)  # "bm25-lucen" is a typo, not a hub model to download
+        if self.revision is not None and not isinstance(self.revision, str):
+            raise ValueError(f"revision {self.revision!r}: quote it as a string (a commit sha or a tag)")
+        _positive("batch_size", self.batch_size)
+        if self.display_name is not None:
+            from r2med_plugin.models.checks import check_model_name
+
+            check_model_name(self.display_name)
+        endpoint = self.endpoint.given(ENDPOINT_OPTIONS) if self.endpoint is not None else {}
+        refused = sorted(set(endpoint) - set(endpoint_options_of(self.name)))
+        if refused:
+            raise ValueError(f"{refused[0]} (--{refused[0].replace('_', '-')}) reaches no code here: "
+                             f"{self._endpoint_reason(refused[0])}; drop it")
+        object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings=endpoint))
+        refusal = self.ref.instruction_refusal
+        if self.instruction and refusal is not None:
+            raise unreached("instruction", f"is set, but {refusal[0]}", refusal[1], f"{refusal[0]} ({refusal[1]})")
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def is_endpoint(self) -> bool:
+        from r2med_plugin.models.registry import endpoint_options_of
+
+        return bool(endpoint_options_of(self.name))
+
+    def uses(self, option: str) -> bool:
+        from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
+
+        takes = endpoint_options_of(self.name)
+        if option in ENDPOINT_OPTIONS:
+            return option in takes
+        if option in REQUEST_OPTIONS:
+            return bool(takes)
+        if option == "device":
+            return not takes
+        if option == "loader":
+            return scheme_loader(self.name) is None
+        if option == "instruction":
+            return self.ref is None or self.ref.instruction_refusal is None
+        return option in self.OPTIONS
+
+    def why_not(self, option: str) -> str | None:
+        if option in ENDPOINT_OPTIONS:
+            return self._endpoint_reason(option)
+        if option == "device" and self.is_endpoint:
+            return f"{self.name} runs on the endpoint's server"
+        if option == "loader":
+            return f"{self.name} names its loader itself ({self.name.split(':', 1)[0]}:)"
+        if option == "instruction" and self.ref is not None and self.ref.instruction_refusal is not None:
+            why, fix = self.ref.instruction_refusal
+            return f"{why} ({fix})"
+        return None
+
+    def _endpoint_reason(self, option: str) -> str:
+        if not self.is_endpoint:
+            return "it configures an embedding endpoint (--retriever openai:<model>), and an encoder first stage is not one"
+        return (f"{self.name} sends the official code's requests as they are" if option == "extra_body"
+                else f"{self.name} embeds at its model's official size")
+
+    def load(self, *, show_progress: bool = True) -> Any:
+        """The encoder this spec names (a local model on ``device``, an endpoint with its request settings)."""
+        requests = self.endpoint.given(REQUEST_OPTIONS) if self.endpoint is not None and self.is_endpoint else {}
+        options: dict[str, Any] = {"batch_size": 32 if self.batch_size is None else self.batch_size,
+                                   "show_progress": show_progress, "name": self.display_name, **requests}
+        return self.ref.load_encoder(device=None if self.is_endpoint else self.device, **options)
+
+
+@dataclass(frozen=True)
+class RunFileSpec:
+    """A first stage read from a run file (TREC or topk_docs JSONL) or a folder of them, one per task."""
+
+    KIND: ClassVar[str] = "run_file"
+    OPTIONS: ClassVar[tuple[str, ...]] = ()
+    path: str
+
+    @property
+    def label(self) -> str:
+        return f"the run file {self.path}"
+
+    def uses(self, option: str) -> bool:
+        return False
+
+    def why_not(self, option: str) -> str | None:
+        return {"instruction": "a run-file first stage is read, not searched with the queries"}.get(option)
+
+    def check_task(self, task: str) -> None:
+        """A folder of run files must hold this task's, readable (checked for every task before the first runs)."""
+        from pathlib import Path
+
+        if not Path(self.path).is_dir():
+            return
+        from r2med_plugin.catalog import get_task_spec
+        from r2med_plugin.data.runs import read_run_file
+        from r2med_plugin.evaluation.first_stages import task_run_file
+
+        spec = get_task_spec(task)
+        read_run_file(task_run_file(Path(self.path), spec.name, spec.hub_name))
+
+
+@dataclass(frozen=True)
+class PrebuiltFirstStage:
+    """A first stage the Python API was given as an object (an encoder, a run dict, a FirstStage), with its query prompt
+    (``query_prompt``, encoders only). It runs as given and does not serialise: name it by a spec for a sweep."""
+
+    KIND: ClassVar[str] = "prebuilt"
+    OPTIONS: ClassVar[tuple[str, ...]] = ()
+    value: Any = field(compare=False)
+    query_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
+
+        if self.query_prompt and not isinstance(self.value, Encoder):
+            raise ValueError(f"a query prompt (--instruction) is for encoders; {self.label} would ignore it: leave it out")
+
+    @property
+    def label(self) -> str:
+        return str(getattr(self.value, "name", type(self.value).__name__))
+
+    def uses(self, option: str) -> bool:
+        return False
+
+    def why_not(self, option: str) -> str | None:
+        return None
+
+
+FirstStageSpec = Bm25Spec | ModelSpec | RunFileSpec | PrebuiltFirstStage
+
+
+# --- rerankers --------------------------------------------------------------------------------------------------------
+
+
+def _check_depth(depth: Any) -> None:
+    from r2med_plugin.evaluation.refusals import RequestError
+    from r2med_plugin.metrics import check_rerank_depth
+    from r2med_plugin.retrieval.rerank import check_depth
+
+    check_depth(depth)
+    option = "rerank_depth (--rerank-depth)"
+    try:
+        check_rerank_depth(depth, option)
+    except ValueError as error:
+        problem = str(error).removeprefix(f"{option} ")
+        raise RequestError(str(error), field="depth", problem=problem, fix="raise it (10 or 100, as the official code)",
+                           flag_message=f"--rerank-depth {problem}") from None
+
+
+@dataclass(frozen=True)
+class CrossEncoderSpec:
+    """A cross-encoder (or an official reranker profile) by name, reranking the first stage's top ``depth``."""
+
+    KIND: ClassVar[str] = "cross_encoder"
+    OPTIONS: ClassVar[tuple[str, ...]] = ("rerank_depth", "rerank_revision", "loader", "device", "batch_size")
+    name: str
+    revision: str | None = None
+    loader: str | None = None
+    depth: int = 10
+    device: str | None = neutral()
+    batch_size: int | None = neutral()
+    ref: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from r2med_plugin.llm.rerankers import is_llm_reranker_name
+        from r2med_plugin.models.registry import resolve
+
+        if is_llm_reranker_name(self.name):
+            raise ValueError(f"{self.name} is an LLM reranker: build it as LlmRerankerSpec (with its endpoint)")
+        _check_depth(self.depth)
+        _positive("batch_size", self.batch_size)
+        object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings={}))
+
+    @property
+    def label(self) -> str:
+        return f"the cross-encoder {self.name}"
+
+    def uses(self, option: str) -> bool:
+        return option in self.OPTIONS
+
+    def why_not(self, option: str) -> str | None:
+        if option in ENDPOINT_OPTIONS or option in REQUEST_OPTIONS:
+            return f"--rerank {self.name} is a cross-encoder, which sends no request"
+        return None
+
+    def load(self) -> Any:
+        return self.ref.load_cross_encoder(device=self.device, batch_size=32 if self.batch_size is None else self.batch_size)
+
+
+@dataclass(frozen=True)
+class LlmRerankerSpec:
+    """``llm-<kind>:<model>`` behind an OpenAI-compatible endpoint; ``settings`` are the kind's (window, step,
+    max_tokens, set_size, ...: llm.config.LLM_SETTING_USERS says which kind reads which)."""
+
+    KIND: ClassVar[str] = "llm"
+    name: str
+    endpoint: EndpointSpec
+    depth: int = 10
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        from r2med_plugin.llm.config import LLM_SETTING_USERS, settings_unused_by
+
+        object.__setattr__(self, "settings", {key: value for key, value in dict(self.settings).items() if value is not None})
+        _check_depth(self.depth)
+        unknown = sorted(set(self.settings) - set(LLM_SETTING_USERS))
+        if unknown:
+            raise ValueError(f"{unknown[0]} is not an LLM reranker setting; use only {sorted(LLM_SETTING_USERS)}")
+        for name, why in settings_unused_by(self.kind).items():
+            if name in self.settings:
+                raise unreached(name, f"is set, but {self.name} is llm-{self.kind}", f"{why}: drop {name}", why)
+        if self.endpoint.dimensions is not None:
+            raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
+                             "and an LLM reranker asks for text; drop it")
+        self.config(check_key=False)  # every value checked before any data loads
+
+    @property
+    def kind(self) -> str:
+        from r2med_plugin.llm.config import llm_reranker_kind
+
+        return llm_reranker_kind(self.name)
+
+    @property
+    def label(self) -> str:
+        return f"the LLM reranker {self.name}"
+
+    @classmethod
+    def options(cls) -> tuple[str, ...]:
+        from r2med_plugin.llm.config import LLM_SETTING_USERS
+
+        return ("rerank_depth", "base_url", "api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS, *LLM_SETTING_USERS)
+
+    def uses(self, option: str) -> bool:
+        from r2med_plugin.llm.config import settings_unused_by
+
+        return option in self.options() and option not in settings_unused_by(self.kind)
+
+    def why_not(self, option: str) -> str | None:
+        from r2med_plugin.llm.config import settings_unused_by
+
+        reasons = {"rerank_revision": "an LLM endpoint serves one revision of its model; it is recorded by the prompt and settings",
+                   "batch_size": "LLM requests go --concurrency at a time",
+                   "device": "the LLM runs behind --base-url"}
+        return settings_unused_by(self.kind).get(option) or reasons.get(option)
+
+    def config(self, *, check_key: bool = True) -> Any:
+        """The LLMRerankerConfig (llm.config.build_reranker_config: the one way it is built)."""
+        from r2med_plugin.llm.config import build_reranker_config
+
+        endpoint = self.endpoint.given(("api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS))
+        return build_reranker_config(self.endpoint.base_url, what=f"--rerank {self.name}", check_key=check_key,
+                                     **endpoint, **self.settings)
+
+    def load(self) -> Any:
+        from r2med_plugin.evaluation.rerankers import as_reranker
+
+        return as_reranker(self.name, llm=self.config())
+
+
+@dataclass(frozen=True)
+class PrebuiltReranker:
+    """A reranker the Python API was given as it is: a Reranker, a pair scorer, or a cross-encoder's name (loaded when
+    the plan runs, ``batch_size`` pairs at a time). It does not serialise."""
+
+    KIND: ClassVar[str] = "prebuilt"
+    value: Any = field(compare=False)
+    depth: int = 10
+    batch_size: int | None = neutral()
+
+    def __post_init__(self) -> None:
+        _check_depth(self.depth)
+        _positive("batch_size", self.batch_size)
+
+    @property
+    def label(self) -> str:
+        return str(getattr(self.value, "name", self.value))
+
+    def uses(self, option: str) -> bool:
+        return False
+
+    def why_not(self, option: str) -> str | None:
+        return None
+
+    def load(self) -> Any:
+        return self.value
+
+
+RerankerSpec = CrossEncoderSpec | LlmRerankerSpec | PrebuiltReranker
+PREBUILT = (PrebuiltFirstStage, PrebuiltReranker)
+
+SPEC_TYPES: dict[str, type] = {cls.KIND: cls for cls in (Bm25Spec, ModelSpec, RunFileSpec, CrossEncoderSpec, LlmRerankerSpec,
+                                                          EndpointSpec)}
+
+
+def spec_from_dict(payload: Mapping[str, Any], where: str = "spec") -> Any:
+    """A spec from ``spec_dict``'s output (``kind`` names the type); errors name ``where`` and the key."""
+    if not isinstance(payload, Mapping) or payload.get("kind") not in SPEC_TYPES:
+        raise ValueError(f"{where}: expected a mapping with kind one of {sorted(SPEC_TYPES)}, got {payload!r}")
+    cls = SPEC_TYPES[payload["kind"]]
+    names = {item.name for item in dataclasses.fields(cls) if item.init}
+    unknown = sorted(set(payload) - names - {"kind"})
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: not a field of {cls.__name__}; use only {sorted(names)}")
+    values = {key: spec_from_dict(value, f"{where}.{key}") if isinstance(value, Mapping) and "kind" in value else value
+              for key, value in payload.items() if key != "kind"}
+    return cls(**values)

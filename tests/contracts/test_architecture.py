@@ -1,0 +1,179 @@
+"""The package's shape (issue 21): layers import downwards only, no module imports one that imports it back,
+the core never imports a host library, and evaluate_task stays a thin builder over the plan."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import r2med_plugin
+
+PACKAGE = Path(r2med_plugin.__file__).parent
+# Lower numbers are lower layers; a module may import its own layer or lower ones.
+LAYERS = {
+    "version": 0, "types": 0, "io": 0, "quiet": 0, "names": 0, "identifiers": 0, "_moved": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
+    "data": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
+    "integrations": 6, "generation": 6, "sweep": 7, "cli": 8, "cli_options": 8, "cli_compare": 8, "cli_audit": 8, "cli_evaluate": 8, "": 9,
+}
+HOST_LIBRARIES = ("mteb", "ir_datasets")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent / name.replace(".", "/")
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _imports() -> dict[str, set[str]]:
+    """module -> the r2med_plugin modules it imports (anywhere in it, lazily or not)."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        name, found = _module_name(path), set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("r2med_plugin"):
+                for alias in node.names:  # "from pkg import module" imports the module; anything else, the package
+                    candidate = f"{node.module}.{alias.name}"
+                    found.add(candidate if _is_module(candidate) else node.module)
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names if alias.name.startswith("r2med_plugin")}
+        graph[name] = found - {name}
+    return graph
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else ""]
+
+
+def _host_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        found |= {name for name in names if name.split(".")[0] in HOST_LIBRARIES}
+    return found
+
+
+def test_no_module_imports_from_a_layer_above_it():
+    upward = sorted(f"{module} -> {target}" for module, targets in _imports().items() for target in targets
+                    if _layer(target) > _layer(module) and not module.endswith("__init__"))
+    assert upward == []
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = _imports()
+    packages = {name for name in graph if (PACKAGE.parent / name.replace(".", "/") / "__init__.py").is_file()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, stack = set(), [start]
+        while stack:
+            current = stack.pop()
+            for target in graph.get(current, ()):
+                if target == goal:
+                    return True
+                if target not in seen and target not in packages:  # a package's re-exports are not a cycle of its modules
+                    seen.add(target)
+                    stack.append(target)
+        return False
+
+    cycles = sorted(f"{module} <-> {target}" for module, targets in graph.items() for target in targets
+                    if module not in packages and target not in packages and reaches(target, module))
+    assert cycles == []
+
+
+def test_the_core_never_imports_a_host_library():
+    core = [path for path in PACKAGE.rglob("*.py") if "integrations" not in path.relative_to(PACKAGE).parts]
+    assert {str(path.relative_to(PACKAGE)): _host_imports(path) for path in core if _host_imports(path)} == {}
+
+
+def test_evaluate_task_is_a_thin_builder():
+    from r2med_plugin.evaluation import runner
+
+    tree = ast.parse(Path(runner.__file__).read_text(encoding="utf-8"))
+    (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "evaluate_task"]
+    assert function.end_lineno - function.lineno + 1 < 40
+
+
+def test_the_readme_toy_first_stage_runs(mirror_env: Path, tmp_path: Path, monkeypatch, capsys):
+    import json
+    import re
+
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Architecture", 1)[1]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert len(code.strip().splitlines()) < 30
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md (Architecture)", "exec"), {})
+    printed = capsys.readouterr().out.split()
+    written = json.loads((tmp_path / "toy-results/results/shortest-first/v1/NanoR2MEDBiology.json").read_text())
+    scores = written["scores"]["test"][0]
+    assert [float(value) for value in printed] == [scores["ndcg_at_10"], scores["hybrid_ndcg_at_10"]]
+    assert written["r2med_provenance"]["model_name"] == "shortest-first" and written["r2med_hybrid_with"] == "bm25-robertson"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    roots = [PACKAGE, PACKAGE.parent / "tests", PACKAGE.parent / "benchmarks", PACKAGE.parent / "scripts"]
+    found = []
+    for root in roots:
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("r2med_plugin"):
+                    found += [f"{path.name}: {node.module}.{alias.name}" for alias in node.names
+                              if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert found == []
+
+
+# --- issue 31, part 3: the models/ package ------------------------------------------------------------------
+
+# Members our encoders, rerankers, recipes and loaders declare (r2med_plugin.models.protocols, registry.ModelLoader):
+# code reads them from the model, never asks with getattr/hasattr whether it has one.
+DECLARED_MEMBERS = {"for_task", "query_prompt", "cache_identity", "encode_expansions", "expansion_mean_dtype",
+                    "instructions", "last_report", "close", "output_dtype", "endpoint_options", "unclaimed_hint"}
+# Where probing stays legitimate: the adapters of a user's (third-party) object, read once at the boundary.
+ADAPTERS = {"models/protocols.py", "models/registry.py"}
+NOT_A_MODEL = {("cli.py", "query_prompt"), ("cli_evaluate.py", "query_prompt")}  # a result's field, not a model's member
+
+
+def test_models_sit_below_retrieval_and_only_the_endpoint_family_uses_the_llm_client():
+    graph = _imports()
+    models = {module: targets for module, targets in graph.items() if module.startswith("r2med_plugin.models")}
+    assert sorted(f"{module} -> {target}" for module, targets in models.items() for target in targets
+                  if target.startswith("r2med_plugin.retrieval")) == []
+    # the OpenAI-compatible client is the embedding endpoint family's; the official API profiles go through that family
+    assert sorted(module for module, targets in models.items()
+                  if any(target.startswith("r2med_plugin.llm") for target in targets)) == ["r2med_plugin.models.embedding_endpoint"]
+    # retrieval/official_dense.py imported llm.client (a layer that imports retrieval back): nothing in retrieval does now
+    assert sorted(f"{module} -> {target}" for module, targets in graph.items() if module.startswith("r2med_plugin.retrieval")
+                  for target in targets if target.startswith("r2med_plugin.llm")) == []
+
+
+def test_the_mteb_family_stays_in_integrations():
+    """Every module of models/ is core: none imports mteb or ir_datasets (test_the_core_never_imports_a_host_library),
+    and the mteb-backed family is integrations/mteb_models.py."""
+    assert (PACKAGE / "integrations" / "mteb_models.py").is_file()
+    assert {path.name for path in (PACKAGE / "models").rglob("*.py") if _host_imports(path)} == set()
+
+
+def test_no_code_probes_a_models_declared_members():
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative in ADAPTERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in DECLARED_MEMBERS and (relative, node.args[1].value) not in NOT_A_MODEL):
+                found.append(f"{relative}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
+    assert found == []
+
+
+def test_signatures_are_inspected_only_on_third_party_objects():
+    """inspect.signature reads a user's encode (protocols.AdaptedEncoder) or a library's predict (cross_encoder); the
+    sweep spec reads evaluate_task's own parameters."""
+    found = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+             if "inspect.signature(" in path.read_text(encoding="utf-8")}
+    assert sorted(found - {"models/cross_encoder.py", "models/protocols.py", "sweep/spec.py"}) == []

@@ -1,0 +1,43 @@
+"""The public API: what `import r2med_plugin` offers is pinned, every name resolves, and the package is typed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import r2med_plugin
+
+PUBLIC = [
+    "Bm25Spec", "Candidates", "CrossEncoderSpec", "DatasetRevision", "Encoder", "EndpointSpec", "EvaluationPlan",
+    "EvaluationRequest", "HashingEncoder", "LlmRerankerSpec", "ModelSpec", "Outputs", "Qrels", "RequestError",
+    "Reranker", "ResultName", "Run", "RunFileSpec", "Scoring", "SentenceTransformerCrossEncoder",
+    "SentenceTransformerEncoder", "TaskData", "TaskRunResult", "TaskSpec", "__version__", "analyze", "bm25_search",
+    "build_plan", "build_reranking_hybrid", "candidate_profile", "dense_search", "evaluate_run",
+    "evaluate_run_per_query", "evaluate_task", "execute", "generate_expansions", "get_task_spec", "list_benchmarks",
+    "list_tasks", "load_encoder", "load_reranker", "load_task", "plan_request", "read_run_file", "register",
+    "rerank_candidates", "rerank_run", "resolve", "rrf", "score_candidate_lists", "score_fusion",
+    "write_official_results", "write_outputs", "write_topk_docs",
+]
+
+
+def test_all_is_pinned_and_every_name_resolves():
+    assert r2med_plugin.__all__ == PUBLIC
+    for name in PUBLIC:
+        assert getattr(r2med_plugin, name) is not None, name
+
+
+def test_the_package_is_typed_and_imports_no_host_library():
+    assert (Path(r2med_plugin.__file__).parent / "py.typed").is_file()
+    code = "import sys, r2med_plugin; print(sorted(m for m in ('mteb', 'ir_datasets', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"R2MED_PLUGIN_NO_AUTOLOAD": "1", "PATH": ""}).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_old_name_of_score_candidate_lists_still_works_and_says_so(mirror_env, recwarn):
+    from r2med_plugin.models.hashing import HashingEncoder
+
+    encoder = HashingEncoder(dim=16)
+    new = r2med_plugin.score_candidate_lists(encoder, "NanoR2MEDBiology", "hybrid")
+    old = r2med_plugin.rerank_candidates(encoder, "NanoR2MEDBiology", "hybrid")
+    assert old == new and any("score_candidate_lists" in str(w.message) for w in recwarn.list)

@@ -1,0 +1,277 @@
+"""Issue 31: each rule of an evaluation request lives once, in the type that owns it; the CLI, sweep specs and
+evaluate_task/build_plan all come through it (one test per rule, at its type, then that every front end says it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.cli import main
+from r2med_plugin.evaluation.plan import build_plan
+from r2med_plugin.evaluation.request import RequestError, Scoring
+from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
+from r2med_plugin.sweep.spec import SpecError, parse_spec
+
+NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"
+
+
+@pytest.mark.parametrize("settings, field, api, flags", [
+    (dict(hybrid=True, candidates=("bm25",), candidates_only=True), "hybrid", "fuse full-corpus runs",
+     "--hybrid fuses full-corpus runs, which --candidates-only skips"),
+    (dict(candidates=("bm26",)), "candidates", "unknown candidate subset(s) ['bm26']", "--candidates bm26: unknown"),
+    (dict(candidates_only=True), "candidates_only", "needs at least one candidate subset",
+     "--candidates-only needs at least one candidate subset"),
+    (dict(top_k=5), "top_k", "top_k (--top-k) must be at least 10", "--top-k must be at least 10"),
+])
+def test_scoring_refuses_what_no_task_could_run(settings: dict, field: str, api: str, flags: str):
+    with pytest.raises(RequestError) as raised:
+        Scoring(**settings)
+    error = raised.value
+    assert error.field == field and api in str(error) and error.flag_message.startswith(flags)
+    assert error.keyed(f"`{field}`").startswith(f"`{field}` ")
+
+
+def test_scoring_checks_what_depends_on_the_task():
+    with pytest.raises(ValueError, match="R2MEDBiology has no stored candidate lists"):
+        Scoring(candidates=("bm25",)).check_task(get_task_spec(R2MED))
+    with pytest.raises(ValueError, match="expansions apply to the R2MED tasks, candidate subsets to NanoR2MED"):
+        Scoring(candidates=("bm25",), expansion="hyde/gpt4").check_task(get_task_spec(NANO))
+    with pytest.raises(KeyError, match="Did you mean"):
+        Scoring(expansion="hyde/gtp4").check_task(get_task_spec(R2MED))
+    Scoring(expansion="hyde/gpt4").check_task(get_task_spec(R2MED))
+    assert Scoring(candidates=("hybrid", "bm25", "hybrid")).candidates == ("hybrid", "bm25")
+
+
+def test_one_scoring_rule_three_front_ends(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """The same refusal, worded for each front end, from the one rule."""
+    with pytest.raises(RequestError, match=r"top_k \(--top-k\) must be at least 10"):
+        build_plan(NANO, "bm25-lucene", top_k=5)
+    assert main(["evaluate", "--task", NANO, "--retriever", "bm25-lucene", "--top-k", "5"]) == 2
+    assert "r2med: error: --top-k must be at least 10: the main score is nDCG@10; got 5" in capsys.readouterr().err
+    with pytest.raises(SpecError, match=r"`top_k` must be at least 10: the main score is nDCG@10; got 5; raise it"):
+        parse_spec({"output": str(tmp_path), "tasks": [NANO], "retrievers": ["bm25-lucene"], "top_k": 5}, tmp_path / "s.yaml")
+    with pytest.raises(SpecError, match=r"`hybrid` fuses full-corpus runs, which candidates_only skips; drop one"):
+        parse_spec({"output": str(tmp_path), "tasks": [NANO], "retrievers": ["bm25-lucene"], "hybrid": True,
+                    "candidates": ["bm25"], "candidates_only": True}, tmp_path / "s.yaml")
+
+
+def test_the_tasks_own_bm25():
+    assert get_task_spec(R2MED).own_bm25 == "bm25-lucene" and get_task_spec(NANO).own_bm25 == "bm25-robertson"
+    from r2med_plugin.evaluation.plan import extra_scorers, hybrid_partner
+
+    assert extra_scorers(get_task_spec(NANO))[0].partner == "bm25-robertson"
+    assert hybrid_partner(get_task_spec(NANO), "bm25-robertson") == "bm25-lucene"  # never fused with itself
+
+
+def test_llm_settings_each_kind_reads():
+    setwise = {"set_size", "setwise_method", "setwise_k"}
+    groupwise = {"group_size", "grouping", "group_seed", "regroup"}  # issue 33: groupwise, InsertRank, reasoning effort
+    assert set(settings_unused_by("listwise")) == setwise | groupwise
+    assert set(settings_unused_by("pointwise")) == {"window", "step", "max_tokens", "show_scores", "reasoning_effort"} | setwise | groupwise
+    assert set(settings_unused_by("reasoning")) == {"window", "step", "show_scores"} | setwise | groupwise
+    assert set(settings_unused_by("setwise")) == {"window", "step", "show_scores"} | groupwise
+    assert set(settings_unused_by("groupwise")) == {"window", "step", "show_scores"} | setwise
+    assert "llm-reasoning asks about one passage at a time" in settings_unused_by("reasoning")["window"]
+    assert "llm-setwise asks about sets of --set-size passages" in settings_unused_by("setwise")["window"]
+    assert "llm-listwise does not sort by picks from sets" in settings_unused_by("listwise")["set_size"]
+
+
+def test_the_llm_settings_rule_says_the_same_in_the_cli_and_a_spec(mirror_env: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]):
+    why = settings_unused_by("pointwise")["window"]
+    argv = ["evaluate", "--task", NANO, "--first-stage", "bm25-lucene", "--rerank", "llm-pointwise:m",
+            "--base-url", "http://127.0.0.1:9/v1", "--window", "4"]
+    assert main(argv) == 2
+    assert why in capsys.readouterr().err
+    with pytest.raises(SpecError) as raised:
+        parse_spec({"output": str(tmp_path), "tasks": [NANO], "rerankers": [
+            {"model": "llm-pointwise:m", "first_stage": "bm25-lucene", "base_url": "http://127.0.0.1:9/v1", "window": 4}]},
+            tmp_path / "s.yaml")
+    assert why in str(raised.value) and "rerankers[0].window" in str(raised.value)
+
+
+def test_one_builder_for_an_llm_rerankers_endpoint(monkeypatch: pytest.MonkeyPatch):
+    config = build_reranker_config("http://127.0.0.1:8000/v1", what="x", check_key=False, concurrency=3, timeout=5.0,
+                                   window=8, step=4, extra_body={"a": 1})
+    assert (config.endpoint.concurrency, config.endpoint.timeout, config.window, config.step) == (3, 5.0, 8, 4)
+    assert config.extra_body == {"a": 1} and build_reranker_config("http://h/v1", what="x", check_key=False).window == 20
+    setwise = build_reranker_config("http://h/v1", what="x", check_key=False, set_size=5, setwise_method="bubblesort", setwise_k=4)
+    assert (setwise.set_size, setwise.setwise_method, setwise.setwise_k) == (5, "bubblesort", 4)
+    plain = build_reranker_config("http://h/v1", what="x", check_key=False)
+    assert (plain.set_size, plain.setwise_method, plain.setwise_k) == (3, "heapsort", 10)
+    with pytest.raises(ValueError, match="--rerank llm-listwise:m needs an endpoint: add --base-url"):
+        build_reranker_config(None, what="--rerank llm-listwise:m")
+    with pytest.raises(ValueError, match="concurrency must be an integer of at least 1"):
+        build_reranker_config("http://h/v1", what="x", check_key=False, concurrency=0)
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        build_reranker_config("http://h/v1", what="x", check_key=False, timeout=-1)
+    monkeypatch.delenv("MISSING_KEY_VAR", raising=False)
+    with pytest.raises(ValueError, match="MISSING_KEY_VAR"):
+        build_reranker_config("http://h/v1", what="x", api_key_env="MISSING_KEY_VAR")
+
+
+def test_the_instruction_rule_is_the_models(tmp_path: Path, capsys: pytest.CaptureFixture[str], mirror_env: Path):
+    from r2med_plugin.models.registry import resolve
+
+    assert resolve("minilm-packaged").instruction_refusal is None
+    why, fix = resolve("official:bge").instruction_refusal
+    assert "official profile" in why and fix == "drop instruction"
+    assert main(["evaluate", "--task", R2MED, "--retriever", "official:bge", "--instruction"]) == 2
+    assert why in capsys.readouterr().err
+    with pytest.raises(SpecError) as raised:
+        parse_spec({"output": str(tmp_path), "tasks": [R2MED], "retrievers": [{"model": "official:bge", "instruction": True}]},
+                   tmp_path / "s.yaml")
+    assert why in str(raised.value) and "retrievers[0].instruction" in str(raised.value)
+
+
+# --- issue 31, the typed request: each rule at the type that owns it ---------------------------------------------------
+
+from r2med_plugin.evaluation.request import EvaluationRequest, Outputs  # noqa: E402
+from r2med_plugin.evaluation.specs import (  # noqa: E402
+    Bm25Spec, CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, RunFileSpec,
+)
+
+URL = "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("outputs, words", [
+    (dict(trec=True), "--trec writes run files into the --output folder"),
+    (dict(folder="o", trec_depth=50), "--depth is the depth of TREC run files"),
+    (dict(folder="o", trec=True, trec_depth=0), "--depth must be a positive number"),
+])
+def test_outputs_refuse_what_writes_nothing(outputs: dict, words: str):
+    with pytest.raises(RequestError) as raised:
+        Outputs(**outputs)
+    assert raised.value.flag_message.startswith(words)
+
+
+@pytest.mark.parametrize("build, words", [
+    (lambda: EvaluationRequest(NANO, RunFileSpec("run.trec")), "a run file is a first stage to rerank"),
+    (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), first_stage_name="x"), "names what a reranker reranks"),
+    (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), CrossEncoderSpec("org/ce"), Scoring(hybrid=True)),
+     "reranking takes one first stage"),
+    (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), CrossEncoderSpec("org/ce"), outputs=Outputs("o", True, 50)),
+     "trec_depth (--depth) reaches no code here"),
+    (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), scoring=Scoring(top_k=20), outputs=Outputs("o", True, 30)),
+     "--depth 30 is deeper than the run (--top-k 20"),
+    (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-robertson"), bm25_workers=2), "this plan runs no bm25-lucene"),
+    (lambda: EvaluationRequest("NanoR2MEDBiolgy", Bm25Spec("bm25-lucene")), "Did you mean"),
+])
+def test_the_request_refuses_what_no_run_could_do(build, words: str):
+    with pytest.raises((ValueError, KeyError)) as raised:
+        build()
+    assert words in str(raised.value)
+
+
+def test_workers_reach_bm25_lucene_also_as_the_hybrid_partner():
+    request = EvaluationRequest(NANO, Bm25Spec("bm25-robertson"), scoring=Scoring(hybrid=True), bm25_workers=2)
+    assert request.hybrid_partner == "bm25-lucene" and request.computes_bm25_lucene and request.uses("workers")
+    assert not EvaluationRequest(NANO, Bm25Spec("bm25-robertson")).uses("workers")
+
+
+def test_a_model_spec_resolves_once_and_owns_its_rules(mirror_env: Path):
+    model = ModelSpec("minilm-packaged", instruction=True, device="cpu", batch_size=8)
+    assert model.ref.kind == "packaged" and model.uses("device") and model.uses("instruction")
+    assert not model.uses("base_url") and "is not one" in model.why_not("base_url")
+    endpoint = ModelSpec("openai:emb", endpoint=EndpointSpec(base_url=URL, dimensions=8))
+    assert not endpoint.uses("device") and endpoint.why_not("device") == "openai:emb runs on the endpoint's server"
+    assert not endpoint.uses("loader") and endpoint.uses("dimensions") and endpoint.uses("timeout")
+    with pytest.raises(ValueError, match=r"dimensions \(--dimensions\) reaches no code here"):
+        ModelSpec("minilm-packaged", endpoint=EndpointSpec(dimensions=8))
+    with pytest.raises(RequestError) as raised:
+        ModelSpec("official:bge", instruction=True)
+    assert raised.value.field == "instruction" and "official profile" in raised.value.flag_message
+    with pytest.raises(ValueError, match="Did you mean 'bm25-lucene'"):
+        ModelSpec("bm25-lucen")
+
+
+def test_an_llm_reranker_spec_owns_the_kinds_settings():
+    spec = LlmRerankerSpec("llm-setwise:m", EndpointSpec(base_url=URL), depth=20, settings={"set_size": 4})
+    assert spec.kind == "setwise" and spec.uses("set_size") and not spec.uses("window")
+    assert spec.config(check_key=False).set_size == 4
+    with pytest.raises(RequestError) as raised:
+        LlmRerankerSpec("llm-pointwise:m", EndpointSpec(base_url=URL), settings={"window": 4})
+    assert raised.value.field == "window" and settings_unused_by("pointwise")["window"] in raised.value.flag_message
+    assert raised.value.keyed("`rerankers[0].window`").startswith("`rerankers[0].window` is set, but llm-pointwise:m")
+    with pytest.raises(ValueError, match="needs an endpoint"):
+        LlmRerankerSpec("llm-listwise:m", EndpointSpec())
+    with pytest.raises(ValueError, match="dimensions"):
+        LlmRerankerSpec("llm-listwise:m", EndpointSpec(base_url=URL, dimensions=8))
+    with pytest.raises(ValueError, match="not an LLM reranker setting"):
+        LlmRerankerSpec("llm-listwise:m", EndpointSpec(base_url=URL), settings={"windw": 4})
+    with pytest.raises(ValueError, match="at least 10"):
+        LlmRerankerSpec("llm-listwise:m", EndpointSpec(base_url=URL), depth=5)
+
+
+def test_a_cross_encoder_spec_is_not_an_llm_and_reranks_at_least_ten():
+    assert CrossEncoderSpec("org/ce", depth=100).uses("rerank_revision")
+    assert "sends no request" in CrossEncoderSpec("org/ce").why_not("base_url")
+    with pytest.raises(ValueError, match="build it as LlmRerankerSpec"):
+        CrossEncoderSpec("llm-listwise:m")
+    with pytest.raises(ValueError, match="at least 10"):
+        CrossEncoderSpec("org/ce", depth=5)
+
+
+def test_a_request_serialises_and_its_identity_holds_only_what_changes_results(mirror_env: Path):
+    def request(**changes):
+        model = ModelSpec("openai:emb", endpoint=EndpointSpec(base_url=URL, **changes.pop("endpoint", {})))
+        reranker = LlmRerankerSpec("llm-listwise:m", EndpointSpec(base_url=URL, concurrency=changes.pop("concurrency", None)),
+                                   settings={"window": changes.pop("window", 20)})
+        return EvaluationRequest(NANO, model, reranker, **changes)
+
+    base = request()
+    assert EvaluationRequest.from_dict(base.to_dict()) == base
+    assert EvaluationRequest.from_dict(json_roundtrip(base.to_dict())).identity() == base.identity()
+    neutral = [request(concurrency=32), request(data_dir="/elsewhere"), request(show_progress=False),
+               request(endpoint={"timeout": 5.0, "max_retries": 1, "api_key_env": "HOME", "concurrency": 3})]
+    assert {other.identity() for other in neutral} == {base.identity()}
+    changed = [request(window=30), request(endpoint={"extra_body": {"a": 1}}), request(first_stage_name="x")]
+    assert len({other.identity() for other in changed} | {base.identity()}) == 4
+    with pytest.raises(ValueError, match=r"request\.first_stage\.windw: not a field of ModelSpec"):
+        EvaluationRequest.from_dict({**base.to_dict(), "first_stage": {**base.to_dict()["first_stage"], "windw": 1}})
+    with pytest.raises(ValueError, match="schema 1"):
+        EvaluationRequest.from_dict({**base.to_dict(), "schema": 2})
+    with pytest.raises(TypeError, match="does not serialise"):
+        EvaluationRequest(NANO, PrebuiltFirstStage(object())).to_dict()
+
+
+def json_roundtrip(payload: dict) -> dict:
+    import json
+
+    return json.loads(json.dumps(payload))
+
+
+def test_a_request_from_its_dict_scores_as_evaluate_task(mirror_env: Path):
+    from r2med_plugin.evaluation.plan import plan_request
+    from r2med_plugin.evaluation.runner import evaluate_task, execute
+
+    request = EvaluationRequest(NANO, Bm25Spec("bm25-robertson"), scoring=Scoring(top_k=100, hybrid=True, candidates=("bm25",)),
+                                show_progress=False)
+    via_request = execute(plan_request(EvaluationRequest.from_dict(json_roundtrip(request.to_dict()))))
+    via_api = evaluate_task(NANO, "bm25-robertson", top_k=100, hybrid=True, candidates=["bm25"], show_progress=False)
+    assert via_request.scores == via_api.scores and via_request.run == via_api.run
+
+
+def test_documents_with_one_text_share_one_score_on_both_search_paths(monkeypatch: pytest.MonkeyPatch):
+    import numpy as np
+
+    import r2med_plugin.retrieval.dense as dense
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(6, 8)).astype(np.float32)
+    docs = vectors[[0, 1, 2, 1, 3, 4, 1, 5]]  # d1, d3 and d6 hold one text
+    ids, texts = [f"d{i}" for i in range(8)], ["a", "b", "c", "b", "e", "f", "b", "g"]
+    queries = rng.normal(size=(3, 8)).astype(np.float32)
+    groups = dense.text_groups(texts)
+    assert groups.tolist() == [0, 1, 2, 1, 4, 5, 1, 7]
+    small = dense.search_vectors(["q0", "q1", "q2"], queries, ids, docs, 5, same_text=groups)
+    monkeypatch.setattr(dense, "FAISS_MIN_DOCUMENTS", 0)
+    large = dense.search_vectors(["q0", "q1", "q2"], queries, ids, docs, 5, same_text=groups)
+    assert {q: list(run) for q, run in small.items()} == {q: list(run) for q, run in large.items()}  # faiss rounds apart
+    for run in [*small.values(), *large.values()]:
+        shared = [run[d] for d in ("d1", "d3", "d6") if d in run]
+        assert len(set(shared)) <= 1
+        listed = [d for d in run if d in ("d1", "d3", "d6")]
+        assert listed == sorted(listed, reverse=True)  # ties go to the larger id, as pytrec_eval orders them
