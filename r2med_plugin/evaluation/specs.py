@@ -158,7 +158,7 @@ class ModelSpec:
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.models.registry import endpoint_options_of, resolve
+        from r2med_plugin.models.registry import resolve
 
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a model is named by a non-empty string, got {self.name!r}")
@@ -171,10 +171,6 @@ class ModelSpec:
 
             check_model_name(self.display_name)
         endpoint = self.endpoint.given(ENDPOINT_OPTIONS) if self.endpoint is not None else {}
-        refused = sorted(set(endpoint) - set(endpoint_options_of(self.name)))
-        if refused:
-            raise ValueError(f"{refused[0]} (--{refused[0].replace('_', '-')}) reaches no code here: "
-                             f"{self._endpoint_reason(refused[0])}; drop it")
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings=endpoint))
         refusal = self.ref.instruction_refusal
         if self.instruction and refusal is not None:
@@ -377,7 +373,9 @@ class LlmRerankerSpec:
         if self.endpoint.dimensions is not None:
             raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
                              "and an LLM reranker asks for text; drop it")
-        self.config(check_key=False)  # every value checked before any data loads
+        from r2med_plugin.evaluation.rerankers import as_reranker
+
+        as_reranker(self.name, llm=self.config(check_key=False))  # the kind's name and every value, before any data loads
 
     @property
     def kind(self) -> str:

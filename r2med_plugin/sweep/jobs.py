@@ -250,34 +250,28 @@ def execute_job(
 
 
 def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool) -> dict[str, Any]:
-    from r2med_plugin.io import write_json_atomic
-    from r2med_plugin.evaluation.runner import evaluate_task
+    from dataclasses import replace
+
+    from r2med_plugin.evaluation.plan import plan_request
+    from r2med_plugin.evaluation.runner import execute
     from r2med_plugin.evaluation.writers import write_outputs
+    from r2med_plugin.io import write_json_atomic
+    from r2med_plugin.sweep.spec import job_request
 
     job = Job.from_dict(job_payload)
     started = time.perf_counter()
-    with applied_env(job.env):
+    with applied_env(job.env):  # the request runs as it was checked; an LLM reranker reads its key from the job's env
+        request = replace(job_request(job), show_progress=show_progress)
         retriever = job.retriever or {}
-        model = _encoder(retriever, show_progress) if "model" in retriever else retriever.get("bm25")
-        options = dict(job.options)
-        asks, requests = options.pop("llm_reranker", None), options.pop("llm_requests", None) or {}
-        if asks is not None:  # an LLM reranker: built here, with its endpoint settings (the key read from the job's env)
-            from r2med_plugin.sweep.spec import llm_reranker_spec
-
-            options["rerank"] = llm_reranker_spec(options["rerank"], asks, requests).load()
-        if job.instruction:
-            from r2med_plugin.catalog import get_task_spec
-            from r2med_plugin.evaluation.naming import official_query_prompt
-
-            options["query_prompt"] = official_query_prompt(get_task_spec(job.task))
-        options.setdefault("show_progress", show_progress)
-        result = evaluate_task(job.task, model, **options)
+        encoder = _encoder(retriever, show_progress) if "model" in retriever else None  # kept for the next job
+        result = execute(plan_request(request, encoder=encoder))
         paths = write_outputs(result, job.output, trec=job.trec)
     output = Path(job.output)
     record = {
         "job_id": job.job_id,
         "status": "done",
         "job": job.to_dict() | {"env": recorded_env(job.env)},
+        "request": request.to_dict(),
         "stamps": dict(stamps),
         "paths": {kind: _relative(Path(path), output) for kind, path in paths.items()},
         "digests": {kind: file_digest(Path(path)) for kind, path in paths.items()},
