@@ -316,7 +316,8 @@ def option_owner(option: str) -> str:
     from r2med_plugin.llm.config import LLM_SETTING_USERS
 
     if option in LLM_SETTING_USERS:
-        return "it configures an LLM reranker (--rerank llm-listwise:<model>, llm-pointwise, llm-reasoning, llm-setwise)"
+        readers = " or ".join(f"llm-{kind}" for kind in LLM_SETTING_USERS[option])
+        return f"it is a setting of {readers} (--rerank llm-<kind>:<model>)"
     return "it configures another kind of run"
 
 

@@ -675,6 +675,12 @@ LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
 }
 
 
+def llm_reranker_names() -> str:
+    """"llm-listwise:<model>, ... or llm-groupwise:<model>": every kind, for messages."""
+    names = [f"{kind}:<model>" for kind in LLM_RERANKER_KINDS]
+    return ", ".join(names[:-1]) + f" or {names[-1]}"
+
+
 def is_llm_reranker_name(value: object) -> bool:
     """Whether ``value`` names an LLM reranker ("llm-listwise:<model>", or a near miss of one)."""
     return isinstance(value, str) and value.split(":", 1)[0].lower().startswith("llm-")
@@ -687,8 +693,7 @@ def llm_reranker(spec: str, config: LLMRerankerConfig | None) -> LLMReranker:
     if kind not in LLM_RERANKER_KINDS:
         close = difflib.get_close_matches(kind.lower(), list(LLM_RERANKER_KINDS), n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]}:<model>?)" if close else ""
-        raise ValueError(f"unknown LLM reranker {kind!r} in --rerank {spec}{hint}: choose llm-listwise:<model>, "
-                         "llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model> or llm-groupwise:<model>")
+        raise ValueError(f"unknown LLM reranker {kind!r} in --rerank {spec}{hint}: choose {llm_reranker_names()}")
     if not model.strip():
         raise ValueError(f"--rerank {spec} names no model: write {kind}:<model id the endpoint serves>, e.g. {kind}:Qwen/Qwen3-8B")
     if config is None:

@@ -223,7 +223,9 @@ def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
             row.average = row.published_average
         else:
             row.average = None if row.missing else sum(row.scores[c] for c in columns) / len(columns)
-    ranked = sorted((r for r in rows if r.ranked), key=lambda r: (-round(r.average, 2), r.source != "yours", r.llm, r.retriever))
+    from r2med_plugin.reporting.render import points
+
+    ranked = sorted((r for r in rows if r.ranked), key=lambda r: (-float(points(r.average)), r.source != "yours", r.llm, r.retriever))
     unranked = sorted((r for r in rows if not r.ranked), key=lambda r: (r.llm, r.retriever))
     return ranked + unranked
 

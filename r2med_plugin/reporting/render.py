@@ -8,6 +8,8 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from decimal import ROUND_HALF_UP, Decimal
+
 from r2med_plugin.reporting.rows import BENCHMARK_TITLES, EXTRA_LABELS, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
 _HTML_HEAD = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>R2MED leaderboard</title></head><body>\n"
@@ -48,19 +50,25 @@ class Table:
     lines: tuple[TableLine, ...]
 
 
+def points(value: float) -> str:
+    """nDCG x 100 with two decimals, rounded half up as written: 100 x mteb's 0.88525 is 88.53, where formatting the
+    float (88.52499999999999) would print 88.52 and disagree with the per-query mean 0.885251 that compare prints."""
+    return str(Decimal(repr(round(value, 9))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
 def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     header = _header(rows)
     lines, rank = [], 0
     for row in rows:
         rank = rank + 1 if row.ranked else rank
         retriever = row.retriever + (f" ({row.note})" if row.note else "") + (" [published]" if row.source == "published" else "")
-        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, f"{row.average:.2f}" if row.ranked else "-"]
+        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, points(row.average) if row.ranked else "-"]
         if row.interval is not None and row.ranked:
-            cells[-1] += f" [{row.interval[0]:.2f}, {row.interval[1]:.2f}]"
+            cells[-1] += f" [{points(row.interval[0])}, {points(row.interval[1])}]"
         if "vs best" in header:
             cells.append(row.versus_best or "-")
-        cells += [f"{row.scores[c]:.2f}" + ("†" if c in row.overlap else "") if c in row.scores else "-" for c in task_columns()]
-        cells += [f"{row.extras[key]:.2f}" if key in row.extras else "-" for key in _extra_keys(rows)]
+        cells += [points(row.scores[c]) + ("†" if c in row.overlap else "") if c in row.scores else "-" for c in task_columns()]
+        cells += [points(row.extras[key]) if key in row.extras else "-" for key in _extra_keys(rows)]
         lines.append(TableLine(row=row, rank=rank if row.ranked else None, cells=tuple(cells)))
     return Table(header=tuple(header), lines=tuple(lines))
 
@@ -101,7 +109,7 @@ def partial_extras_table(rows: Sequence[LeaderboardRow]) -> list[str]:
     lines = ["", "Per task, where a row has no average (nDCG@10 x 100):", "",
              "| Retriever | Column | " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in range(len(columns) + 2)) + "|"]
     for row, key in held:
-        values = [f"{row.task_extras[c][key]:.2f}" if key in row.task_extras.get(c, {}) else "-" for c in columns]
+        values = [points(row.task_extras[c][key]) if key in row.task_extras.get(c, {}) else "-" for c in columns]
         lines.append("| " + " | ".join([row_label(row).replace("|", "\\|"), EXTRA_LABELS[key], *values]) + " |")
     return lines
 

@@ -139,3 +139,16 @@ def test_an_expected_file_of_bm25_values_only_says_the_profiles_are_the_shipped_
     main(["reproduce", "--expected", str(expected_file), "--quiet", "--skip-nano"])
     out = capsys.readouterr().out
     assert f"expected values: BM25 from {expected_file}; candidate profiles from task_metadata (not in the file)" in out
+
+
+def test_a_mirror_without_nanor2med_says_to_skip_nano_before_any_bm25_run(mirror_copy_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]):
+    import shutil
+
+    shutil.rmtree(mirror_copy_env / "hakari-bench")
+    ran = []
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.evaluate_task", lambda *a, **k: ran.append(a))
+    assert main(["reproduce", "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert "hakari-bench/NanoR2MED is missing" in error and "add --skip-nano" in error
+    assert ran == []  # the NanoR2MED check runs first: seconds, not the minutes of eight BM25 runs

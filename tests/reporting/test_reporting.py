@@ -242,3 +242,12 @@ def test_demo_command(demo_run):
     assert (tmp_path / "demo" / "nano.png").stat().st_size > 10_000
     result = json.loads(next((tmp_path / "demo" / "results").rglob("NanoR2MEDBiology.json")).read_text())
     assert result["dataset_revision"] == "synthetic-sample"
+
+
+def test_points_round_the_written_value_half_up_as_compare_does():
+    from r2med_plugin.reporting.render import points
+
+    # mteb writes 0.88525 for a mean of 0.885251: the float 100 * 0.88525 is 88.52499999999999, which "%.2f" prints
+    # as 88.52 while `r2med compare` (the per-query mean) prints 88.53
+    assert f"{100 * 0.88525:.2f}" == "88.52" and points(100 * 0.88525) == "88.53"
+    assert [points(v) for v in (41.44, 41.445, 12.344999, 0.0, 100.0)] == ["41.44", "41.45", "12.34", "0.00", "100.00"]
