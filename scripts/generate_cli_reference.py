@@ -122,8 +122,8 @@ def render() -> str:
         "This page is generated from the command's own argument parser, so it lists exactly what "
         "`r2med <command> --help` prints: every subcommand, every option, its default and its choices. "
         "Rules between options (which combinations are refused, and why) are in the "
-        "[README's evaluator section](../readme.md#evaluators-r2med-evaluate) until the "
-        "how-to guides take them over.",
+        "how-to guides ([models](../how-to/models.md), [rerankers](../how-to/rerankers.md)) and in the "
+        "[evaluation semantics](../explanation/evaluation-semantics.md).",
         "",
         "| command | what it does |",
         "| --- | --- |",

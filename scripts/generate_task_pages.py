@@ -103,6 +103,19 @@ def _instructions(hub_name: str) -> list[list[str]]:
     return rows
 
 
+def _learning_notes(learning: Mapping[str, Any]) -> list[str]:
+    """The card's training and leakage fields, each value as the card's metadata states it (data, not prose)."""
+    rows = []
+    for key, value in learning.items():
+        shown = "<br>".join(_escape(str(item)) for item in value) if isinstance(value, list) else _escape(str(value))
+        rows.append([_code(key), shown])
+    lines = ["## Training and leakage notes", "",
+             "The fields the NanoR2MED card's task metadata gives about training data and leakage, as stated there "
+             "(source: the task's `source` in `task_metadata/`). `r2med audit` checks a training set against this "
+             "task's evaluation data.", ""]
+    return lines + _table(["field", "value"], rows)
+
+
 def task_page(spec: Any) -> str:
     from r2med_plugin.reporting.published import published_sources
 
@@ -128,9 +141,13 @@ def task_page(spec: Any) -> str:
     if spec.paper_stats:
         lines += ["The R2MED paper's dataset table (lengths in words):", ""]
         lines += _table(["statistic", "value"], [[_code(key), _number(value)] for key, value in spec.paper_stats.items()])
-    if spec.card_stats:
+    card = {key: value for key, value in _plain(spec.card_stats).items() if key != "learning"}
+    if card:
         lines += ["The dataset card's statistics (lengths in characters):", ""]
-        lines += _nested(_plain(spec.card_stats)) + [""]
+        lines += _nested(card) + [""]
+    learning = _plain(spec.card_stats).get("learning")
+    if learning:
+        lines += _learning_notes(learning)
 
     lines += ["## Instructions", "", f"The task instruction (`r2med evaluate --instruction` prepends it as "
               f"`Instruct: ...\\nQuery: `): {_code(spec.instruction)}", ""]

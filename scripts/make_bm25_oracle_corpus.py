@@ -5,7 +5,7 @@
 Documents and queries mix medical/chemical fragments (kg/m², PaCO₂, 10⁹, ½, ©, ®, ™, Ⓐ, ˂, Hebrew
 geresh, Barre\\u0301's, soft hyphen, emoji sequences, Thai/Tai Tham/Ahom, 々 〆, >255-unit tokens)
 with samples of every word-break class of Lucene's tables; the terms come from the Lucene oracle,
-so tests/test_bm25_oracle.py compares our BM25 with gensim's on real Lucene tokens without Java.
+so tests/retrieval/test_bm25_oracle.py compares our BM25 with gensim's on real Lucene tokens without Java.
 """
 
 from __future__ import annotations

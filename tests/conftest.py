@@ -101,6 +101,7 @@ def demo_run(fresh_python: Path, tmp_path_factory: pytest.TempPathFactory):
 # Tests over ~3 s on 2 cores (pytest --durations): subprocesses, real models, mteb runs, statistics against ranx and
 # PyTerrier. Marked slow here (besides the modules marked slow themselves) so `pytest -m "not slow"` is a fast loop.
 SLOW_TESTS = (
+    "test_doc_examples.py::test_every_example_of_the_page_runs",  # every docs page's examples: minutes in all
     "test_reliability.py::test_interrupted_write_leaves_no_result",
     "test_reliability.py::test_transient_errors_are_retried",
     "test_mteb_integration.py::",

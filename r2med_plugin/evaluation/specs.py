@@ -158,7 +158,7 @@ class ModelSpec:
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.retrieval.registry import endpoint_options_of, resolve
+        from r2med_plugin.retrieval.registry import resolve
 
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a model is named by a non-empty string, got {self.name!r}")
@@ -171,10 +171,6 @@ class ModelSpec:
 
             check_model_name(self.display_name)
         endpoint = self.endpoint.given(ENDPOINT_OPTIONS) if self.endpoint is not None else {}
-        refused = sorted(set(endpoint) - set(endpoint_options_of(self.name)))
-        if refused:
-            raise ValueError(f"{refused[0]} (--{refused[0].replace('_', '-')}) reaches no code here: "
-                             f"{self._endpoint_reason(refused[0])}; drop it")
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings=endpoint))
         refusal = self.ref.instruction_refusal
         if self.instruction and refusal is not None:

@@ -121,8 +121,9 @@ def test_nothing_of_ours_names_an_old_path():
                 found += [f"{path.name}: import {alias.name}" for alias in node.names if alias.name in shims]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):  # monkeypatch targets
                 found += [f"{path.name}: {node.value!r}" for module, name in old if node.value == f"{module}.{name}"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found += [f"README.md: {line}" for line in re.findall(r"from (\S+) import ([^\n]+)", readme)
+    # README.md and the docs site's pages (issue 32 moved most of README's examples there)
+    readme = "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))])
+    found += [f"README.md or docs/: {line}" for line in re.findall(r"from (\S+) import ([^\n]+)", readme)
               if any((line[0], name.strip()) in old for name in line[1].split(","))]
     assert found == []
 
@@ -145,13 +146,14 @@ def test_importing_the_package_and_running_commands_warns_nothing_of_ours(mirror
     assert ours == []
 
 
-def test_every_dotted_reference_in_the_package_and_readme_resolves():
+def test_every_dotted_reference_in_the_package_readme_and_docs_resolves():
     """Docstrings and comments point to modules that exist (three named r2med_plugin.evaluation.significance)."""
     import tomllib
     import warnings
 
     groups = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"])
-    texts = {path.name: path.read_text(encoding="utf-8") for path in [*PACKAGE.rglob("*.py"), ROOT / "README.md"]}
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # README and the docs site (issue 32)
+    texts = {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8") for path in [*PACKAGE.rglob("*.py"), *documents]}
     references = {(name, found.rstrip(".")) for name, text in texts.items()
                   for found in re.findall(r"\br2med_plugin(?:\.[A-Za-z_]\w*)+", text)}
     with warnings.catch_warnings():

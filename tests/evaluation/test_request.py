@@ -178,7 +178,7 @@ def test_a_model_spec_resolves_once_and_owns_its_rules(mirror_env: Path):
     endpoint = ModelSpec("openai:emb", endpoint=EndpointSpec(base_url=URL, dimensions=8))
     assert not endpoint.uses("device") and endpoint.why_not("device") == "openai:emb runs on the endpoint's server"
     assert not endpoint.uses("loader") and endpoint.uses("dimensions") and endpoint.uses("timeout")
-    with pytest.raises(ValueError, match=r"dimensions \(--dimensions\) reaches no code here"):
+    with pytest.raises(ValueError, match=r"dimensions configure an embedding endpoint"):
         ModelSpec("minilm-packaged", endpoint=EndpointSpec(dimensions=8))
     with pytest.raises(RequestError) as raised:
         ModelSpec("official:bge", instruction=True)
