@@ -15,7 +15,7 @@ from synthetic import synthetic_task  # noqa: E402
 
 from r2med_plugin.catalog import get_task_spec  # noqa: E402
 from r2med_plugin.data.mirror import candidate_frame, write_nano_repo, write_r2med_repo  # noqa: E402
-from r2med_plugin.retrieval.dense import HashingEncoder  # noqa: E402
+from r2med_plugin.models.hashing import HashingEncoder  # noqa: E402
 
 LARGEST_TASK = "R2MEDMedXpertQAExam"  # 61,379 documents
 NANO_TASK = "NanoR2MEDBiology"

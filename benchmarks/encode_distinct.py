@@ -25,7 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import synthetic_task  # noqa: E402
 
-from r2med_plugin.retrieval.dense import HashingEncoder, encode_cached  # noqa: E402
+from r2med_plugin.models.hashing import HashingEncoder  # noqa: E402
+from r2med_plugin.retrieval.dense import encode_cached  # noqa: E402
 
 
 def biology_shaped_texts(rows: int, distinct: int, seed: int = 3) -> list[str]:

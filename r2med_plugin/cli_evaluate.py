@@ -42,7 +42,7 @@ def _run_options(evaluate: argparse.ArgumentParser) -> None:
 
 
 def _first_options(evaluate: argparse.ArgumentParser) -> None:
-    from r2med_plugin.retrieval.registry import loader_choices
+    from r2med_plugin.models.registry import loader_choices
 
     first = evaluate.add_argument_group("first stage: BM25 or a model (--retriever; with --rerank, --first-stage)")
     first.add_argument("--retriever", default=None,
@@ -209,7 +209,7 @@ def _endpoint(args: argparse.Namespace, takes: Sequence[str]):
 
 def _first_stage(args: argparse.Namespace, source: str):
     from r2med_plugin.evaluation.specs import REQUEST_OPTIONS as SENT, Bm25Spec, ModelSpec, RunFileSpec, check_retriever_name
-    from r2med_plugin.retrieval.registry import endpoint_options_of, scheme_loader
+    from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
 
     kind = first_stage_kind(source)
     if kind == "bm25":
@@ -351,7 +351,7 @@ def _label(request) -> str:
 def _load_parts(args: argparse.Namespace, requests: list):
     """The encoder and the reranker every request shares, loaded once after every check that needs no model."""
     from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec, RunFileSpec
-    from r2med_plugin.retrieval.dense import check_device
+    from r2med_plugin.models.checks import check_device
 
     first = requests[0]
     if first.uses("device"):

@@ -1,4 +1,4 @@
-"""Extract the official R2MED dense retriever profiles into r2med_plugin/retrieval/official_retrievers.json.
+"""Extract the official R2MED dense retriever profiles into r2med_plugin/models/official/profiles.json.
 
 A profile is what the official code configures for one ``--retriever_name`` of ``src/run.py``: the checkpoint
 (``model_path_dict`` of ``src/eval_retrieval.py``), the model class of ``src/utils.py`` with the arguments
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from extract_official_prompts import git_show, source_arguments  # noqa: E402 - the scripts' shared git helpers
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "r2med_plugin" / "retrieval" / "official_retrievers.json"
+OUT = ROOT / "r2med_plugin" / "models" / "official" / "profiles.json"
 CLASSES = ("FlagDRESModel", "InstructorModel", "BiEncoderModel", "HighScaleModel", "GritModel", "NVEmbedModel",
            "RetrievalOPENAI")
 MODEL_DIR = "model_dir/"

@@ -19,7 +19,7 @@ OUTPUT = ROOT / "docs" / "reference" / "api.md"
 GROUPS = {  # the defining module's subpackage -> the section it is listed under
     "catalog": "Tasks and data", "data": "Tasks and data", "types": "Types", "names": "Types",
     "evaluation": "Evaluation", "metrics": "Evaluation", "reporting": "Evaluation", "generation": "Evaluation",
-    "retrieval": "Retrieval", "integrations": "Integrations",
+    "retrieval": "Retrieval", "models": "Models", "integrations": "Integrations",
 }
 
 

@@ -4,7 +4,7 @@
     python scripts/generate_task_pages.py --check  # exit 1 if a committed page differs (or is missing, or is extra)
 
 Data only, taken from what the package ships: the task catalog (r2med_plugin.catalog.list_tasks(), i.e.
-task_metadata/*.json), the official retrievers' instructions (r2med_plugin/retrieval/official_retrievers.json)
+task_metadata/*.json), the official retrievers' instructions (r2med_plugin/models/official/profiles.json)
 and the published scores that `r2med leaderboard --compare-published` ranks beside ours
 (r2med_plugin.reporting.published). No prose from dataset cards or papers. tests/contracts/test_docs.py runs the check.
 """
@@ -89,7 +89,7 @@ def _published_scores(hub_name: str) -> tuple[list[Any], list[Any]]:
 
 
 def _instructions(hub_name: str) -> list[list[str]]:
-    from r2med_plugin.retrieval.official_dense import retriever_profiles
+    from r2med_plugin.models.official.profiles import retriever_profiles
 
     rows = []
     for name, profile in retriever_profiles().items():

@@ -30,7 +30,8 @@ from r2med_plugin.catalog import list_tasks  # noqa: E402
 from r2med_plugin.data.mirror import candidate_frame, write_nano_repo  # noqa: E402
 from r2med_plugin.retrieval.bm25 import bm25_search  # noqa: E402
 from r2med_plugin.retrieval.candidates import build_reranking_hybrid  # noqa: E402
-from r2med_plugin.retrieval.dense import HashingEncoder, search_vectors  # noqa: E402
+from r2med_plugin.models.hashing import HashingEncoder  # noqa: E402
+from r2med_plugin.retrieval.dense import search_vectors  # noqa: E402
 
 DOCS_PER_TASK = 150
 QUERIES_PER_TASK = 6

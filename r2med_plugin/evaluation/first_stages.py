@@ -25,7 +25,8 @@ from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.identifiers import BM25_VARIANTS, TieOrder
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, bound_to_task, dense_search, effective_prompt, score_candidates
+from r2med_plugin.models.protocols import Encoder, as_encoder, is_encoder
+from r2med_plugin.retrieval.dense import dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__
@@ -120,12 +121,16 @@ class Bm25:
 
 @dataclass(frozen=True)
 class Dense:
-    """An encoder's cosine top-k over the whole corpus; with an expansion, combined by the official rules."""
+    """An encoder's cosine top-k over the whole corpus; with an expansion, combined by the official rules. A user's
+    encoder (name, revision, encode) is adapted here, once (``as_encoder``)."""
 
     encoder: Encoder
     query_prompt: str | None = None
     expansion: str | None = None
     data_dir: str | os.PathLike | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "encoder", as_encoder(self.encoder))
 
     @property
     def name(self) -> str:
@@ -141,7 +146,7 @@ class Dense:
 
     def search(self, data: TaskData, depth: int, *, show_progress: bool = True) -> Run:
         search = dict(dataset_revision=data.revision, query_prompt=self.query_prompt, top_k=depth)
-        encoder = bound_to_task(self.encoder, data.name)  # an encoder whose prompts depend on the task (mteb's)
+        encoder = self.encoder.for_task(data.name)  # an encoder whose prompts depend on the task (mteb's)
         if self.expansion is None:
             return dense_search(encoder, data.corpus, data.queries, **search)
         method, reasoning, texts, expansions = expanded_queries(data, self.expansion, self.data_dir)
@@ -178,7 +183,7 @@ class StoredCandidates:
         if isinstance(self.retriever, Bm25):
             return self.retriever.search(data, data.corpus.height, show_progress=show_progress)
         union = {q: [d for key in self.subsets for d in data.candidates[key].get(q, [])] for q in data.qrels}
-        encoder = bound_to_task(self.retriever.encoder, data.name)
+        encoder = self.retriever.encoder.for_task(data.name)
         return score_candidates(encoder, data.corpus, data.queries, union, dataset_revision=data.revision,
                                 query_prompt=self.retriever.query_prompt)
 
@@ -232,7 +237,7 @@ def as_first_stage(value: object, *, query_prompt: str | None = None, name: str 
         if query_prompt:
             raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
         stage: FirstStage = Bm25(value, workers=bm25_workers)
-    elif isinstance(value, Encoder):
+    elif is_encoder(value):
         stage = Dense(value, query_prompt)
     elif isinstance(value, FirstStage):
         stage = value

@@ -27,7 +27,7 @@ from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmReranke
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
-from r2med_plugin.retrieval.dense import Encoder
+from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder adapts it)
 from r2med_plugin.types import TaskSpec
 
 

@@ -19,7 +19,7 @@ import polars as pl
 from r2med_plugin._moved import Moved, same_names
 from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun
+from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, StoredCandidates
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.request import scoring_of
@@ -28,7 +28,8 @@ from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.retrieval.dense import Encoder, bound_to_task, score_candidates
+from r2med_plugin.models.protocols import Encoder, as_encoder
+from r2med_plugin.retrieval.dense import score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run, TaskData
@@ -108,7 +109,7 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         main, saved = f"candidates_{first}_ndcg_at_10" + ("_with_safeguard" if first == "hybrid" else ""), stage.saved_run(data, run)
     else:
         main, saved = "ndcg_at_10", truncate_run(run, plan.top_k)
-    ranker = getattr(stage, "retriever", stage)  # a StoredCandidates stage ranks with its retriever
+    ranker = stage.retriever if isinstance(stage, StoredCandidates) else stage  # it ranks with its retriever
     return TaskRunResult(
         task=data.name, retriever=stage.name, expansion=plan.expansion, model_revision=stage.revision,
         dataset_revision=data.revision, scores=scores.metrics, main_score=main, run=saved,
@@ -123,8 +124,8 @@ def _own_instructions(ranker: object, task: str) -> dict[str, str | None] | None
     """The instructions an encoder applies itself (an official profile's, for this task), to be recorded; else None."""
     if not isinstance(ranker, Dense):
         return None
-    instructions = getattr(bound_to_task(ranker.encoder, task), "instructions", None)
-    return dict(instructions()) if callable(instructions) else None
+    instructions = ranker.encoder.for_task(task).instructions()
+    return dict(instructions) if instructions is not None else None
 
 
 def _check_against_data(plan: EvaluationPlan, data: TaskData) -> None:
@@ -152,7 +153,7 @@ class RerankInputs:
 
 def rerank_inputs(plan: EvaluationPlan, data: TaskData) -> RerankInputs:
     """The reranker of a reranking plan, bound to the task, and what it reranks (the first stage runs here)."""
-    reranker = bound_to_task(as_reranker(plan.reranker, batch_size=plan.rerank_batch_size), data.name)
+    reranker = as_reranker(plan.reranker, batch_size=plan.rerank_batch_size).for_task(data.name)
     depth = plan.rerank_depth
     own = _computed_here(plan.first_stage)
     fetched = max(depth, OFFICIAL_TOPK_DOCS_DEPTH, plan.top_k if isinstance(own, Dense) else 0)
@@ -169,7 +170,7 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
     reranked = reranker.rerank(run, inputs.queries, inputs.documents, depth=depth, show_progress=plan.show_progress)
     first, first_depth = _first_stage_scored(plan, data, own, run)
     scores = merged(plan.scorers, Retrieved(data, first, first_depth, plan.show_progress, reranked=reranked, rerank_depth=depth))
-    report = getattr(reranker, "last_report", None)  # an LLM reranker's usage and traces
+    report = reranker.last_report  # an LLM reranker's usage and traces (None: none)
     return TaskRunResult(
         task=data.name, retriever=reranked_model_name(reranker.name, stage.name, depth), expansion=None,
         model_revision=reranked_revision(reranker.revision, stage.revision), dataset_revision=data.revision,
@@ -177,8 +178,9 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
         data=data, dataset_revision_verified=data.revision_verified,
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
                           first_stage_run=first, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
-                          usage=getattr(report, "usage", None), traces=getattr(report, "traces", None),
-                          traces_name=getattr(report, "traces_name", "reasoning")),
+                          usage=None if report is None else report.usage,
+                          traces=None if report is None else report.traces,
+                          traces_name="reasoning" if report is None else report.traces_name),
     )
 
 
@@ -242,7 +244,7 @@ def score_candidate_lists(
     if isinstance(model_or_retriever, str):
         full = Bm25(model_or_retriever).search(data, data.corpus.height, show_progress=False)
         return restrict_run(full, lists)
-    return score_candidates(bound_to_task(model_or_retriever, data.name), data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)
+    return score_candidates(as_encoder(model_or_retriever).for_task(data.name), data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)
 
 
 def rerank_candidates(*args, **kwargs) -> Run:

@@ -142,7 +142,7 @@ class Bm25Spec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model by name, resolved once when the spec is built (r2med_plugin.retrieval.registry: mteb's registry, an
+    """A model by name, resolved once when the spec is built (r2med_plugin.models.registry: mteb's registry, an
     endpoint ``openai:<model>``, an official profile ``official:<name>``, sentence-transformers); nothing loads yet."""
 
     KIND: ClassVar[str] = "model"
@@ -158,7 +158,7 @@ class ModelSpec:
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.retrieval.registry import resolve
+        from r2med_plugin.models.registry import resolve
 
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a model is named by a non-empty string, got {self.name!r}")
@@ -167,7 +167,7 @@ class ModelSpec:
             raise ValueError(f"revision {self.revision!r}: quote it as a string (a commit sha or a tag)")
         _positive("batch_size", self.batch_size)
         if self.display_name is not None:
-            from r2med_plugin.retrieval.dense import check_model_name
+            from r2med_plugin.models.checks import check_model_name
 
             check_model_name(self.display_name)
         endpoint = self.endpoint.given(ENDPOINT_OPTIONS) if self.endpoint is not None else {}
@@ -182,12 +182,12 @@ class ModelSpec:
 
     @property
     def is_endpoint(self) -> bool:
-        from r2med_plugin.retrieval.registry import endpoint_options_of
+        from r2med_plugin.models.registry import endpoint_options_of
 
         return bool(endpoint_options_of(self.name))
 
     def uses(self, option: str) -> bool:
-        from r2med_plugin.retrieval.registry import endpoint_options_of, scheme_loader
+        from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
 
         takes = endpoint_options_of(self.name)
         if option in ENDPOINT_OPTIONS:
@@ -271,7 +271,7 @@ class PrebuiltFirstStage:
     query_prompt: str | None = None
 
     def __post_init__(self) -> None:
-        from r2med_plugin.retrieval.dense import Encoder
+        from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
 
         if self.query_prompt and not isinstance(self.value, Encoder):
             raise ValueError(f"a query prompt (--instruction) is for encoders; {self.label} would ignore it: leave it out")
@@ -324,7 +324,7 @@ class CrossEncoderSpec:
 
     def __post_init__(self) -> None:
         from r2med_plugin.llm.rerankers import is_llm_reranker_name
-        from r2med_plugin.retrieval.registry import resolve
+        from r2med_plugin.models.registry import resolve
 
         if is_llm_reranker_name(self.name):
             raise ValueError(f"{self.name} is an LLM reranker: build it as LlmRerankerSpec (with its endpoint)")

@@ -29,7 +29,7 @@ from r2med_plugin.reporting.official_files import (
     write_official_reranker_results,
     write_official_results,
 )
-from r2med_plugin.retrieval.rerank import official_reranker_name
+from r2med_plugin.models.official.naming import official_reranker_name
 from r2med_plugin.types import TaskData
 from r2med_plugin.version import __version__
 

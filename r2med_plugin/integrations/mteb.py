@@ -30,6 +30,7 @@ from r2med_plugin.integrations.compat import mteb_dataloader, mteb_registries
 from r2med_plugin.integrations.mteb_per_query import save_task_per_query
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
+from r2med_plugin.models.protocols import PairScorerBase
 from r2med_plugin.retrieval.candidates import safeguard_split
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import TaskSpec
@@ -291,7 +292,7 @@ def _register_benchmarks(benchmarks: dict) -> None:
         benchmarks[name] = benchmark
 
 
-class MtebPairScorer:
+class MtebPairScorer(PairScorerBase):
     """Any mteb cross-encoder (``predict(inputs1, inputs2, *, task_metadata, ...)`` on DataLoaders) as the
     ``predict(pairs) -> scores`` scorer of the reranker mode, fed as mteb feeds a reranking task.
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from r2med_plugin.retrieval.dense import EncodeKind, check_device, check_model_name
-from r2med_plugin.retrieval.registry import RetrieverRef, cached_hub_commit
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+from r2med_plugin.models.checks import check_device, check_model_name
+from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
 
 NAME = "mteb"
 SPLIT, SUBSET = "test", "default"
@@ -50,8 +51,8 @@ def model_meta(name: str) -> Any | None:
     return None
 
 
-class MtebLoader:
-    """The ``mteb`` model loader (see r2med_plugin.retrieval.registry.ModelLoader)."""
+class MtebLoader(ModelLoaderBase):
+    """The ``mteb`` model loader (see r2med_plugin.models.registry.ModelLoader)."""
 
     name = NAME
     scheme = None
@@ -96,7 +97,7 @@ class MtebLoader:
         check_device(device)
         model = _load(meta, ref, device)
         from r2med_plugin.integrations.mteb import MtebPairScorer
-        from r2med_plugin.retrieval.rerank import as_pair_scorer
+        from r2med_plugin.models.cross_encoder import as_pair_scorer
 
         try:
             as_pair_scorer(model)  # mteb's CrossEncoderWrapper: its sentence-transformers model, raw logits
@@ -136,7 +137,7 @@ def _load(meta: Any, ref: RetrieverRef, device: str | None) -> Any:
         ) from error
 
 
-class MtebEncoder:
+class MtebEncoder(EncoderBase):
     """A model of mteb's registry as an Encoder; ``for_task(name)`` binds the task whose prompts it uses."""
 
     query_prompt = None  # mteb chooses the prompts (model prompts, the task's instruction)

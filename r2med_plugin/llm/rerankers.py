@@ -80,6 +80,7 @@ from r2med_plugin.llm.prompting import (
     word_answer,
 )
 from r2med_plugin.llm.requests import Requester, ResponseCache, run_coroutine
+from r2med_plugin.models.protocols import RerankerBase
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run
 
@@ -110,7 +111,7 @@ class _Counts:
         self.notes[name] = self.notes.get(name, 0) + count
 
 
-class LLMReranker:
+class LLMReranker(RerankerBase):
     """What the three kinds share: the checks, the requests, the report. ``kind`` is set by each subclass."""
 
     kind = ""

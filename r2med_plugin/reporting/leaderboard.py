@@ -38,7 +38,7 @@ from r2med_plugin.reporting.render import (  # noqa: F401 - re-exported
     table_cells,
 )
 from r2med_plugin.reporting.result_files import RERANKING_SUFFIX, ResultRecord, read_result_folders  # noqa: F401
-from r2med_plugin.retrieval.official_dense import profile_of_result, published_row_of
+from r2med_plugin.models.official.naming import profile_of_result, published_row_of
 from r2med_plugin.reporting.rows import (
     BENCHMARK_TITLES,
     BENCHMARKS,

@@ -20,7 +20,7 @@ from r2med_plugin._moved import Moved
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
 from r2med_plugin.identifiers import OfficialLayoutName
-from r2med_plugin.retrieval.official_dense import on_official_weights, profile_of_result
+from r2med_plugin.models.official.naming import on_official_weights, profile_of_result
 
 BM25_K_VALUES = (1, 10, 25, 50, 100)
 DENSE_K_VALUES = (1, 3, 5, 10, 100)

@@ -1,12 +1,8 @@
 """Dense retrieval: any encoder, cosine similarity, exact top-k, embeddings cached on disk.
 
-An encoder is any object with ``name``, ``revision`` and ``encode(texts, kind=...)`` returning one
-row per text (``kind`` is "query" or "document"). Optional: a ``prompt=`` argument of ``encode`` (else
-a prompt is prepended to each text), a ``query_prompt`` default, a ``cache_identity`` string that
-changes whenever its embeddings would (weights, settings), and ``for_task(task_name)`` returning the
-encoder bound to a task whose prompts it applies itself (``bound_to_task``; mteb's models). ``SentenceTransformerEncoder`` adapts a
-sentence-transformers model the way MTEB runs one (``encode_query`` / ``encode_document``; a prompt
-only when asked for). ``HashingEncoder`` is a fast deterministic stand-in for tests and benchmarks.
+An encoder is an ``r2med_plugin.models.protocols.Encoder``: ours (r2med_plugin.models: sentence-transformers, mteb's
+registry, embedding endpoints, the official profiles, ``HashingEncoder``) or a user's object with ``name``,
+``revision`` and ``encode(texts, kind=...)``, which the public functions here adapt once (``as_encoder``).
 
 Embeddings are cached by (model name, model identity, encoder settings, dataset revision, kind, prompt,
 text hash), so a second run of the same model on the same task encodes nothing, and anything that
@@ -18,24 +14,28 @@ prompt is resolved in one place (``effective_prompt``): the one passed in, else 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
-from r2med_plugin.cache import cached_array, key_of, remove_array, store_array
-from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
+from r2med_plugin._moved import Moved, same_names
+from r2med_plugin.cache import cached_array, key_of, remove_array
+from r2med_plugin.models import protocols
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
-from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.types import Run
 
-EncodeKind = Literal["query", "document"]
+__getattr__ = Moved(__name__, {  # model families and protocols live in r2med_plugin.models
+    **same_names("r2med_plugin.models.protocols", ["Encoder", "EncodeKind"]),
+    **same_names("r2med_plugin.models.checks", ["check_device", "check_model_name"]),
+    "bound_to_task": "r2med_plugin.models.protocols.bound_to_task",
+    "SentenceTransformerEncoder": "r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder",
+    "HashingEncoder": "r2med_plugin.models.hashing.HashingEncoder",
+})
 FAISS_MIN_DOCUMENTS = 5000
 E5_TEMPLATE = "Instruct: {instruction}\nQuery: "
 CHUNK_ENV = "R2MED_ENCODE_CHUNK_TEXTS"
@@ -43,160 +43,7 @@ DEFAULT_CHUNK_TEXTS = 4096
 CHUNK_CACHE = "embedding-chunks"
 
 
-@runtime_checkable
-class Encoder(Protocol):
-    name: str
-    revision: str
-
-    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray: ...
-
-
-def check_device(device: str | None) -> None:
-    """Refuse a device this torch cannot use, before a model is loaded onto it (torch would assert)."""
-    if not device or device == "cpu":
-        return
-    import torch
-
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError, TypeError):
-        raise ValueError(f"--device {device!r} is not a device torch knows: use cpu, cuda, cuda:1 or mps") from None
-    kind = parsed.type
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {device}: this torch has no usable CUDA (torch {torch.__version__}); use --device cpu")
-    if kind == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
-        raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), cuda:0 to "
-                         f"cuda:{torch.cuda.device_count() - 1}")
-    if kind == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"--device {device}: MPS is not available here; use --device cpu")
-
-
-class SentenceTransformerEncoder:
-    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
-
-    ``devices`` with two or more entries (``["cuda:0", "cuda:1"]``, ``["cpu", "cpu"]``) encodes with
-    sentence-transformers' multi-process pool, one process per device, started on first use and
-    stopped by ``close()`` (or at exit). The embeddings equal a single-process run's (to float noise).
-    """
-
-    devices: list[str] | None = None
-    _pool: dict | None = None
-
-    def _pool_option(self) -> dict:
-        """{"pool": the started pool} when encoding on several devices, else {}."""
-        if not self.devices:
-            return {}
-        if self._pool is None:
-            import atexit
-
-            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
-            atexit.register(self.close)
-        return {"pool": self._pool}
-
-    def close(self) -> None:
-        """Stop the multi-process pool, if one was started."""
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            self.model.stop_multi_process_pool(pool)
-
-    def __init__(
-        self,
-        model_name_or_path: str,
-        *,
-        revision: str | None = None,
-        device: str | None = "cpu",
-        batch_size: int = 32,
-        query_prompt: str | None = None,
-        show_progress: bool = True,
-        devices: Sequence[str] | None = None,
-        name: str | None = None,
-    ) -> None:
-        from sentence_transformers import SentenceTransformer
-
-        from r2med_plugin.quiet import no_loading_bar
-
-        if name is not None:
-            check_model_name(name)
-
-        self.devices = list(devices) if devices and len(devices) > 1 else None
-        self._pool = None
-        if self.devices:
-            device = "cpu"  # the pool copies the model onto each device itself
-        elif devices:
-            device = devices[0]
-        for wanted in self.devices or [device]:
-            check_device(wanted)
-        source = model_name_or_path
-        if model_name_or_path in PACKAGED_MODELS:
-            if revision is not None:
-                raise ValueError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
-            source = str(packaged_model_folder(model_name_or_path))
-        try:
-            with no_loading_bar():
-                self.model = SentenceTransformer(source, revision=revision, device=device)
-        except OSError as error:
-            raise ValueError(
-                f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
-                "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
-            ) from error
-        # Hub: the commit loaded (as mteb records it); local folder: a fingerprint of its files.
-        self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
-        self.name = name or self.name  # the revision still comes from the weights: a name never hides other weights
-        self.batch_size = batch_size
-        self.query_prompt = query_prompt
-        self.show_progress = show_progress
-
-    @property
-    def cache_identity(self) -> str:
-        """Weights and files (commit or fingerprint) plus the in-memory settings: part of the embedding cache key."""
-        return f"{self._identity}/{encoder_settings(self.model)}"
-
-    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
-        """Embeddings of ``texts``; ``prompt`` (queries: default ``query_prompt``) is prepended by sentence-transformers."""
-        encode = self.model.encode_query if kind == "query" else self.model.encode_document
-        if prompt is None and kind == "query":
-            prompt = self.query_prompt
-        return np.asarray(
-            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
-        )
-
-
-def bound_to_task(model: object, task: str) -> object:
-    """``model.for_task(task)`` where the model offers it (its prompts depend on the task: mteb's models), else ``model``."""
-    bind = getattr(model, "for_task", None)
-    return bind(task) if callable(bind) else model
-
-
-def check_model_name(name: str) -> None:
-    """A user's name for a model's results (``--model-name``): not empty, no folder climbing, no BM25 name."""
-    if not isinstance(name, str) or not name.strip() or name.strip(" ./") == "" or ".." in name.split("/"):
-        raise ValueError(f"--model-name {name!r} cannot name a result folder: give a name such as my-org/my-model")
-    if name in BM25_NAMES:
-        raise ValueError(f"--model-name {name!r} is a BM25 retriever's name: its results would mix with BM25's; choose another")
-
-
-class HashingEncoder:
-    """Deterministic bag-of-hashed-words embeddings: no model, no download, thousands of texts a second."""
-
-    def __init__(self, dim: int = 256, name: str = "hashing-encoder") -> None:
-        if dim < 1:
-            raise ValueError(f"dim must be positive, got {dim}")
-        self.dim = dim
-        self.name = name
-        self.revision = f"dim{dim}"
-        self.encoded_texts = 0
-
-    def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray:
-        self.encoded_texts += len(texts)
-        words = pl.Series("text", list(texts), dtype=pl.Utf8).str.to_lowercase().str.extract_all(r"[a-z0-9]+")
-        exploded = pl.DataFrame({"row": np.arange(len(texts)), "word": words}).explode("word").drop_nulls()
-        buckets = (exploded["word"].hash(seed=7) % self.dim).cast(pl.Int64).to_numpy()
-        matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
-        np.add.at(matrix, (exploded["row"].to_numpy(), buckets), 1.0)
-        return matrix
-
-
-def _validated(embeddings: np.ndarray, count: int, encoder: Encoder, kind: str) -> np.ndarray:
+def _validated(embeddings: np.ndarray, count: int, encoder: protocols.Encoder, kind: str) -> np.ndarray:
     array = np.asarray(embeddings, dtype=np.float32)
     if array.ndim != 2 or array.shape[0] != count:
         raise ValueError(
@@ -208,35 +55,18 @@ def _validated(embeddings: np.ndarray, count: int, encoder: Encoder, kind: str) 
     return array
 
 
-def effective_prompt(encoder: Encoder, kind: EncodeKind, prompt: str | None = None) -> str | None:
+def effective_prompt(encoder: protocols.Encoder, kind: protocols.EncodeKind, prompt: str | None = None) -> str | None:
     """The prompt ``encoder`` gets for ``kind``: ``prompt`` when given, else (queries) its own ``query_prompt``."""
     if prompt is None and kind == "query":
-        return getattr(encoder, "query_prompt", None)
+        return protocols.as_encoder(encoder).query_prompt
     return prompt
 
 
-def _accepts_prompt(encoder: Encoder) -> bool:
-    try:
-        parameters = inspect.signature(encoder.encode).parameters
-    except (TypeError, ValueError):
-        return False
-    return "prompt" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-
-
-def _encode(encoder: Encoder, texts: list[str], kind: EncodeKind, prompt: str | None) -> np.ndarray:
-    """The encoder's embeddings with ``prompt`` applied: passed on when encode() takes one, else prepended
-    to each text (what sentence-transformers does with a prompt)."""
-    if prompt is None:
-        return encoder.encode(texts, kind=kind)
-    if _accepts_prompt(encoder):
-        return encoder.encode(texts, kind=kind, prompt=prompt)
-    return encoder.encode([prompt + text for text in texts], kind=kind)
-
-
 def encode_cached(
-    encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind, dataset_revision: str, prompt: str | None = None
+    encoder: protocols.Encoder, texts: Sequence[str], *, kind: protocols.EncodeKind, dataset_revision: str, prompt: str | None = None
 ) -> np.ndarray:
     """L2-normalised embeddings of ``texts`` (with ``effective_prompt``), from the cache when this model already encoded them."""
+    encoder = protocols.as_encoder(encoder)
     return normalise(encode_cached_raw(encoder, texts, kind=kind, dataset_revision=dataset_revision, prompt=prompt))
 
 
@@ -288,19 +118,21 @@ def _digest(texts: Sequence[str]) -> str:
 
 
 def encode_cached_raw(
-    encoder: Encoder, texts: Sequence[str], *, kind: EncodeKind | Literal["expansion"], dataset_revision: str,
+    encoder: protocols.Encoder, texts: Sequence[str], *, kind: protocols.EncodeKind | Literal["expansion"], dataset_revision: str,
     prompt: str | None = None,
 ) -> np.ndarray:
     """The embeddings of ``texts`` as the encoder gives them (cached); kind "expansion": ``encode_expansions``."""
+    encoder = protocols.as_encoder(encoder)
     prompt = effective_prompt(encoder, "query" if kind == "expansion" else kind, prompt)
-    digest = _digest(texts)
-    identity = getattr(encoder, "cache_identity", "")
-    key = key_of(encoder.name, encoder.revision, identity, dataset_revision, kind, prompt, len(texts), digest)
+    key = key_of(encoder.name, encoder.revision, encoder.cache_identity, dataset_revision, kind, prompt, len(texts),
+                 _digest(texts))
 
     def encode_part(part: list[str]) -> np.ndarray:
         if kind == "expansion":
             return _validated(encoder.encode_expansions(part), len(part), encoder, "expansion")
-        return _validated(_encode(encoder, part, kind, prompt), len(part), encoder, kind)
+        # no prompt: encode(texts, kind=...) as ever, so that a subclass's encode without prompt= still works
+        embeddings = encoder.encode(part, kind=kind) if prompt is None else encoder.encode(part, kind=kind, prompt=prompt)
+        return _validated(embeddings, len(part), encoder, kind)
 
     chunks: list[str] = []
 
@@ -393,7 +225,7 @@ def text_groups(texts: Sequence[str]) -> np.ndarray:
     return frame.select(pl.col("row").min().over("text")).to_series().to_numpy().astype(np.int64)
 
 
-def _same_dimension(encoder: Encoder, queries: np.ndarray, documents: np.ndarray) -> None:
+def _same_dimension(encoder: protocols.Encoder, queries: np.ndarray, documents: np.ndarray) -> None:
     if queries.shape[1] != documents.shape[1]:
         raise ValueError(
             f"model {encoder.name!r} returned {queries.shape[1]}-dimensional query embeddings but "
@@ -407,7 +239,7 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def dense_search(
-    encoder: Encoder,
+    encoder: protocols.Encoder,
     corpus: pl.DataFrame,
     queries: pl.DataFrame,
     *,
@@ -423,6 +255,7 @@ def dense_search(
     """
     if top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k}")
+    encoder = protocols.as_encoder(encoder)
     doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
     if mix_with is None:
         query_vectors = encode_cached(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
@@ -439,19 +272,19 @@ def dense_search(
                           same_text=text_groups(corpus["text"].to_list()))
 
 
-def _mixed_query_vectors(encoder: Encoder, queries: pl.DataFrame, expansions: list[str], dataset_revision: str,
+def _mixed_query_vectors(encoder: protocols.Encoder, queries: pl.DataFrame, expansions: list[str], dataset_revision: str,
                          query_prompt: str | None) -> tuple[np.ndarray, np.ndarray]:
     """The mean of each query's embedding and its expansion's, and the mean's norm (the search divides by it after
-    the product). An encoder with ``encode_expansions`` (the official profiles) encodes the expansion its own way and
-    the mean is of its raw embeddings, as the official classes average them; otherwise the expansion is encoded as a
-    document without prompt and the unit vectors are averaged."""
+    the product). An encoder with an ``expansion_mean_dtype`` (the official profiles) encodes the expansion its own way
+    (``encode_expansions``) and the mean is of its raw embeddings in that dtype, as the official classes average them;
+    otherwise (None) the expansion is encoded as a document without prompt and the unit vectors are averaged."""
     raw_queries = encode_cached_raw(encoder, queries["text"].to_list(), kind="query", dataset_revision=dataset_revision,
                                     prompt=query_prompt)
-    if hasattr(encoder, "encode_expansions"):
+    if encoder.expansion_mean_dtype is not None:
         extra = encode_cached_raw(encoder, expansions, kind="expansion", dataset_revision=dataset_revision)
         _same_dimension(encoder, raw_queries, extra)
         # the dtype the model's embeddings come in: NV-Embed's float16 vectors are averaged in float16, as officially
-        dtype = np.dtype(getattr(encoder, "expansion_mean_dtype", "float32"))
+        dtype = np.dtype(encoder.expansion_mean_dtype)
         mixed = (raw_queries.astype(dtype) + extra.astype(dtype)) / dtype.type(2)
         return _unit_with_norms(normalise(mixed.astype(np.float32)))
     extra = encode_cached(encoder, expansions, kind="document", dataset_revision=dataset_revision)
@@ -467,7 +300,7 @@ def _unit_with_norms(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def score_candidates(
-    encoder: Encoder,
+    encoder: protocols.Encoder,
     corpus: pl.DataFrame,
     queries: pl.DataFrame,
     candidates: Mapping[str, Sequence[str]],
@@ -476,6 +309,7 @@ def score_candidates(
     query_prompt: str | None = None,
 ) -> Run:
     """Cosine scores of each query's candidates only; encodes just the union of the candidate documents."""
+    encoder = protocols.as_encoder(encoder)
     wanted = pl.Series("id", sorted({doc_id for ids in candidates.values() for doc_id in ids}), dtype=pl.Utf8)
     subset = corpus.filter(pl.col("id").is_in(wanted.implode()))
     missing = len(wanted) - subset.height

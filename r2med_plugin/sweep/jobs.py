@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.retrieval.registry import cached_hub_commit, files_stamp
+from r2med_plugin.models.protocols import as_encoder
+from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 from r2med_plugin.sweep.spec import Job
 
 RECORDS = Path(".sweep") / "jobs"
@@ -89,8 +90,8 @@ def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = N
 
 
 def model_stamp(name: str, revision: str | None, *, loader: str | None = None, settings: Mapping[str, Any] | None = None) -> str:
-    """A model's (or run file's) stamp, resolved like every name (r2med_plugin.retrieval.registry)."""
-    from r2med_plugin.retrieval.registry import resolve
+    """A model's (or run file's) stamp, resolved like every name (r2med_plugin.models.registry)."""
+    from r2med_plugin.models.registry import resolve
 
     return resolve(name, revision, loader=loader, settings=settings).stamp()
 
@@ -206,12 +207,12 @@ def _ray_gpu_devices() -> list[str] | None:
 def release_models() -> None:
     """Free the model this process keeps for the next job (and stop its multi-process pool)."""
     for encoder in _LOADED.values():
-        getattr(encoder, "close", lambda: None)()
+        as_encoder(encoder).close()  # a plugin loader's own object gets the default (nothing to close)
     _LOADED.clear()
 
 
 def _encoder(retriever: Mapping[str, Any], show_progress: bool):
-    from r2med_plugin.retrieval.registry import resolve
+    from r2med_plugin.models.registry import resolve
 
     devices = retriever.get("devices") or _ray_gpu_devices()
     loading = _loading(retriever)

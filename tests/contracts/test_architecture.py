@@ -12,7 +12,7 @@ PACKAGE = Path(r2med_plugin.__file__).parent
 # Lower numbers are lower layers; a module may import its own layer or lower ones.
 LAYERS = {
     "version": 0, "types": 0, "io": 0, "quiet": 0, "names": 0, "identifiers": 0, "_moved": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
-    "data": 2, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
+    "data": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
     "integrations": 6, "generation": 6, "sweep": 7, "cli": 8, "cli_options": 8, "cli_compare": 8, "cli_audit": 8, "cli_evaluate": 8, "": 9,
 }
 HOST_LIBRARIES = ("mteb", "ir_datasets")
@@ -125,3 +125,56 @@ def test_no_module_imports_a_private_name_of_another():
                     found += [f"{path.name}: {node.module}.{alias.name}" for alias in node.names
                               if alias.name.startswith("_") and not alias.name.startswith("__")]
     assert found == []
+
+
+# --- issue 31, part 3: the models/ package ------------------------------------------------------------------
+
+# Members our encoders, rerankers, recipes and loaders declare (r2med_plugin.models.protocols, registry.ModelLoader):
+# code reads them from the model, never asks with getattr/hasattr whether it has one.
+DECLARED_MEMBERS = {"for_task", "query_prompt", "cache_identity", "encode_expansions", "expansion_mean_dtype",
+                    "instructions", "last_report", "close", "output_dtype", "endpoint_options", "unclaimed_hint"}
+# Where probing stays legitimate: the adapters of a user's (third-party) object, read once at the boundary.
+ADAPTERS = {"models/protocols.py", "models/registry.py"}
+NOT_A_MODEL = {("cli.py", "query_prompt"), ("cli_evaluate.py", "query_prompt")}  # a result's field, not a model's member
+
+
+def test_models_sit_below_retrieval_and_only_the_endpoint_family_uses_the_llm_client():
+    graph = _imports()
+    models = {module: targets for module, targets in graph.items() if module.startswith("r2med_plugin.models")}
+    assert sorted(f"{module} -> {target}" for module, targets in models.items() for target in targets
+                  if target.startswith("r2med_plugin.retrieval")) == []
+    # the OpenAI-compatible client is the embedding endpoint family's; the official API profiles go through that family
+    assert sorted(module for module, targets in models.items()
+                  if any(target.startswith("r2med_plugin.llm") for target in targets)) == ["r2med_plugin.models.embedding_endpoint"]
+    # retrieval/official_dense.py imported llm.client (a layer that imports retrieval back): nothing in retrieval does now
+    assert sorted(f"{module} -> {target}" for module, targets in graph.items() if module.startswith("r2med_plugin.retrieval")
+                  for target in targets if target.startswith("r2med_plugin.llm")) == []
+
+
+def test_the_mteb_family_stays_in_integrations():
+    """Every module of models/ is core: none imports mteb or ir_datasets (test_the_core_never_imports_a_host_library),
+    and the mteb-backed family is integrations/mteb_models.py."""
+    assert (PACKAGE / "integrations" / "mteb_models.py").is_file()
+    assert {path.name for path in (PACKAGE / "models").rglob("*.py") if _host_imports(path)} == set()
+
+
+def test_no_code_probes_a_models_declared_members():
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative in ADAPTERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in DECLARED_MEMBERS and (relative, node.args[1].value) not in NOT_A_MODEL):
+                found.append(f"{relative}:{node.lineno} {node.func.id}(..., {node.args[1].value!r})")
+    assert found == []
+
+
+def test_signatures_are_inspected_only_on_third_party_objects():
+    """inspect.signature reads a user's encode (protocols.AdaptedEncoder) or a library's predict (cross_encoder); the
+    sweep spec reads evaluate_task's own parameters."""
+    found = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+             if "inspect.signature(" in path.read_text(encoding="utf-8")}
+    assert sorted(found - {"models/cross_encoder.py", "models/protocols.py", "sweep/spec.py"}) == []

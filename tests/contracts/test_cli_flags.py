@@ -54,12 +54,12 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
                         recorder("plan_request", lambda request, **k: SimpleNamespace(task=request.task, reranker=request.reranker)))
     monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
     monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
-    monkeypatch.setattr("r2med_plugin.retrieval.dense.SentenceTransformerEncoder", recorder("encoder", encoder))
-    monkeypatch.setattr("r2med_plugin.retrieval.rerank.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
+    monkeypatch.setattr("r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder", recorder("encoder", encoder))
+    monkeypatch.setattr("r2med_plugin.models.cross_encoder.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
     # issue 22: models of mteb's registry and embedding endpoints load through their loaders
     monkeypatch.setattr("r2med_plugin.integrations.mteb_models._load", recorder("mteb_load", encoder))
     monkeypatch.setattr("r2med_plugin.integrations.mteb_models.MtebEncoder", recorder("mteb_encoder", encoder))
-    monkeypatch.setattr("r2med_plugin.integrations.embedding_endpoint.EndpointEncoder", recorder("endpoint_encoder", encoder))
+    monkeypatch.setattr("r2med_plugin.models.embedding_endpoint.EndpointEncoder", recorder("endpoint_encoder", encoder))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.build_leaderboards", recorder("build_leaderboards", {"r2med": []}))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.render_many", recorder("render_many", "table\n"))
     monkeypatch.setattr("r2med_plugin.reporting.plots.plot_leaderboard", recorder("plot", lambda rows, path, **k: (path, [])))
@@ -77,7 +77,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.sweep.estimate_sweep_cost", recorder("estimate_sweep_cost", ([estimate], 1)))
     monkeypatch.setattr("r2med_plugin.evaluation.reproduce.reproduce", recorder("reproduce", stop=True))
     monkeypatch.setattr("r2med_plugin.integrations.demo.run_demo", recorder("demo", stop=True))
-    monkeypatch.setattr("r2med_plugin.retrieval.model_identity.cache_packaged_model",
+    monkeypatch.setattr("r2med_plugin.models.identity.cache_packaged_model",
                         recorder("cache_packaged_model", ("org/name", "rev", tmp_path / "snapshot")))
     monkeypatch.setattr("r2med_plugin.data.loader.load_task", recorder("load_task", stop=True))
     monkeypatch.setattr("r2med_plugin.catalog.list_tasks", recorder("list_tasks", []))

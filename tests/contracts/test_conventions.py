@@ -344,7 +344,7 @@ def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path
     from sentence_transformers import SentenceTransformer
 
     from r2med_plugin.evaluation.runner import evaluate_task
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
     model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
     theirs = mteb.evaluate(model, mteb.get_task("NanoR2MEDBiologyReranking"), cache=mteb.ResultCache(tmp_path),

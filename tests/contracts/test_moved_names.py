@@ -27,6 +27,15 @@ SAMPLES = {
     "r2med_plugin.reporting.official_files": ("OfficialLayout", "r2med_plugin.reporting.official_files.RerankerFileLayout"),
     "r2med_plugin.retrieval.rerank": ("top_ranked", "r2med_plugin.retrieval.rerank.top_document_ids"),
     "r2med_plugin.integrations.mteb_per_query": ("mteb_result_path", "r2med_plugin.integrations.mteb_per_query.running_result_path"),
+    # issue 31, part 3: the models/ package
+    "r2med_plugin.retrieval.dense": ("SentenceTransformerEncoder", "r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder"),
+    "r2med_plugin.retrieval.registry": ("resolve", "r2med_plugin.models.registry.resolve"),
+    "r2med_plugin.retrieval.model_identity": ("model_revision", "r2med_plugin.models.identity.model_revision"),
+    "r2med_plugin.retrieval.official_dense": ("load_official_encoder", "r2med_plugin.models.official.loading.load_official_encoder"),
+    "r2med_plugin.integrations.embedding_endpoint": ("EndpointEncoder", "r2med_plugin.models.embedding_endpoint.EndpointEncoder"),
+    "r2med_plugin.integrations.official_models": ("OfficialLoader", "r2med_plugin.models.official.loader.OfficialLoader"),
+    "r2med_plugin.integrations.official_rerankers": ("OfficialReranker", "r2med_plugin.models.official.rerankers.OfficialReranker"),
+    "r2med_plugin.evaluation.rerankers": ("Reranker", "r2med_plugin.models.protocols.Reranker"),
 }
 
 

@@ -35,7 +35,7 @@ def test_the_package_is_typed_and_imports_no_host_library():
 
 
 def test_the_old_name_of_score_candidate_lists_still_works_and_says_so(mirror_env, recwarn):
-    from r2med_plugin.retrieval.dense import HashingEncoder
+    from r2med_plugin.models.hashing import HashingEncoder
 
     encoder = HashingEncoder(dim=16)
     new = r2med_plugin.score_candidate_lists(encoder, "NanoR2MEDBiology", "hybrid")

@@ -235,8 +235,8 @@ def test_no_loading_scripts_or_remote_code_in_the_package():
     assert "load_dataset(" not in sources
     # Remote code runs in one place only: NV-Embed-v2's own encode (official:nv), loaded as the official code and mteb load it.
     remote = {p.relative_to(package).as_posix(): p.read_text().count("trust_remote_code=True") for p in package.rglob("*.py")}
-    assert {path: count for path, count in remote.items() if count} == {"retrieval/official_dense.py": 1}
-    nv_recipe = (package / "retrieval" / "official_dense.py").read_text().split("class NVEmbedRecipe")[1].split("\nclass ")[0]
+    assert {path: count for path, count in remote.items() if count} == {"models/official/recipes.py": 1}
+    nv_recipe = (package / "models" / "official" / "recipes.py").read_text().split("class NVEmbedRecipe")[1].split("\nclass ")[0]
     assert "trust_remote_code=True" in nv_recipe
 
 

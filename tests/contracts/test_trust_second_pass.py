@@ -228,7 +228,7 @@ def test_generation_leaves_no_lock_file_and_a_failed_run_no_folder(mirror_env: P
 
 def test_the_packaged_minilm_alias_is_filed_under_its_hub_name_and_revision(mirror_env: Path, tmp_path: Path, capsys):
     from r2med_plugin.cli import main
-    from r2med_plugin.retrieval.model_identity import PACKAGED_MODELS
+    from r2med_plugin.models.identity import PACKAGED_MODELS
 
     packaged = PACKAGED_MODELS["minilm-packaged"]
     assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--output", str(tmp_path), "--quiet"]) == 0
@@ -310,7 +310,7 @@ def test_rows_on_drifted_data_are_never_ranked_next_to_published_rows(tmp_path: 
 def test_another_top_k_into_one_output_warns_and_leaves_no_stale_official_file(mirror_env: Path, tmp_path: Path, caplog):
     from r2med_plugin.evaluation.runner import evaluate_task
     from r2med_plugin.evaluation.writers import write_outputs
-    from r2med_plugin.retrieval.dense import HashingEncoder
+    from r2med_plugin.models.hashing import HashingEncoder
 
     encoder = HashingEncoder(dim=32, name="topk-probe")
     deep = write_outputs(evaluate_task("NanoR2MEDBiology", encoder, show_progress=False), tmp_path)

@@ -189,7 +189,7 @@ def test_loading_a_model_prints_no_loading_weights_bar(capfd: pytest.CaptureFixt
     from transformers.utils import logging as transformers_logging
 
     from r2med_plugin.integrations.demo import packaged_minilm
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
     transformers_logging.enable_progress_bar()
     SentenceTransformerEncoder("minilm-packaged")

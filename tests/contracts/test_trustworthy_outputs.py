@@ -15,7 +15,7 @@ from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.leaderboard import build_leaderboard, render
 from r2med_plugin.reporting.submission import export_trec_runs
 from r2med_plugin.retrieval.bm25 import bm25_search
-from r2med_plugin.retrieval.dense import HashingEncoder
+from r2med_plugin.models.hashing import HashingEncoder
 from tests.support.builders import official_row, write_result
 
 NANO = [spec.name for spec in list_tasks("nano")]

@@ -24,7 +24,7 @@ from r2med_plugin.reporting.per_query import (
     top_ranked,
     write_per_query,
 )
-from r2med_plugin.retrieval.dense import HashingEncoder
+from r2med_plugin.models.hashing import HashingEncoder
 
 
 def _means(frame: pl.DataFrame) -> dict[str, float]:

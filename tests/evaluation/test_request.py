@@ -113,7 +113,7 @@ def test_one_builder_for_an_llm_rerankers_endpoint(monkeypatch: pytest.MonkeyPat
 
 
 def test_the_instruction_rule_is_the_models(tmp_path: Path, capsys: pytest.CaptureFixture[str], mirror_env: Path):
-    from r2med_plugin.retrieval.registry import resolve
+    from r2med_plugin.models.registry import resolve
 
     assert resolve("minilm-packaged").instruction_refusal is None
     why, fix = resolve("official:bge").instruction_refusal

@@ -11,7 +11,8 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.retrieval.bm25 import bm25_search
-from r2med_plugin.retrieval.dense import HashingEncoder, dense_search
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.dense import dense_search
 
 
 def test_bm25_scores_equal_evaluate_run(mirror_env: Path):

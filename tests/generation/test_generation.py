@@ -441,7 +441,8 @@ def test_ir_datasets_serves_a_local_folder_as_gar_queries(server, mirror_env, tm
 
 
 def test_dense_with_a_local_expansion_follows_the_official_rules(server, mirror_env, tmp_path):
-    from r2med_plugin.retrieval.dense import HashingEncoder, encode_cached, normalise, search_vectors
+    from r2med_plugin.models.hashing import HashingEncoder
+    from r2med_plugin.retrieval.dense import encode_cached, normalise, search_vectors
 
     data = r2med_plugin.load_task("R2MEDMedQADiag")
     rev, ids = data.revision, data.queries["id"].to_list()

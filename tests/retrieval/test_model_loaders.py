@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med_plugin.retrieval.registry import RetrieverRef, loader_choices, register_loader, resolve
+from r2med_plugin.models.registry import RetrieverRef, loader_choices, register_loader, resolve
 from tests.offline_model import MODEL_NAME, MODEL_REVISION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ def test_loaders_are_plugins_registered_by_name(mirror_env: Path):
     """A third-party loader plugs in through register_loader (or the entry-point group) and is reached by
     --loader, its scheme, and the Python API alike."""
     from r2med_plugin import evaluate_task
-    from r2med_plugin.retrieval.dense import HashingEncoder
+    from r2med_plugin.models.hashing import HashingEncoder
 
     class Toy:
         name, scheme, auto = "toy", "toy", False
@@ -132,7 +132,7 @@ from tests.offline_model import populate_hf_cache
 name = populate_hf_cache(Path(sys.argv[1]))
 import numpy as np
 from r2med_plugin import load_task
-from r2med_plugin.retrieval.registry import load_encoder
+from r2med_plugin.models.registry import load_encoder
 data = load_task("NanoR2MEDBiology")
 via_mteb = load_encoder(name, show_progress=False)
 via_st = load_encoder(name, loader="sentence-transformers", show_progress=False)

@@ -19,8 +19,9 @@ import torch
 
 from r2med_plugin import load_encoder
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.retrieval.official_dense import profile_of_result, profile_source, published_row_of, retriever_profiles
-from r2med_plugin.retrieval.registry import resolve
+from r2med_plugin.models.official.naming import profile_of_result, published_row_of
+from r2med_plugin.models.official.profiles import profile_source, retriever_profiles
+from r2med_plugin.models.registry import resolve
 from tests.support.tiny_official import build_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -365,7 +366,7 @@ def test_api_profiles_send_the_official_text_and_voyage_its_input_type(mirror_en
 
 
 def test_base64_answers_decode_to_the_same_vectors_as_float_answers(mirror_env, tmp_path, monkeypatch):
-    from r2med_plugin.integrations.embedding_endpoint import EndpointEncoder
+    from r2med_plugin.models.embedding_endpoint import EndpointEncoder
     from tests.support.loopback_openai import LoopbackOpenAI
 
     monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path / "cache"))
@@ -457,8 +458,8 @@ def test_a_folder_named_like_a_hub_id_is_never_the_published_checkpoint(tiny, tm
     import shutil
 
     from r2med_plugin.reporting.official_files import official_model_name
-    from r2med_plugin.retrieval.registry import load_reranker
-    from r2med_plugin.retrieval.rerank import official_reranker_name
+    from r2med_plugin.models.registry import load_reranker
+    from r2med_plugin.models.official.naming import official_reranker_name
 
     shutil.copytree(tiny["bert"], tmp_path / "BAAI" / "bge-large-en-v1.5")
     monkeypatch.chdir(tmp_path)
@@ -525,7 +526,7 @@ def test_an_expanded_run_encodes_each_query_once_without_the_cache(mirror_env, t
 def test_official_rerankers_refuse_a_missing_or_mismatched_head(tiny, tmp_path):
     from transformers import AutoTokenizer, BertForSequenceClassification
 
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     two = tmp_path / "two-labels"
     BertForSequenceClassification.from_pretrained(tiny["bert"], num_labels=2).save_pretrained(two)
@@ -538,7 +539,7 @@ def test_official_rerankers_refuse_a_missing_or_mismatched_head(tiny, tmp_path):
 
 def test_a_plain_cross_encoder_without_a_trained_head_is_refused(tiny):
     """sentence-transformers would draw a random head for a bare encoder, and its scores would change from run to run."""
-    from r2med_plugin.retrieval.registry import load_reranker
+    from r2med_plugin.models.registry import load_reranker
 
     with pytest.raises(ValueError, match=r"saved as BertModel, without a trained classification head"):
         load_reranker(str(tiny["bert"]))

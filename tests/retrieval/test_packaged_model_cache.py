@@ -34,7 +34,7 @@ def test_cache_packaged_model_lays_out_an_hf_cache_mteb_loads_by_name(tmp_path: 
 
 
 def test_cache_packaged_model_refuses_an_unknown_alias(tmp_path: Path, capsys):
-    from r2med_plugin.retrieval.model_identity import cache_packaged_model
+    from r2med_plugin.models.identity import cache_packaged_model
 
     with pytest.raises(ValueError, match="unknown packaged model 'minilm'.*'minilm-packaged'"):
         cache_packaged_model("minilm", tmp_path)

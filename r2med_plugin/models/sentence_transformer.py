@@ -1,0 +1,102 @@
+"""The sentence-transformers family: a model loaded by sentence-transformers, encoded the way MTEB runs one
+(``encode_query`` / ``encode_document``; a prompt only when asked for), identified by its weights and settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from r2med_plugin.models.checks import check_device, check_model_name
+from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+
+
+class SentenceTransformerEncoder(EncoderBase):
+    """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
+
+    ``devices`` with two or more entries (``["cuda:0", "cuda:1"]``, ``["cpu", "cpu"]``) encodes with
+    sentence-transformers' multi-process pool, one process per device, started on first use and
+    stopped by ``close()`` (or at exit). The embeddings equal a single-process run's (to float noise).
+    """
+
+    devices: list[str] | None = None
+    _pool: dict | None = None
+
+    def _pool_option(self) -> dict:
+        """{"pool": the started pool} when encoding on several devices, else {}."""
+        if not self.devices:
+            return {}
+        if self._pool is None:
+            import atexit
+
+            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
+            atexit.register(self.close)
+        return {"pool": self._pool}
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.model.stop_multi_process_pool(pool)
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        revision: str | None = None,
+        device: str | None = "cpu",
+        batch_size: int = 32,
+        query_prompt: str | None = None,
+        show_progress: bool = True,
+        devices: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        from r2med_plugin.quiet import no_loading_bar
+
+        if name is not None:
+            check_model_name(name)
+
+        self.devices = list(devices) if devices and len(devices) > 1 else None
+        self._pool = None
+        if self.devices:
+            device = "cpu"  # the pool copies the model onto each device itself
+        elif devices:
+            device = devices[0]
+        for wanted in self.devices or [device]:
+            check_device(wanted)
+        source = model_name_or_path
+        if model_name_or_path in PACKAGED_MODELS:
+            if revision is not None:
+                raise ValueError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
+            source = str(packaged_model_folder(model_name_or_path))
+        try:
+            with no_loading_bar():
+                self.model = SentenceTransformer(source, revision=revision, device=device)
+        except OSError as error:
+            raise ValueError(
+                f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
+                "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
+            ) from error
+        # Hub: the commit loaded (as mteb records it); local folder: a fingerprint of its files.
+        self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
+        self.name = name or self.name  # the revision still comes from the weights: a name never hides other weights
+        self.batch_size = batch_size
+        self.query_prompt = query_prompt
+        self.show_progress = show_progress
+
+    @property
+    def cache_identity(self) -> str:
+        """Weights and files (commit or fingerprint) plus the in-memory settings: part of the embedding cache key."""
+        return f"{self._identity}/{encoder_settings(self.model)}"
+
+    def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
+        """Embeddings of ``texts``; ``prompt`` (queries: default ``query_prompt``) is prepended by sentence-transformers."""
+        encode = self.model.encode_query if kind == "query" else self.model.encode_document
+        if prompt is None and kind == "query":
+            prompt = self.query_prompt
+        return np.asarray(
+            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
+        )
