@@ -11,7 +11,7 @@ from typing import Any
 from pathlib import Path
 
 from r2med_plugin.cli_evaluate import progress_line  # noqa: F401 - part of the CLI module's names
-from r2med_plugin.cli_options import given_options, non_negative_int, positive_int, positive_seconds, refuse_unreached
+from r2med_plugin.cli_options import given_options, non_negative_int, positive_int, positive_seconds, price, refuse_unreached
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -143,6 +143,11 @@ def _generate(args: argparse.Namespace) -> int:
     from r2med_plugin.llm.config import extra_body_of
 
     extra_body = extra_body_of(args.extra_body, example='{"chat_template_kwargs": {"enable_thinking": true}}')
+    from r2med_plugin.llm.cost import check_prices
+
+    check_prices(args.price_in, args.price_out)
+    if args.estimate_cost:  # what the run would cost; nothing is sent
+        return _estimate_generation(args, tasks, extra_body)
     for task in tasks:
         try:
             report = generate_expansions(
@@ -160,11 +165,39 @@ def _generate(args: argparse.Namespace) -> int:
             return 130
         print(f"{report.task}: {report.already_done + report.generated}/{report.total} queries in {report.folder} "
               f"({report.generated} generated now, {report.prompt_tokens} prompt + {report.completion_tokens} completion tokens)")
+        _print_generation_cost(args, report)
     from r2med_plugin.generation.store import slug_name
 
     folder = Path(args.out) / args.method / (args.name or slug_name(args.llm))
     print(f"evaluate with: r2med evaluate --task {' '.join(tasks)} --retriever bm25-lucene --expansion local:{folder}")
     return 0
+
+
+def _estimate_generation(args: argparse.Namespace, tasks: Sequence[str], extra_body: dict | None) -> int:
+    """`r2med generate --estimate-cost`: each task's requests, tokens and dollars; nothing sent."""
+    from r2med_plugin.generation import estimate_generation_cost
+    from r2med_plugin.llm.cost import render_estimates
+
+    refuse_unreached(args, {dest: "--estimate-cost sends no request" for dest in
+                            ("api_key_env", "concurrency", "max_retries", "timeout", "max_failures")})
+    estimates = [estimate_generation_cost(
+        task, args.method, args.llm, out=args.out, name=args.name, preset=args.preset, temperature=args.temperature,
+        top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage or "bm25-lucene",
+        extra_body=extra_body, overwrite=args.overwrite, data_dir=args.data_dir, accept_drift=args.accept_drift,
+        show_progress=not args.quiet) for task in tasks]
+    print(render_estimates(estimates, args.price_in, args.price_out), end="")
+    return 0
+
+
+def _print_generation_cost(args: argparse.Namespace, report) -> None:
+    """The estimate made before a generation run, beside what it used."""
+    if report.estimate is None:
+        return
+    from r2med_plugin.llm.cost import render_side_by_side
+
+    used = {"requests": report.generated, "cached_answers": report.already_done, "prompt_tokens": report.prompt_tokens,
+            "completion_tokens": report.completion_tokens}
+    print(render_side_by_side(report.estimate, used, args.price_in, args.price_out))
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -183,7 +216,13 @@ def _sweep(args: argparse.Namespace) -> int:
     from r2med_plugin.sweep.driver import SUMMARY_FILE
 
     if args.dry_run:
-        refuse_unreached(args, {dest: "--dry-run runs nothing" for dest in ("engine", "address", "workers", "retries")})
+        refuse_unreached(args, {dest: "--dry-run runs nothing" for dest in ("engine", "address", "workers", "retries",
+                                                                           "estimate_cost")})
+    if args.estimate_cost:
+        refuse_unreached(args, {dest: "--estimate-cost runs no job" for dest in ("engine", "address", "workers", "retries")})
+    else:
+        refuse_unreached(args, {dest: "it prices the LLM requests --estimate-cost estimates (a sweep's cost lines are its "
+                                      "jobs' result files)" for dest in ("price_in", "price_out")})
     if args.engine != "ray":
         refuse_unreached(args, {"address": "it names a Ray cluster, used with --engine ray only"})
     if args.quiet:  # before any library is imported: jobs in worker processes inherit the switches too
@@ -192,6 +231,8 @@ def _sweep(args: argparse.Namespace) -> int:
         silence_libraries()
     spec = load_spec(args.spec)
     devices = [device.strip() for device in args.devices.split(",")] if args.devices else None
+    if args.estimate_cost:  # what the LLM reranker jobs still to run would cost; nothing is sent
+        return _estimate_sweep(args, spec, devices)
     if args.dry_run:
         statuses = plan(spec, devices=devices)
         for status in statuses:
@@ -206,6 +247,18 @@ def _sweep(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{summary.count(status)} {status}" for status in ("done", "skipped", "failed"))
     print(f"\n{len(summary.jobs)} jobs: {counts}; {summary.wall_s:.1f} s\nwrote {spec.output / SUMMARY_FILE}")
     return 0 if summary.ok else 1
+
+
+def _estimate_sweep(args: argparse.Namespace, spec, devices: list[str] | None) -> int:
+    from r2med_plugin.llm.cost import check_prices, render_estimates
+    from r2med_plugin.sweep import estimate_sweep_cost
+
+    check_prices(args.price_in, args.price_out)
+    estimates, others = estimate_sweep_cost(spec, devices=devices, show_progress=not args.quiet)
+    print(render_estimates(estimates, args.price_in, args.price_out) if estimates else "no LLM reranker job to run\n", end="")
+    if others:
+        print(f"{others} other jobs to run send no LLM request")
+    return 0
 
 
 def _add_tasks(commands: Any) -> None:
@@ -247,6 +300,11 @@ def _add_generate(commands: Any) -> None:
     generate.add_argument("--data-dir", default=None)
     generate.add_argument("--accept-drift", action="store_true", default=None)
     generate.add_argument("--quiet", action="store_true", help="no progress bars")
+    generate.add_argument("--estimate-cost", action="store_true",
+                          help="print what the run would cost (requests, prompt tokens, completion budget, dollars with "
+                               "--price-in/--price-out) and send no request")
+    generate.add_argument("--price-in", type=price, default=None, metavar="USD", help="US dollars per million prompt tokens")
+    generate.add_argument("--price-out", type=price, default=None, metavar="USD", help="US dollars per million completion tokens")
     generate.set_defaults(func=_generate)
 
 def _add_leaderboard(commands: Any) -> None:
@@ -325,6 +383,11 @@ def _add_sweep(commands: Any) -> None:
     sweep.add_argument("--retries", type=int, default=None, help="extra attempts for a failed job (default: the spec's, else 1)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings, in every job (errors still print)")
+    sweep.add_argument("--estimate-cost", action="store_true",
+                       help="print what the LLM reranker jobs still to run would cost (requests, prompt tokens, completion "
+                            "budget, dollars with --price-in/--price-out) and run nothing")
+    sweep.add_argument("--price-in", type=price, default=None, metavar="USD", help="with --estimate-cost: US dollars per million prompt tokens")
+    sweep.add_argument("--price-out", type=price, default=None, metavar="USD", help="with --estimate-cost: US dollars per million completion tokens")
     sweep.set_defaults(func=_sweep)
 
 

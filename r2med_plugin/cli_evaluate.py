@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, refuse_unreached
+from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, price, refuse_unreached
 
 # the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
 # and output settings, where the data lives) -- each either reaches the part that uses it or is refused
@@ -27,7 +27,7 @@ def add_evaluate_command(commands: Any) -> None:
     evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks; rerank with a "
                                    "cross-encoder or an LLM")
     for add in (_run_options, _first_options, _scoring_options, _outputs_options, _rerank_options, _endpoint_options,
-                _llm_options):
+                _llm_options, _cost_options):
         add(evaluate)
     evaluate.set_defaults(func=evaluate_command)
 
@@ -147,6 +147,18 @@ def _llm_options(evaluate: argparse.ArgumentParser) -> None:
     llm.add_argument("--reasoning-effort", choices=["none", "minimal", "low", "medium", "high", "xhigh"], default=None,
                      help="llm-listwise, llm-setwise, llm-groupwise, llm-reasoning: sent as reasoning_effort with every "
                           "request (left out, with a warning, where the endpoint refuses it)")
+
+
+def _cost_options(evaluate: argparse.ArgumentParser) -> None:
+    cost = evaluate.add_argument_group("LLM reranker cost (r2med_plugin.llm.cost)")
+    cost.add_argument("--estimate-cost", action="store_true",
+                      help="LLM rerankers: print what the rerank would cost (requests, prompt tokens by the model's local "
+                           "tokenizer or a stated rule, completion budget, dollars with --price-in/--price-out) and send no "
+                           "request")
+    cost.add_argument("--price-in", type=price, default=None, metavar="USD",
+                      help="LLM rerankers: US dollars per million prompt tokens, for the estimate and the cost line")
+    cost.add_argument("--price-out", type=price, default=None, metavar="USD",
+                      help="LLM rerankers: US dollars per million completion tokens, for the estimate and the cost line")
 
 
 # --- argv -> requests -----------------------------------------------------------------------------------------------------
@@ -294,16 +306,41 @@ def evaluate_command(args: argparse.Namespace) -> int:
     args.extra_body = extra_body_of(args.extra_body)  # a JSON object, checked before anything else
     try:
         requests = requests_from_args(args)
+        _check_cost_options(args, requests)
         encoder, reranker = _load_parts(args, requests)
         from r2med_plugin.evaluation.plan import plan_request
 
         plans = [(_label(request), plan_request(request, encoder=encoder, reranker=reranker)) for request in requests]
+        if args.estimate_cost:  # what the run would cost; nothing is sent
+            from r2med_plugin.evaluation.cost import estimate_plan_cost
+            from r2med_plugin.llm.cost import render_estimates
+
+            print(render_estimates([estimate_plan_cost(plan) for _, plan in plans], args.price_in, args.price_out), end="")
+            return 0
         return _run_plans(args, plans)
     except EndpointError as error:  # an LLM reranker's endpoint refused or kept failing; answers so far are cached
         if not args.rerank:
             raise
         print(f"r2med: error: {error}", file=sys.stderr)
         return 1
+
+
+COST_OPTIONS = ("estimate_cost", "price_in", "price_out")
+
+
+def _check_cost_options(args: argparse.Namespace, requests: list) -> None:
+    """--estimate-cost and the prices reach an LLM reranker only; with --estimate-cost nothing is sent nor written."""
+    from r2med_plugin.evaluation.specs import LlmRerankerSpec
+    from r2med_plugin.llm.cost import check_prices
+
+    if not isinstance(requests[0].reranker, LlmRerankerSpec):
+        what = f"--rerank {args.rerank} is a cross-encoder" if args.rerank else "no --rerank is given"
+        refuse_unreached(args, {dest: "it estimates or prices an LLM reranker's requests (--rerank llm-<kind>:<model>), "
+                                      f"and {what}" for dest in COST_OPTIONS})
+    if args.estimate_cost:
+        refuse_unreached(args, {dest: "--estimate-cost sends no request and writes no result" for dest in
+                                ("concurrency", "max_retries", "timeout", "output", "trec")})
+    check_prices(args.price_in, args.price_out)
 
 
 def _label(request) -> str:
@@ -380,7 +417,7 @@ def _run_plans(args: argparse.Namespace, plans: list) -> int:
         if len(plans) > 1:
             print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)
         print_scores(result, _keys_of(result, plan.reranker is not None))
-        print_usage(result)
+        print_usage(result, args.price_in, args.price_out)
         if args.output:
             depth = {} if plan.reranker is not None else {"trec_depth": args.depth}
             for kind, path in write_outputs(result, args.output, trec=args.trec, **depth).items():
@@ -409,7 +446,7 @@ def print_scores(result, keys: Sequence[str]) -> None:
         print(f"  {key:<48} {result.scores[key]:.5f}")
 
 
-def print_usage(result) -> None:
+def print_usage(result, price_in: float | None = None, price_out: float | None = None) -> None:
     """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing), and how
     its pairs (or listwise windows) were scored: by log-probabilities, labels or the said word, undecided, unparsed."""
     from r2med_plugin.llm.rerankers import ANSWER_COUNTS
@@ -428,3 +465,7 @@ def print_usage(result) -> None:
               + (f"; log-probability probe: {', '.join(probes)}" if probes else "")
               + f"; {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s"
               + (f"; {unit}: {counts}" if counts else ""))
+        if "estimate" in usage:  # the estimate made before the run, beside what it used
+            from r2med_plugin.llm.cost import render_side_by_side
+
+            print(render_side_by_side(usage["estimate"], usage, price_in, price_out))

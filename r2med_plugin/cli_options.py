@@ -65,3 +65,4 @@ def bounded(kind: type, *, low: float, strict: bool = False, high: float | None 
 positive_int = bounded(int, low=1, message="must be a positive integer, got {value}")
 non_negative_int = bounded(int, low=0, message="must be 0 or more, got {value}")
 positive_seconds = bounded(float, low=0, strict=True, message="must be a positive number of seconds, got {value}")
+price = bounded(float, low=0, message="must be a price of at least 0 (US dollars per million tokens), got {value}")

@@ -12,6 +12,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -137,8 +138,21 @@ def _check_against_data(plan: EvaluationPlan, data: TaskData) -> None:
             raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
 
 
-def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunResult:
-    """The official reranker mode: the first stage's top ``rerank_depth`` reranked; only they are scored."""
+@dataclass(frozen=True)
+class RerankInputs:
+    """What a plan's reranker reranks: the first stage's run (``stage``, checked: ``run``) and the texts of its
+    queries and of the documents within the rerank depth."""
+
+    reranker: object
+    stage: RankedRun
+    run: Run
+    queries: dict[str, str]
+    documents: dict[str, str]
+    depth: int
+
+
+def rerank_inputs(plan: EvaluationPlan, data: TaskData) -> RerankInputs:
+    """The reranker of a reranking plan, bound to the task, and what it reranks (the first stage runs here)."""
     reranker = as_reranker(plan.reranker, batch_size=plan.rerank_batch_size).for_task(data.name)
     depth = plan.rerank_depth
     own = _computed_here(plan.first_stage)
@@ -146,8 +160,14 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
     stage = plan.first_stage.ranked(data, fetched, show_progress=plan.show_progress)
     run = _checked(data, stage)
     documents = {doc_id for doc_ids in top_document_ids(run, depth).values() for doc_id in doc_ids}
-    reranked = reranker.rerank(run, _texts(data.queries, set(run)), _texts(data.corpus, documents), depth=depth,
-                               show_progress=plan.show_progress)
+    return RerankInputs(reranker, stage, run, _texts(data.queries, set(run)), _texts(data.corpus, documents), depth)
+
+
+def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunResult:
+    """The official reranker mode: the first stage's top ``rerank_depth`` reranked; only they are scored."""
+    inputs = rerank_inputs(plan, data)
+    reranker, stage, run, depth, own = inputs.reranker, inputs.stage, inputs.run, inputs.depth, _computed_here(plan.first_stage)
+    reranked = reranker.rerank(run, inputs.queries, inputs.documents, depth=depth, show_progress=plan.show_progress)
     first, first_depth = _first_stage_scored(plan, data, own, run)
     scores = merged(plan.scorers, Retrieved(data, first, first_depth, plan.show_progress, reranked=reranked, rerank_depth=depth))
     report = reranker.last_report  # an LLM reranker's usage and traces (None: none)

@@ -28,6 +28,7 @@ from r2med_plugin.evaluation.first_stages import as_first_stage
 from r2med_plugin.generation.config import BM25_FIRST_STAGE, IDENTITY_KEYS, Endpoint, GenerationConfig
 from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
+from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
 from r2med_plugin.generation.store import ExpansionStore, expansion_dir, slug_name  # noqa: F401 - slug_name: earlier callers
 from r2med_plugin.types import TaskData
 
@@ -48,6 +49,7 @@ class GenerationReport:
     completion_tokens: int
     seconds: float
     failures: list[tuple[str, str]] = field(default_factory=list)
+    estimate: dict[str, Any] | None = None  # what the run was estimated to cost before it sent anything (CostEstimate.as_dict)
 
     @property
     def complete(self) -> bool:
@@ -151,9 +153,7 @@ def generate(
 ) -> GenerationReport:
     """``generate_expansions`` with its settings as a GenerationConfig (what the expansions depend on) and an
     Endpoint (where requests go)."""
-    spec = get_task_spec(task)
-    if spec.kind != "r2med":
-        raise ValueError(f"{spec.name}: expansions are generated for the R2MED tasks (R2MED<Domain>), not NanoR2MED")
+    spec = _generation_spec(task)
     method, llm, base_url, name = config.method, config.llm, endpoint.base_url, config.folder_name
     host = api.endpoint_host(base_url)
     key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
@@ -175,11 +175,13 @@ def generate(
         _check_same_configuration(store, previous, identity)
         pending = [q for q in query_ids if q not in done]
         passages = _passages(data, method, first_stage, show_progress) if pending else {}
+        texts = dict(zip(query_ids, data.queries["text"].to_list()))
+        estimated = _estimate_requests(spec, config, texts, passages, pending, len(done), token_counter(llm))
         manifest = _start_manifest(previous, identity, spec, host, sampling_preset_name=preset, total=len(query_ids))
         store.write_manifest(manifest)
-        report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0)
+        report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0, estimate=estimated.as_dict())
         job = _Job(
-            store=store, spec=spec, method=method, model=llm, texts=dict(zip(query_ids, data.queries["text"].to_list())),
+            store=store, spec=spec, method=method, model=llm, texts=texts,
             passages=passages, positives=data.qrels, sampling=sampling, extra_body=extra_body, key_env=key_env,
             base_url=base_url, secrets=[key], max_failures=max_failures, report=report,
         )
@@ -212,6 +214,64 @@ def generate(
                 f"{spec.name}: {len(report.failures)} of {len(pending)} queries {failed} (first: {query_id!r}: {message}). {saved}"
             )
     return report
+
+
+def _generation_spec(task: str):
+    spec = get_task_spec(task)
+    if spec.kind != "r2med":
+        raise ValueError(f"{spec.name}: expansions are generated for the R2MED tasks (R2MED<Domain>), not NanoR2MED")
+    return spec
+
+
+def estimate_generation_cost(
+    task: str,
+    method: str,
+    llm: str,
+    *,
+    out: str | os.PathLike = "r2med-expansions",
+    name: str | None = None,
+    preset: str = "api",
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    first_stage: str = BM25_FIRST_STAGE,
+    extra_body: dict[str, Any] | None = None,
+    overwrite: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    show_progress: bool = True,
+    tokenizer: str | None = None,
+) -> CostEstimate:
+    """What ``generate_expansions`` with these settings would cost, without sending a request: one request per query
+    not yet generated in the folder (all of them with ``overwrite``), its prompt tokens (the same messages, built by
+    the same code), the completion budget (``max_tokens``, where the preset or the call sets one); priced by
+    ``CostEstimate.dollars(price_in, price_out)``. ``tokenizer``: see r2med_plugin.llm.cost.token_counter."""
+    config = GenerationConfig(method, llm, name=name, preset=preset, temperature=temperature, top_p=top_p,
+                              max_tokens=max_tokens, seed=seed, first_stage=first_stage, extra_body=extra_body)
+    spec = _generation_spec(task)
+    config.first_stage_identity()  # a missing run file is refused before the data loads
+    counter = token_counter(llm, tokenizer)
+    data = _load(task, data_dir, accept_drift)
+    store = ExpansionStore(expansion_dir(out, spec, method, config.folder_name))
+    query_ids = data.queries["id"].to_list()
+    done = {} if overwrite else store.finished(query_ids)
+    if done:  # the run would refuse a folder of another configuration: so does its estimate
+        _check_same_configuration(store, store.read_manifest(), config.identity(spec, data.result_revision))
+    pending = [query_id for query_id in query_ids if query_id not in done]
+    passages = _passages(data, method, config.first_stage, show_progress) if pending else {}
+    return _estimate_requests(spec, config, dict(zip(query_ids, data.queries["text"].to_list())), passages, pending,
+                              len(done), counter)
+
+
+def _estimate_requests(spec, config: GenerationConfig, texts: dict[str, str], passages: dict[str, str], pending: list[str],
+                       done: int, counter: TokenCounter) -> CostEstimate:
+    """The requests of the ``pending`` queries, as ``_Job.run`` builds them (``done``: queries generated before)."""
+    parameters = config.sampling() | ({"extra_body": dict(config.extra_body)} if config.extra_body else {})
+    plan = RequestPlan([PlannedRequest(messages(spec, config.method, texts[query_id], passages.get(query_id)), parameters)
+                        for query_id in pending], count_rule="exact: one per query not generated yet")
+    return estimate(f"{spec.name}  {config.method}/{config.folder_name} ({config.llm})", plan, model=config.llm, host="",
+                    counter=counter, distinct=False, answered=done)
 
 
 REFUSED_FIX = ("Running the same command again sends the same requests and gets the same answer: change what the server "

@@ -1,9 +1,11 @@
-"""LLM rerankers (listwise, pointwise, reasoning, setwise, groupwise) and the OpenAI-compatible client they share with ``r2med generate``.
+"""LLM rerankers (listwise, pointwise, reasoning, setwise, groupwise), the OpenAI-compatible client they share with
+``r2med generate``, and what their requests cost before they are sent (``LLMReranker.estimate_cost``, r2med_plugin.llm.cost).
 
 Nothing here imports ``openai`` at import time; it is loaded when a request is first sent.
 """
 
 from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
+from r2med_plugin.llm.cost import CostEstimate, RequestPlan, token_counter
 from r2med_plugin.llm.rerankers import (
     LLM_RERANKER_KINDS,
     GroupwiseLLMReranker,
@@ -16,6 +18,7 @@ from r2med_plugin.llm.rerankers import (
 )
 
 __all__ = [
-    "Endpoint", "GroupwiseLLMReranker", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker", "PointwiseLLMReranker",
-    "ReasoningLLMReranker", "RerankReport", "SetwiseLLMReranker", "llm_reranker",
+    "CostEstimate", "Endpoint", "GroupwiseLLMReranker", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker",
+    "PointwiseLLMReranker", "ReasoningLLMReranker", "RequestPlan", "RerankReport", "SetwiseLLMReranker", "llm_reranker",
+    "token_counter",
 ]

@@ -38,8 +38,10 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
+import json
 import math
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +50,16 @@ from tqdm import tqdm
 
 from r2med_plugin.llm.client import endpoint_host, host_label
 from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS, LLMRerankerConfig, extra_body_label
+from r2med_plugin.llm.cost import (
+    CostEstimate,
+    DryRequester,
+    PlannedRequest,
+    RequestPlan,
+    TokenCounter,
+    estimate,
+    longest_first,
+    token_counter,
+)
 from r2med_plugin.llm.prompting import (
     answer_tokens,
     apply_permutation,
@@ -55,6 +67,7 @@ from r2med_plugin.llm.prompting import (
     groupwise_messages,
     groupwise_scale,
     listwise_messages,
+    llm_prompts,
     pair_messages,
     parse_group_scores,
     parse_permutation,
@@ -66,7 +79,7 @@ from r2med_plugin.llm.prompting import (
     windows,
     word_answer,
 )
-from r2med_plugin.llm.requests import Requester, ResponseCache
+from r2med_plugin.llm.requests import Requester, ResponseCache, run_coroutine
 from r2med_plugin.models.protocols import RerankerBase
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run
@@ -151,8 +164,8 @@ class LLMReranker(RerankerBase):
 
     prompt_names: tuple[str, ...] = ()
 
-    def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
-               show_progress: bool = True) -> Run:
+    def _lists(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], depth: int) -> dict[str, list[str]]:
+        """Each query's top ``depth`` documents, every text present (else a clear error)."""
         lists = top_document_ids(first_stage, depth)
         missing = [query_id for query_id in lists if query_id not in queries]
         if missing:
@@ -160,9 +173,15 @@ class LLMReranker(RerankerBase):
         unknown = [doc_id for doc_ids in lists.values() for doc_id in doc_ids if doc_id not in documents]
         if unknown:
             raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
+        return lists
+
+    def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
+               show_progress: bool = True) -> Run:
+        lists = self._lists(first_stage, queries, documents, depth)
+        self._first_stage = first_stage  # its scores: what InsertRank shows
+        estimated = self._estimate_before_run(lists, queries, documents, show_progress)
         requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path), extra_body=self.config.extra_body)
         counts, traces = _Counts({name: 0 for name in self.counted}), []
-        self._first_stage = first_stage  # its scores: what InsertRank shows
         with tqdm(total=self._total(lists), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
             try:
                 run = requester.run(lambda: self._rerank_all(requester, lists, queries, documents, bar, counts, traces))
@@ -172,7 +191,8 @@ class LLMReranker(RerankerBase):
                     sent["unsupported_parameters"] = sorted(requester.rules.refused)
                 asked = self._asked(lists, counts)
                 self.last_report = RerankReport(usage={"endpoint": endpoint_host(self.config.endpoint.base_url)} | sent
-                                                | self._shown() | asked | requester.usage.as_dict() | counts.notes,
+                                                | self._shown() | asked | requester.usage.as_dict() | counts.notes
+                                                | ({"estimate": estimated} if estimated is not None else {}),
                                                 traces=sorted(traces, key=trace_order) or None, traces_name=self.traces_name)
         if requester.rules.refused:
             logger.warning(self._refused_note(requester.rules))
@@ -180,6 +200,57 @@ class LLMReranker(RerankerBase):
         if warning:
             logger.warning(warning)
         return run
+
+    # --- what a rerank would cost (r2med_plugin.llm.cost): a dry run of the kind's own request code ---------------
+
+    def estimate_cost(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
+                      tokenizer: str | None = None, show_progress: bool = True) -> CostEstimate:
+        """What reranking ``first_stage``'s top ``depth`` would cost (requests, prompt tokens, completion budget),
+        without sending a request. ``tokenizer``: a local tokenizer folder or cached hub name (default: the model's
+        own where it is local, else tiktoken, else 4 characters per token)."""
+        lists = self._lists(first_stage, queries, documents, depth)
+        self._first_stage = first_stage
+        return self._estimate(lists, queries, documents, token_counter(self.model, tokenizer), show_progress)
+
+    def plan_requests(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
+                      tokenizer: str | None = None) -> RequestPlan:
+        """The requests a rerank would send, built by this kind's own request code with nothing sent (RequestPlan:
+        the questions, whether they are exact, and a worst case where they depend on the answers)."""
+        lists = self._lists(first_stage, queries, documents, depth)
+        self._first_stage = first_stage
+        return self._plan(lists, queries, documents, token_counter(self.model, tokenizer))
+
+    def _estimate_before_run(self, lists: Mapping[str, list[str]], queries: Mapping[str, str], documents: Mapping[str, str],
+                             show_progress: bool) -> dict[str, Any] | None:
+        """The estimate a run records beside its usage; a run is not stopped by an estimate that cannot be made (a
+        chat template that refuses the messages says so again, from the server)."""
+        try:
+            return self._estimate(lists, queries, documents, token_counter(self.model), show_progress).as_dict()
+        except ValueError as error:
+            logger.warning("%s: no cost estimate (%s)", self.name, error)
+            return None
+
+    def _estimate(self, lists: Mapping[str, list[str]], queries: Mapping[str, str], documents: Mapping[str, str],
+                  counter: TokenCounter, show_progress: bool = True) -> CostEstimate:
+        cache = ResponseCache(self.config.cache_path)
+        plan = self._plan(lists, queries, documents, counter)
+        return estimate(self.name, plan, model=self.model, host=endpoint_host(self.config.endpoint.base_url), counter=counter,
+                        cached=lambda key: cache.enabled and cache.path(key).is_file(), show_progress=show_progress)
+
+    def _plan(self, lists: Mapping[str, list[str]], queries: Mapping[str, str], documents: Mapping[str, str],
+              counter: TokenCounter) -> RequestPlan:
+        rules = ResponseCache(self.config.cache_path).get_rules(endpoint_host(self.config.endpoint.base_url), self.model)
+        requester = DryRequester(self.config.extra_body, rules)
+        with tqdm(disable=True) as bar:
+            run_coroutine(self._rerank_all(requester, lists, queries, documents, bar, _Counts(), []))
+        return self._request_plan(requester.asked, lists, queries, documents, counter)
+
+    def _request_plan(self, asked: list[PlannedRequest], lists: Mapping[str, list[str]], queries: Mapping[str, str],
+                      documents: Mapping[str, str], counter: TokenCounter) -> RequestPlan:
+        """This kind's questions (``asked``, by a dry run) and how far they hold for any answers: one method per kind.
+        The default: the same questions whatever the answers."""
+        return RequestPlan(asked, count_rule=f"one per {'pair' if self.kind in ('pointwise', 'reasoning') else 'question'}, "
+                                             "the same whatever the answers")
 
     def _refused_note(self, rules) -> str:
         """The one message for a model that refused request parameters (OpenAI's reasoning models)."""
@@ -271,6 +342,36 @@ class ListwiseLLMReranker(LLMReranker):
         ranked = await asyncio.gather(*(one(query_id) for query_id in lists))
         return {query_id: {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)} for query_id, order in ranked}
 
+    def _request_plan(self, asked, lists, queries, documents, counter) -> RequestPlan:
+        """The windows are fixed (depth, window, step); the passages a window holds depend on the answers before it."""
+        parameters = self._parameters() | ({"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {})
+        bound = []
+        for query_id, doc_ids in lists.items():
+            ranked: dict[int, list[str]] = {}  # words kept per passage -> the query's documents, longest passage first
+            for start, end in self._spans(len(doc_ids)):
+                words = llm_prompts()["listwise"]["words_per_passage"] * max(1, self.config.window // (end - start))
+                if words not in ranked:
+                    cut = [" ".join(documents[doc_id].strip().split()[:words]) for doc_id in doc_ids]
+                    ranked[words] = [doc_ids[index] for index in longest_first(cut, counter)]
+                window = ranked[words][:end - start]
+                bound.append(PlannedRequest(self.window_messages(queries[query_id], window, documents,
+                                                                 self._first_stage.get(query_id)), parameters))
+        return RequestPlan(asked, count_exact=True, messages_exact=False, assumption="each window keeps its order",
+                           bound=bound, bound_rule="each window holding its query's longest passages",
+                           count_rule=f"exact: RankGPT's windows ({self.config.window}, step {self.config.step}) over each "
+                                      "query's top depth; which passages a window holds depends on the answers before it",
+                           answer_sketch=_listwise_answer)
+
+
+def _listwise_answer(request: PlannedRequest) -> str:
+    """A bare RankGPT answer for a window ([1] > [2] > ... > [n]): system, 3 opening turns, 2 per passage, 1 closing."""
+    count = (len(request.messages) - 4) // 2
+    return " > ".join(f"[{rank}]" for rank in range(1, count + 1))
+
+
+def _setwise_answer(request: PlannedRequest) -> str:
+    return "Passage A"
+
 
 def trace_order(trace: Mapping[str, Any]) -> tuple:
     """The order of a rerank's traces: by query, then (reasoning: a pair's) score descending and document, (listwise)
@@ -359,6 +460,30 @@ class SetwiseLLMReranker(LLMReranker):
         ranked = await asyncio.gather(*(one(query_id) for query_id in lists))
         return {query_id: {doc_id: float(len(order) - rank) for rank, doc_id in enumerate(order)} for query_id, order in ranked}
 
+    def _request_plan(self, asked, lists, queries, documents, counter) -> RequestPlan:
+        """How many questions a sort asks, and which passages each holds, depend on the picks: the dry run's (each set
+        picks its first passage) and a worst case (bubblesort: every window asked, heapsort: every sift to the bottom
+        of the heap; each set holding its query's longest passages)."""
+        parameters = self._parameters() | ({"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {})
+        bound = []
+        for query_id, doc_ids in lists.items():
+            count, k = len(doc_ids), min(self.config.setwise_k, len(doc_ids))
+            texts = [documents[doc_id] for doc_id in doc_ids]
+            passages = [texts[index] for index in longest_first(texts, counter)]
+            if self.config.setwise_method == "heapsort":
+                sizes = [min(self.config.set_size, count)] * heap_question_bound(count, k, self.config.set_size - 1)
+            else:
+                sizes = [end - start for start, end in bubble_windows(count, k, self.config.set_size)]
+            bound += [PlannedRequest(setwise_messages(queries[query_id], passages[:size]), parameters) for size in sizes]
+        worst = ("every window of the bubble sort asked"
+                 if self.config.setwise_method == "bubblesort" else
+                 "every sift of the heap sort going down to the bottom of the heap")
+        return RequestPlan(asked, count_exact=False, messages_exact=False,
+                           assumption="each question picks its set's first passage (the list is never reordered)",
+                           bound=bound, bound_rule=f"{worst}, each set holding its query's longest passages",
+                           count_rule=f"how many questions the {self.config.setwise_method} asks depends on the picks",
+                           answer_sketch=_setwise_answer)
+
     async def _sort(self, order: list[str], pick) -> list[str] | None:
         """The best ``setwise_k`` of ``order`` by the picks, best first (None when a request failed)."""
         items, k = list(order), min(self.config.setwise_k, len(order))
@@ -400,23 +525,55 @@ async def heap_top(items: list[str], k: int, children: int, pick) -> list[str] |
     return items[::-1][:k]
 
 
-async def bubble_top(items: list[str], k: int, set_size: int, pick) -> list[str] | None:
-    """Bubble sort over sets: for each top place i < k, windows of ``set_size`` passages from the bottom of the list
-    up to i, each next window one passage over the last (its top), the pick of each window swapped to its top."""
-    step = set_size - 1
+def heap_question_bound(size: int, k: int, children: int) -> int:
+    """The most questions ``heap_top`` can ask for a list of ``size`` and the top ``k``: every sift going down to the
+    bottom of the heap (a node's longest path to a leaf follows its first children)."""
+    def levels(node: int, end: int) -> int:
+        count = 0
+        while children * node + 1 < end:
+            node, count = children * node + 1, count + 1
+        return count
+
+    total = sum(levels(node, size) for node in range(size // children, -1, -1))
+    for end in range(size - 1, 0, -1):
+        if size - end == k:
+            break
+        total += levels(0, end)
+    return total
+
+
+def bubble_windows(count: int, k: int, set_size: int) -> list[tuple[int, int]]:
+    """The windows (start, end) ``bubble_top`` asks about, in order: for each top place i < k, windows of ``set_size``
+    passages from the bottom of the list up to i, each next one a passage over the last (its top); a window of a
+    single passage is its own pick and is not asked. They do not depend on the picks (which passages they hold do)."""
+    step, spans = set_size - 1, []
     for place in range(k):
-        start, end = len(items) - set_size, len(items)
+        start, end = count - set_size, count
         while True:
             start = max(start, place)
-            if end - start > 1:  # a single passage is its own pick: nothing to ask
-                chosen = await pick(items[start:end])
-                if chosen is None:
-                    return None
-                items[start], items[start + chosen] = items[start + chosen], items[start]
+            if end - start > 1:
+                spans.append((start, end))
             if start == place:
                 break
             start, end = start - step, end - step
+    return spans
+
+
+async def bubble_top(items: list[str], k: int, set_size: int, pick) -> list[str] | None:
+    """Bubble sort over sets (``bubble_windows``): the pick of each window swapped to its top."""
+    for start, end in bubble_windows(len(items), k, set_size):
+        chosen = await pick(items[start:end])
+        if chosen is None:
+            return None
+        items[start], items[start + chosen] = items[start + chosen], items[start]
     return items[:k]
+
+
+def _groupwise_answer(request: PlannedRequest) -> str:
+    """A bare groupwise answer: a JSON object of one score per passage ({"1": 10, "2": 10, ...})."""
+    found = re.search(r"The (\d+) passages below", request.messages[-1]["content"])
+    count = int(found.group(1)) if found else 1
+    return json.dumps({str(number): 10 for number in range(1, count + 1)})
 
 
 class GroupwiseLLMReranker(LLMReranker):
@@ -468,6 +625,12 @@ class GroupwiseLLMReranker(LLMReranker):
 
     def _asked(self, lists: Mapping[str, list[str]], counts: _Counts) -> dict[str, int]:
         return {"groups": self._total(lists)}
+
+    def _request_plan(self, asked, lists, queries, documents, counter) -> RequestPlan:
+        """The groups do not depend on the answers (first-stage order, or seeded random groupings): exact."""
+        groupings = f" x {self.config.regroup} groupings" if self.config.regroup > 1 else ""
+        return RequestPlan(asked, count_rule=f"exact: ceil(depth / {self.config.group_size}) groups per query{groupings}, "
+                                             "the same whatever the answers", answer_sketch=_groupwise_answer)
 
     async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
         parameters = self._answer_parameters()
@@ -552,6 +715,19 @@ class PointwiseLLMReranker(_PairwiseScored):
                                         probe=True)  # counted apart unless the first pair's own question reuses it
             self._no_logprobs = probe is not None and not probe.logprobs
         return await super()._rerank_all(requester, lists, queries, documents, bar, counts, traces)
+
+    def _request_plan(self, asked, lists, queries, documents, counter) -> RequestPlan:
+        """One question per pair where the endpoint returns log-probabilities holding yes or no; at most two (the 0-3
+        label question too) where they hold neither."""
+        extra = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
+        bound = [PlannedRequest(pair_messages(kind, queries[query_id], documents[doc_id]), dict(parameters) | extra)
+                 for query_id, doc_ids in lists.items() for doc_id in doc_ids
+                 for kind, parameters in (("pointwise", self.YES_NO), ("pointwise_graded", self.GRADED))]
+        return RequestPlan(asked, count_exact=True, messages_exact=True, bound=bound,
+                           bound_rule="each pair also asked the 0-3 label question",
+                           count_rule="one per pair, exact where the endpoint returns log-probabilities (vLLM, OpenAI); "
+                                      "where it returns none, one probe more and each pair asks the 0-3 label question "
+                                      "instead; at most two per pair (log-probabilities that hold neither yes nor no)")
 
     async def _score(self, requester, query_id, query, doc_id, passage, counts, traces) -> float | None:
         if not self._no_logprobs:

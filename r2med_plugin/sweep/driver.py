@@ -86,6 +86,17 @@ def plan(spec: SweepSpec, *, devices: Sequence[str] | None = None) -> list[JobSt
     return statuses
 
 
+def estimate_sweep_cost(spec: SweepSpec, *, devices: Sequence[str] | None = None, show_progress: bool = False) -> tuple[list, int]:
+    """What the spec's LLM reranker jobs still to run would cost, without sending a request (one CostEstimate per job,
+    r2med_plugin.evaluation.cost), and how many jobs to run send no LLM request."""
+    from r2med_plugin.sweep.jobs import estimate_job_cost
+
+    pending = [status.job for status in plan(spec, devices=devices) if status.status != "skipped"]
+    estimates = [estimate_job_cost(job, show_progress) for job in pending]
+    found = [estimate for estimate in estimates if estimate is not None]
+    return found, len(pending) - len(found)
+
+
 def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: Any) -> None:
     by_handle: dict[Any, JobStatus] = {}
     started: dict[Any, float] = {}

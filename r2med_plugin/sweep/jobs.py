@@ -249,6 +249,24 @@ def execute_job(
         return _execute_job(job_payload, stamps, show_progress)
 
 
+def estimate_job_cost(job: Job, show_progress: bool = False):
+    """What an LLM reranker job would cost (r2med_plugin.evaluation.cost), without sending a request; None for a job
+    that sends no LLM request. The request the job runs (job_request), planned as it runs (its first stage runs here)."""
+    if "llm_reranker" not in job.options:
+        return None
+    from dataclasses import replace
+
+    from r2med_plugin.evaluation.cost import estimate_plan_cost
+    from r2med_plugin.evaluation.plan import plan_request
+    from r2med_plugin.sweep.spec import job_request
+
+    with applied_env(job.env):
+        request = replace(job_request(job), show_progress=show_progress)
+        retriever = job.retriever or {}
+        encoder = _encoder(retriever, show_progress) if "model" in retriever else None
+        return replace(estimate_plan_cost(plan_request(request, encoder=encoder)), what=job.label)
+
+
 def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool) -> dict[str, Any]:
     from dataclasses import replace
 

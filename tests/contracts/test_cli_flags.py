@@ -68,6 +68,13 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.reporting.submission.export_submission", recorder("export_submission", []))
     monkeypatch.setattr("r2med_plugin.reporting.submission.export_trec_runs", recorder("export_trec_runs", []))
     monkeypatch.setattr("r2med_plugin.generation.generate_expansions", recorder("generate", stop=True))
+    # issue 33: cost estimates (the data and the first stage are not loaded here)
+    from r2med_plugin.llm.cost import CostEstimate
+
+    estimate = CostEstimate("task  reranker", 10, 0, 1000, 50, 10, 1000, 50, True, True, "4 characters per token", "budget")
+    monkeypatch.setattr("r2med_plugin.evaluation.cost.estimate_plan_cost", recorder("estimate_plan_cost", estimate))
+    monkeypatch.setattr("r2med_plugin.generation.estimate_generation_cost", recorder("estimate_generation_cost", estimate))
+    monkeypatch.setattr("r2med_plugin.sweep.estimate_sweep_cost", recorder("estimate_sweep_cost", ([estimate], 1)))
     monkeypatch.setattr("r2med_plugin.evaluation.reproduce.reproduce", recorder("reproduce", stop=True))
     monkeypatch.setattr("r2med_plugin.integrations.demo.run_demo", recorder("demo", stop=True))
     monkeypatch.setattr("r2med_plugin.models.identity.cache_packaged_model",
@@ -166,12 +173,27 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "set_size"): (LLM_SETWISE, LLM_SETWISE + ["--set-size", "4"]),  # issue 33: setwise
     ("evaluate", "setwise_method"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-method", "bubblesort"]),
     ("evaluate", "setwise_k"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-k", "5"]),
+    ("evaluate", "estimate_cost"): (LLM, LLM + ["--estimate-cost"]),  # issue 33: cost before and after
+    ("evaluate", "price_in"): (LLM + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
+                               LLM + ["--estimate-cost", "--price-in", "3", "--price-out", "2"]),
+    ("evaluate", "price_out"): (LLM + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
+                                LLM + ["--estimate-cost", "--price-in", "1", "--price-out", "5"]),
+    ("generate", "estimate_cost"): (GENERATE, GENERATE + ["--estimate-cost"]),
+    ("generate", "price_in"): (GENERATE + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
+                               GENERATE + ["--estimate-cost", "--price-in", "3", "--price-out", "2"]),
+    ("generate", "price_out"): (GENERATE + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
+                                GENERATE + ["--estimate-cost", "--price-in", "1", "--price-out", "5"]),
     ("evaluate", "group_size"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-size", "10"]),  # issue 33: groupwise
     ("evaluate", "grouping"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--grouping", "first-stage"]),
     ("evaluate", "group_seed"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-seed", "3"]),
     ("evaluate", "regroup"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--regroup", "3"]),
     ("evaluate", "show_scores"): (LLM, LLM + ["--show-scores"]),  # issue 33: InsertRank
     ("evaluate", "reasoning_effort"): (LLM, LLM + ["--reasoning-effort", "high"]),  # issue 33: listwise reasoning models
+    ("sweep", "estimate_cost"): (SWEEP, SWEEP + ["--estimate-cost"]),
+    ("sweep", "price_in"): (SWEEP + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
+                            SWEEP + ["--estimate-cost", "--price-in", "3", "--price-out", "2"]),
+    ("sweep", "price_out"): (SWEEP + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
+                             SWEEP + ["--estimate-cost", "--price-in", "1", "--price-out", "5"]),
     ("generate", "task"): (GENERATE, [*GENERATE[:2], "R2MEDMedQADiag", *GENERATE[3:]]),
     ("generate", "method"): (GENERATE, [*GENERATE[:4], "hyde", *GENERATE[5:]]),
     ("generate", "llm"): (GENERATE, [*GENERATE[:6], "other", *GENERATE[7:]]),
@@ -329,6 +351,15 @@ REFUSED: list[tuple[list[str], str]] = [
     (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing
     (LLM + ["--rerank-revision", "v2"], "--rerank-revision"),
     ([*GENERATE[:4], "hyde", *GENERATE[5:], "--first-stage", "bm25-lucene"], "--first-stage"),
+    (BM25 + ["--price-in", "1", "--price-out", "2"], "--price-in"),  # issue 33: prices and estimates of LLM requests only
+    (RERANK + ["--estimate-cost"], "--estimate-cost"),
+    (ENDPOINT + ["--price-out", "2"], "--price-out"),
+    (LLM + ["--estimate-cost", "--output", "{tmp}/o"], "--output"),
+    (LLM + ["--estimate-cost", "--concurrency", "4"], "--concurrency"),
+    (GENERATE + ["--estimate-cost", "--max-failures", "3"], "--max-failures"),
+    (SWEEP + ["--price-in", "1", "--price-out", "2"], "--price-in"),
+    (SWEEP + ["--estimate-cost", "--workers", "2"], "--workers"),
+    (SWEEP + ["--dry-run", "--estimate-cost"], "--estimate-cost"),
     (["leaderboard", "a", "--plot-rows", "all"], "--plot-rows"),
     (["export", "--trec", "a", "--out", "o", "--model", "m"], "--model"),
     (["export", "--trec", "a", "--out", "o", "--allow-incomplete"], "--allow-incomplete"),

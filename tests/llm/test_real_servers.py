@@ -205,3 +205,27 @@ def test_a_model_id_the_server_does_not_serve_stops_at_once(transformers_server,
     err = capsys.readouterr().err
     assert "refused the model 'tiny-chat' (HTTP 400; the server said: Server is pinned to 'models/tiny-chat'" in err
     assert f"it serves {model}: name one of them in --rerank" in err
+
+
+def test_the_estimate_counts_the_prompt_tokens_this_server_counts(transformers_server, served_env: Path, tmp_path: Path,
+                                                                 monkeypatch, capsys):
+    """Issue 33, item 5: the model is a local folder with a chat template, so `--estimate-cost` counts with its tokenizer
+    and template; the server reports the same prompt tokens for the requests it then gets (the windows keep the first
+    stage's order here: the messages are the ones the estimate assumed), and the estimate sent nothing."""
+    base_url, model, log = transformers_server
+    monkeypatch.chdir(log.parent)  # the served id is the folder's path relative to the server's working folder
+    argv = ["evaluate", "--task", TASK, "--retriever", "bm25-lucene", "--rerank", f"llm-listwise:{model}", "--base-url",
+            base_url, "--rerank-depth", "10", "--accept-drift", "--quiet", "--max-tokens", "16"]
+    served_before = log.read_text(errors="replace").count("/v1/chat/completions")
+    assert main([*argv, "--estimate-cost"]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert f"tokens counted by the model's tokenizer ({model}) with its chat template" in printed
+    assert log.read_text(errors="replace").count("/v1/chat/completions") == served_before  # nothing sent
+    out = tmp_path / "out"
+    assert main([*argv, "--output", str(out)]) == 0, capsys.readouterr().err
+    assert log.read_text(errors="replace").count("/v1/chat/completions") == served_before + 5  # the log does count them
+    usage = _result(out)["r2med_provenance"]["rerank_usage"]
+    estimate = usage["estimate"]
+    assert f"{estimate['requests']} requests (exact); {estimate['prompt_tokens']:,} prompt tokens" in printed
+    assert (estimate["requests"], estimate["prompt_tokens"]) == (usage["requests"], usage["prompt_tokens"]) and usage["requests"] == 5
+    assert estimate["completion_tokens"] == usage["completion_tokens"] == 16 * 5  # the budget, spent: this model never stops

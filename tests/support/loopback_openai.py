@@ -13,7 +13,8 @@ input longer than the context (a token is a word here) unless the request carrie
 cuts each input to its first N tokens as vLLM does (-1: the context); with ``unsupported`` (OpenAI's reasoning models:
 "max_tokens", "temperature", "logprobs", ...), HTTP 400 with OpenAI's text for a chat request that carries one of those
 parameters, and ``hidden_reasoning`` tokens of reasoning counted in ``max_completion_tokens`` before the answer (a
-smaller budget: empty content, finish_reason "length"); with ``max_model_len``, vLLM's per-model context in GET
+smaller budget: empty content, finish_reason "length"); with ``count_prompt``, a chat prompt's tokens as that function
+counts its messages (a real tokenizer) instead of its words; with ``max_model_len``, vLLM's per-model context in GET
 /models (unless ``report_max_model_len`` is false, as servers that do not report it) and its HTTP 400 for a chat
 request whose prompt (in words) and ``max_tokens`` exceed it; with ``route_prefix=""`` its routes at the root, as
 infinity serves them (any other path: FastAPI's 404 ``{"detail": "Not Found"}``); ``dimensions_mode`` for a request
@@ -92,6 +93,7 @@ class LoopbackOpenAI:
     dimensions_mode: str = "native"  # "cut" (infinity), "refuse" (vLLM without Matryoshka), "ignore"
     wrong_key: str = "401"  # "litellm": 400 "No connected db." as LiteLLM's proxy answers a key it cannot look up
     pinned: bool = False  # an unknown model is refused as `transformers serve <model>` refuses it: 400 {"detail": ...}
+    count_prompt: Callable[[list[dict[str, Any]]], int] | None = None  # chat prompt tokens (default: words of the messages)
 
     def __post_init__(self) -> None:
         server = self
@@ -231,7 +233,8 @@ class LoopbackOpenAI:
             answer = dict(answer)
             choice_fields |= {key: answer.pop(key) for key in ("logprobs", "finish_reason") if key in answer}
             message = {"role": "assistant", **answer}
-        prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
+        prompt_tokens = (self.count_prompt(body["messages"]) if self.count_prompt is not None
+                         else sum(len(m["content"].split()) for m in body["messages"]))
         completion_tokens = len(" ".join(str(v) for v in message.values() if v != "assistant").split())
         if generated is not None:
             completion_tokens = min(len(generated), body.get("max_tokens") or len(generated))
