@@ -113,7 +113,34 @@ def _takes_prompt(encode: Any) -> bool:
     return "prompt" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
-class AdaptedEncoder(EncoderBase):
+class _Adapted:
+    """What both adapters share: the user's object (``model``), its name and revision, equality by that object (one
+    object adapted twice is one model, so stages compare equal), and ``_own`` (the object's member, else a default)."""
+
+    model: Any
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.model == self.model  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self.model)
+
+    def _own(self, member: str, default: Any) -> Any:
+        return getattr(self.model, member, default)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def revision(self) -> str:
+        return self.model.revision
+
+
+class AdaptedEncoder(_Adapted, EncoderBase):
     """A user's object with ``name``, ``revision`` and ``encode(texts, *, kind)`` as an ``Encoder``.
 
     A prompt is passed to its ``encode`` when that takes ``prompt=``, else prepended to each text. Members of
@@ -125,26 +152,6 @@ class AdaptedEncoder(EncoderBase):
     def __init__(self, model: PlainEncoder) -> None:
         self.model = model
         self._takes_prompt = _takes_prompt(model.encode)
-
-    def __repr__(self) -> str:
-        return f"AdaptedEncoder({self.model!r})"
-
-    def __eq__(self, other: object) -> bool:  # one object adapted twice is one encoder (stages compare equal)
-        return isinstance(other, AdaptedEncoder) and other.model == self.model
-
-    def __hash__(self) -> int:
-        return hash(self.model)
-
-    def _own(self, member: str, default: Any) -> Any:
-        return getattr(self.model, member, default)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.model.name
-
-    @property
-    def revision(self) -> str:  # type: ignore[override]
-        return self.model.revision
 
     @property
     def query_prompt(self) -> str | None:  # type: ignore[override]
@@ -288,32 +295,12 @@ class RerankerBase:
         return None
 
 
-class AdaptedReranker(RerankerBase):
+class AdaptedReranker(_Adapted, RerankerBase):
     """A user's object with ``name``, ``revision`` and ``rerank`` as a ``Reranker``; members of ``Reranker`` it has
     itself are its own, the others ``RerankerBase``'s defaults (as ``AdaptedEncoder``)."""
 
     def __init__(self, model: PlainReranker) -> None:
         self.model = model
-
-    def __repr__(self) -> str:
-        return f"AdaptedReranker({self.model!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, AdaptedReranker) and other.model == self.model
-
-    def __hash__(self) -> int:
-        return hash(self.model)
-
-    def _own(self, member: str, default: Any) -> Any:
-        return getattr(self.model, member, default)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.model.name
-
-    @property
-    def revision(self) -> str:  # type: ignore[override]
-        return self.model.revision
 
     @property
     def last_report(self) -> RerankReport | None:  # type: ignore[override]

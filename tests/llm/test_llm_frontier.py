@@ -16,7 +16,7 @@ from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.llm import Endpoint, GroupwiseLLMReranker, LLMRerankerConfig, ListwiseLLMReranker
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
 from r2med_plugin.llm.prompting import groupwise_messages, listwise_messages, parse_group_scores
-from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages
+from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config
 
 TASK = "NanoR2MEDBiology"
 
@@ -42,9 +42,7 @@ def _host(server: LoopbackOpenAI) -> str:
     return server.base_url.split("://", 1)[1].split("/", 1)[0].replace(":", "-")
 
 
-def _config(server: LoopbackOpenAI, cache: Path | None = None, **settings) -> LLMRerankerConfig:
-    concurrency = settings.pop("concurrency", 4)
-    return LLMRerankerConfig(Endpoint(server.base_url, concurrency=concurrency, max_retries=4), cache_dir=cache, **settings)
+_config = reranker_config
 
 
 def _toy(count: int = 30, queries: int = 2) -> tuple[dict, dict, dict]:

@@ -27,7 +27,7 @@ from r2med_plugin.llm import (
     SetwiseLLMReranker,
 )
 from r2med_plugin.llm.prompting import apply_permutation, llm_prompts, parse_permutation, parse_pick, setwise_messages, windows
-from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of
+from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config, logprobs_of
 
 TASK = "NanoR2MEDBiology"
 
@@ -74,9 +74,7 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def _config(server: LoopbackOpenAI, cache: Path | None = None, **settings) -> LLMRerankerConfig:
-    concurrency = settings.pop("concurrency", 4)
-    return LLMRerankerConfig(Endpoint(server.base_url, concurrency=concurrency, max_retries=4), cache_dir=cache, **settings)
+_config = reranker_config
 
 
 def _toy(count: int = 30, queries: int = 2) -> tuple[dict, dict, dict]:

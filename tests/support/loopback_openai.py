@@ -360,3 +360,12 @@ class LoopbackOpenAI:
             handler.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout) first
             pass
+
+
+def reranker_config(server: LoopbackOpenAI, cache=None, **settings):
+    """An LLMRerankerConfig for ``server``: 4 requests in flight (or ``concurrency=``), 4 retries, ``cache`` as the
+    answers' cache folder, the kind's ``settings``."""
+    from r2med_plugin.llm import Endpoint, LLMRerankerConfig
+
+    concurrency = settings.pop("concurrency", 4)
+    return LLMRerankerConfig(Endpoint(server.base_url, concurrency=concurrency, max_retries=4), cache_dir=cache, **settings)
