@@ -250,7 +250,8 @@ class EvaluationRequest:
         payload: dict[str, Any] = {"schema": REQUEST_SCHEMA_VERSION, "task": self.task,
                                    "first_stage": spec_dict(self.first_stage, results_only=results_only),
                                    "reranker": None if self.reranker is None else spec_dict(self.reranker, results_only=results_only),
-                                   "scoring": asdict(self.scoring), "outputs": asdict(self.outputs),
+                                   "scoring": asdict(self.scoring) | {"candidates": list(self.scoring.candidates)},
+                                   "outputs": asdict(self.outputs),
                                    "first_stage_name": self.first_stage_name}
         for name in ("bm25_workers", "data_dir", "accept_drift", "show_progress"):
             if not results_only:
