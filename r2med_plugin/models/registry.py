@@ -106,36 +106,6 @@ class RetrieverRef:
 
 
 @runtime_checkable
-class ModelLoader(Protocol):
-    """A way to load models by name, beside sentence-transformers (mteb's registry, an embedding endpoint).
-
-    ``name``: what ``loader=`` / ``--loader`` calls it. ``scheme``: names of the form ``<scheme>:<id>`` are
-    its own (None: none). ``auto``: whether ``loader="auto"`` offers it plain hub names first.
-    ``claim(name, revision, settings)`` returns a RetrieverRef (kind "plugin", loader=self.name) for a name
-    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load.
-    ``endpoint_options(name)``: the endpoint settings a ``<scheme>:<id>`` name takes (default: all of
-    ``ENDPOINT_SETTINGS``); ``unclaimed_hint(name)``: the message for a name it does not claim under ``--loader``
-    (default None: a generic one). ``ModelLoaderBase`` gives these defaults; a loader without them is adapted
-    when registered (``as_model_loader``)."""
-
-    name: str
-    scheme: str | None
-    auto: bool
-
-    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None: ...
-
-    def stamp(self, ref: RetrieverRef) -> str: ...
-
-    def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
-
-    def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
-
-    def endpoint_options(self, name: str) -> tuple[str, ...]: ...
-
-    def unclaimed_hint(self, name: str) -> str | None: ...
-
-
-@runtime_checkable
 class PlainModelLoader(Protocol):
     """What a third-party loader needs (``ModelLoader`` less the two members with defaults)."""
 
@@ -150,6 +120,24 @@ class PlainModelLoader(Protocol):
     def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
 
     def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
+
+
+@runtime_checkable
+class ModelLoader(PlainModelLoader, Protocol):
+    """A way to load models by name, beside sentence-transformers (mteb's registry, an embedding endpoint).
+
+    ``name``: what ``loader=`` / ``--loader`` calls it. ``scheme``: names of the form ``<scheme>:<id>`` are
+    its own (None: none). ``auto``: whether ``loader="auto"`` offers it plain hub names first.
+    ``claim(name, revision, settings)`` returns a RetrieverRef (kind "plugin", loader=self.name) for a name
+    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load.
+    ``endpoint_options(name)``: the endpoint settings a ``<scheme>:<id>`` name takes (default: all of
+    ``ENDPOINT_SETTINGS``); ``unclaimed_hint(name)``: the message for a name it does not claim under ``--loader``
+    (default None: a generic one). ``ModelLoaderBase`` gives these defaults; a loader without them is adapted
+    when registered (``as_model_loader``)."""
+
+    def endpoint_options(self, name: str) -> tuple[str, ...]: ...
+
+    def unclaimed_hint(self, name: str) -> str | None: ...
 
 
 class ModelLoaderBase:

@@ -16,7 +16,7 @@ from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.llm import Endpoint, GroupwiseLLMReranker, LLMRerankerConfig, ListwiseLLMReranker
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
 from r2med_plugin.llm.prompting import groupwise_messages, listwise_messages, parse_group_scores
-from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config
+from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config, trec_rankings
 
 TASK = "NanoR2MEDBiology"
 
@@ -361,12 +361,7 @@ def test_groupwise_end_to_end_from_the_cli(mirror_env: Path, own_cache: Path, tm
         assert keys == sorted(keys, reverse=True)  # the key's order (ties: the first stage's)
 
 
-def _trec(path: Path) -> dict[str, list[str]]:
-    rows: dict[str, list[tuple[int, str]]] = {}
-    for line in path.read_text().splitlines():
-        query_id, _, doc_id, rank, *_ = line.split()
-        rows.setdefault(query_id, []).append((int(rank), doc_id))
-    return {query_id: [doc_id for _, doc_id in sorted(pairs)] for query_id, pairs in rows.items()}
+_trec = trec_rankings
 
 
 def _sweep_spec(tmp_path: Path, reranker: dict) -> Path:

@@ -27,7 +27,7 @@ from r2med_plugin.llm import (
     SetwiseLLMReranker,
 )
 from r2med_plugin.llm.prompting import apply_permutation, llm_prompts, parse_permutation, parse_pick, setwise_messages, windows
-from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config, logprobs_of
+from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config, trec_rankings, logprobs_of
 
 TASK = "NanoR2MEDBiology"
 
@@ -171,13 +171,7 @@ def test_listwise_end_to_end_with_429s_and_dropped_connections(mirror_env: Path,
         assert ranked[:10] == sorted(ranked, key=lambda doc_id: _hidden(" ".join(texts[doc_id].strip().split()[:300])))[:10]
 
 
-def _trec(path: Path) -> dict[str, list[str]]:
-    """query -> documents in rank order."""
-    rows: dict[str, list[tuple[int, str]]] = {}
-    for line in path.read_text().splitlines():
-        query_id, _, doc_id, rank, *_ = line.split()
-        rows.setdefault(query_id, []).append((int(rank), doc_id))
-    return {query_id: [doc_id for _, doc_id in sorted(pairs)] for query_id, pairs in rows.items()}
+_trec = trec_rankings
 
 
 def test_malformed_and_empty_permutations_keep_unmentioned_passages_in_order(own_cache: Path, monkeypatch):

@@ -369,3 +369,14 @@ def reranker_config(server: LoopbackOpenAI, cache=None, **settings):
 
     concurrency = settings.pop("concurrency", 4)
     return LLMRerankerConfig(Endpoint(server.base_url, concurrency=concurrency, max_retries=4), cache_dir=cache, **settings)
+
+
+def trec_rankings(path) -> dict[str, list[str]]:
+    """A TREC run file as query -> documents in rank order."""
+    from pathlib import Path
+
+    rows: dict[str, list[tuple[int, str]]] = {}
+    for line in Path(path).read_text().splitlines():
+        query_id, _, doc_id, rank, *_ = line.split()
+        rows.setdefault(query_id, []).append((int(rank), doc_id))
+    return {query_id: [doc_id for _, doc_id in sorted(pairs)] for query_id, pairs in rows.items()}
