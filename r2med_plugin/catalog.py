@@ -8,14 +8,25 @@ from dataclasses import MISSING, fields
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from r2med_plugin.types import TaskKind, TaskSpec, freeze
+if TYPE_CHECKING:
+    from r2med_plugin.types import TaskKind, TaskSpec
 
+# r2med_plugin.types is imported when a TaskSpec is first built, not with this module: registering the tasks with mteb
+# (on every `import mteb`) needs only their names and kinds (task_kinds), and the dataclasses cost milliseconds to make.
 BENCHMARKS_FILE = "benchmarks.json"
-_SPEC_FIELDS = {f.name for f in fields(TaskSpec)}
-_REQUIRED_FIELDS = {f.name for f in fields(TaskSpec) if f.default is MISSING and f.default_factory is MISSING}
 _KINDS = ("r2med", "nano")
+
+
+@lru_cache(maxsize=1)
+def _spec_fields() -> tuple[frozenset[str], frozenset[str]]:
+    """(every TaskSpec field, the required ones)."""
+    from r2med_plugin.types import TaskSpec
+
+    every = frozenset(f.name for f in fields(TaskSpec))
+    required = frozenset(f.name for f in fields(TaskSpec) if f.default is MISSING and f.default_factory is MISSING)
+    return every, required
 
 
 def metadata_dir() -> Path:
@@ -34,10 +45,13 @@ def metadata_dir() -> Path:
 
 def spec_from_dict(payload: dict[str, Any], origin: str) -> TaskSpec:
     """Build a TaskSpec from a metadata dict, rejecting unknown and missing keys."""
-    unknown = sorted(set(payload) - _SPEC_FIELDS)
+    from r2med_plugin.types import TaskSpec, freeze
+
+    spec_fields, required_fields = _spec_fields()
+    unknown = sorted(set(payload) - spec_fields)
     if unknown:
-        raise ValueError(f"{origin}: unknown keys {unknown}; allowed keys are {sorted(_SPEC_FIELDS)}")
-    missing = sorted(_REQUIRED_FIELDS - set(payload))
+        raise ValueError(f"{origin}: unknown keys {unknown}; allowed keys are {sorted(spec_fields)}")
+    missing = sorted(required_fields - set(payload))
     if missing:
         raise ValueError(f"{origin}: missing keys {missing}; regenerate it with scripts/generate_task_metadata.py")
     if payload["kind"] not in _KINDS:
@@ -47,20 +61,43 @@ def spec_from_dict(payload: dict[str, Any], origin: str) -> TaskSpec:
 
 
 @lru_cache(maxsize=1)
-def _load_catalog() -> dict[str, TaskSpec]:
-    specs: dict[str, TaskSpec] = {}
+def _read_payloads() -> tuple[tuple[Path, dict[str, Any]], ...]:
+    """(file, parsed JSON) of every task's metadata file, in file-name order."""
+    payloads = []
     for path in sorted(metadata_dir().glob("*.json")):
         if path.name == BENCHMARKS_FILE:
             continue
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
+            payloads.append((path, json.loads(path.read_text(encoding="utf-8"))))
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: not valid JSON ({error})") from error
+    return tuple(payloads)
+
+
+def _official_order(kind: str, order: int) -> tuple[int, int]:
+    return _KINDS.index(kind), order
+
+
+@lru_cache(maxsize=1)
+def _load_catalog() -> dict[str, TaskSpec]:
+    specs: dict[str, TaskSpec] = {}
+    for path, payload in _read_payloads():
         spec = spec_from_dict(payload, str(path))
         if spec.name != path.stem:
             raise ValueError(f"{path}: task name {spec.name!r} differs from the file name {path.stem!r}")
         specs[spec.name] = spec
-    return dict(sorted(specs.items(), key=lambda item: (_KINDS.index(item[1].kind), item[1].official_order)))
+    return dict(sorted(specs.items(), key=lambda item: _official_order(item[1].kind, item[1].official_order)))
+
+
+def task_kinds() -> dict[str, TaskKind]:
+    """Task name -> kind ("r2med" or "nano"), in official order, read without building any TaskSpec: what registering
+    the tasks with mteb needs on every ``import mteb`` (their metadata is built when mteb first reads it)."""
+    kinds = {}
+    for path, payload in _read_payloads():
+        if payload.get("kind") not in _KINDS or not isinstance(payload.get("official_order"), int):
+            spec_from_dict(payload, str(path))  # raises the catalog's own message for the bad file
+        kinds[path.stem] = (payload["kind"], payload["official_order"])
+    return {name: kind for name, (kind, _) in sorted(kinds.items(), key=lambda item: _official_order(*item[1]))}
 
 
 def list_tasks(kind: TaskKind | None = None) -> list[TaskSpec]:

@@ -100,16 +100,35 @@ def _export(args: argparse.Namespace) -> int:
         refuse_unreached(args, {"depth": "it is the depth of --trec run files; a submission holds scores"})
         if not args.model:
             raise ValueError("--submission needs --model NAME (the model name in the result folders)")
+        if args.venue != "r2med":
+            paths = _export_venue(args)
+            for path in paths:
+                print(f"wrote {path}")
+            return 0
         paths = export_submission(args.submission, args.model, args.out, model_size=args.model_size,
                                   uses_llm=args.uses_llm, description=args.description, allow_incomplete=args.allow_incomplete,
                                   force=args.force)
     else:
         why = "it describes a --submission; --trec exports runs as they are"
-        refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete", "force")})
+        refuse_unreached(args, {dest: why for dest in ("model", "model_size", "uses_llm", "description", "allow_incomplete", "force",
+                                                       "venue")})
         paths = export_trec_runs(args.trec, args.out, depth=args.depth)
     for path in paths:
         print(f"wrote {path}")
     return 0
+
+
+def _export_venue(args: argparse.Namespace) -> list:
+    """--venue mteb or hakari: the results in that venue's layout (reporting/venues.py)."""
+    from r2med_plugin.reporting.venues import export_hakari, export_mteb
+
+    why = f"it describes an R2MED leaderboard submission (--venue r2med), not one for {args.venue}"
+    refuse_unreached(args, {dest: why for dest in ("model_size", "uses_llm", "description")})
+    if args.venue == "mteb":
+        refuse_unreached(args, {"allow_incomplete": "mteb's results hold any subset of tasks, and every result exported "
+                                                    "needs its revisions"})
+        return export_mteb(args.submission, args.model, args.out, force=args.force)
+    return export_hakari(args.submission, args.model, args.out, allow_incomplete=args.allow_incomplete, force=args.force)
 
 
 def _cache_packaged_model(args: argparse.Namespace) -> int:
@@ -227,20 +246,27 @@ def _add_leaderboard(commands: Any) -> None:
     board.set_defaults(func=_leaderboard)
 
 def _add_export(commands: Any) -> None:
-    export = commands.add_parser("export", help="a leaderboard submission folder, or TREC runs from MTEB predictions")
+    export = commands.add_parser("export", help="a submission for the R2MED leaderboard, mteb's results or HAKARI-Bench, "
+                                                "or TREC runs from MTEB predictions")
     source = export.add_mutually_exclusive_group(required=True)
     source.add_argument("--submission", nargs="+", metavar="RESULTS_DIR", help="MTEB result folders")
     source.add_argument("--trec", nargs="+", metavar="PREDICTIONS_DIR", help="folders with MTEB <Task>_predictions.json files")
     export.add_argument("--model", default=None, help="the model name as it appears in the results")
+    export.add_argument("--venue", choices=("r2med", "mteb", "hakari"), default="r2med",
+                        help="with --submission, where it goes: r2med (default: the R2MED leaderboard's folder), mteb "
+                             "(mteb's results repository layout), hakari (HAKARI-Bench's hakari-results/ .json.xz files "
+                             "and a PR body; NanoR2MED only)")
     export.add_argument("--out", required=True)
     export.add_argument("--model-size", default=None, help="e.g. 22.7M or 7B")
     export.add_argument("--uses-llm", action=argparse.BooleanOptionalAction, default=None)
     export.add_argument("--description", default="")
     export.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     export.add_argument("--allow-incomplete", action="store_true",
-                        help="write a submission although tasks are missing or ran on unverified mirror files (marked in its README)")
+                        help="write a submission although tasks are missing or ran on unverified mirror files (marked in its "
+                             "README; --venue hakari: written with no resolved dataset revision)")
     export.add_argument("--force", action="store_true",
-                        help="replace a submission folder of another model (or with other files in it) whole; never mixed")
+                        help="replace a submission folder of another model (or with other files in it) whole; never mixed "
+                             "(--venue mteb/hakari: overwrite a file there that holds another result)")
     export.set_defaults(func=_export)
 
 def _add_reproduce(commands: Any) -> None:
@@ -250,7 +276,8 @@ def _add_reproduce(commands: Any) -> None:
     )
     repro.add_argument("--expected", default=None, metavar="FILE",
                        help='JSON {"bm25_ndcg_at_10": {task: nDCG@10 x 100}, "candidate_profiles": {NanoTask: {list: {metric: value}}}}; '
-                            "default: the published BM25 row and task_metadata")
+                            "default: the published BM25 row and task_metadata (a list's pooled recall is "
+                            "pooled_recall_at_100; recall_at_100 in older files is read as the pooled one)")
     repro.add_argument("--tolerance", type=float, default=0.1, help="largest |ours - published| in nDCG@10 points (default 0.1)")
     repro.add_argument("--skip-nano", action="store_true", help="skip the NanoR2MED candidate-profile check")
     repro.add_argument("--output", default=None, help="also write the result files (MTEB and official JSON) here")

@@ -46,7 +46,7 @@ def _first_options(evaluate: argparse.ArgumentParser) -> None:
 
     first = evaluate.add_argument_group("first stage: BM25 or a model (--retriever; with --rerank, --first-stage)")
     first.add_argument("--retriever", default=None,
-                       help="bm25-lucene, bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
+                       help="bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
                             "or openai:<model> with --base-url (required without --rerank)")
     first.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
     first.add_argument("--model-revision", default=None,
@@ -65,7 +65,10 @@ def _scoring_options(evaluate: argparse.ArgumentParser) -> None:
     from r2med_plugin.identifiers import CANDIDATE_SUBSETS
 
     scoring = evaluate.add_argument_group("scoring (without --rerank)")
-    scoring.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF with the task's BM25)")
+    scoring.add_argument("--hybrid", action="store_true", help="also report hybrid_* (RRF, k=60, with the task's own BM25: bm25-lucene on R2MED, bm25-hakari on "
+                              "NanoR2MED; a BM25 first stage that is that BM25 fuses with the other one: bm25-lucene with "
+                              "bm25-robertson, bm25-hakari with bm25-lucene; bm25-robertson and bm25-hakari:<tokenizer> fuse "
+                              "with the task's own)")
     scoring.add_argument("--candidates", nargs="+", choices=list(CANDIDATE_SUBSETS), help="rank the stored candidate lists (NanoR2MED)")
     scoring.add_argument("--candidates-only", action="store_true", help="skip the full corpus; encode only candidate documents")
     scoring.add_argument("--expansion", default=None,
@@ -90,7 +93,7 @@ def _rerank_options(evaluate: argparse.ArgumentParser) -> None:
                              "llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, llm-setwise:<model>, "
                              "llm-groupwise:<model>")
     rerank.add_argument("--first-stage", default=None,
-                        help="what --rerank reranks: bm25-lucene, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
+                        help="what --rerank reranks: bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
     rerank.add_argument("--rerank-depth", type=positive_int, default=10, help="documents reranked per query, at least 10 (official: 10 or 100; default 10)")
     rerank.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
     rerank.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
@@ -190,12 +193,12 @@ def _source(args: argparse.Namespace) -> str:
             flag = "--first-stage" if args.first_stage else "--first-stage-name"
             raise ValueError(f"{flag} configures what --rerank reranks: add --rerank <cross-encoder>, or drop {flag}")
         if not args.retriever:
-            raise ValueError("--retriever is required (bm25-lucene, bm25-robertson, or a model name or folder), or use --rerank")
+            raise ValueError("--retriever is required (bm25-lucene, bm25-hakari, bm25-robertson, or a model name or folder), or use --rerank")
         return args.retriever
     if args.first_stage and args.retriever:
         raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
     if not (args.first_stage or args.retriever):
-        raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs "
+        raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or a topk_docs "
                          ".jsonl (file or folder)")
     return args.first_stage or args.retriever
 
@@ -360,7 +363,8 @@ def _load_parts(args: argparse.Namespace, requests: list):
         from r2med_plugin.reporting.export import check_output_dir
 
         check_output_dir(args.output, "--output")  # a writable folder before any work starts
-    llm = first.reranker.load() if isinstance(first.reranker, LlmRerankerSpec) else None  # its key variable checked
+    # its key variable checked, and the openai client it sends through (not needed to estimate the cost)
+    llm = first.reranker.load(sends=not args.estimate_cost) if isinstance(first.reranker, LlmRerankerSpec) else None
     if isinstance(first.first_stage, RunFileSpec):  # every task's run file found and readable first
         for request in requests:
             request.first_stage.check_task(request.task)

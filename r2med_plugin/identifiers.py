@@ -26,16 +26,27 @@ from typing import Literal
 # The one definition of each name list.
 EXPANSION_METHODS = ("hyde", "query2doc", "lamer", "search-r1", "search-o1")  # released expansions (R2MED's GAR configs)
 GENERATION_METHODS = ("hyde", "query2doc", "lamer")  # what `r2med generate` makes (the official prompts)
-BM25_VARIANTS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson"}
+# bm25-hakari: HAKARI-Bench's BM25 (its english_porter_stop tokenizer); bm25-hakari:<tokenizer>: its other tokenizers
+HAKARI_BM25 = "bm25-hakari"
+HAKARI_TOKENIZERS = ("regex", "english_regex", "english_porter", "stemmer", "whitespace")
+BM25_VARIANTS = {"bm25-lucene": "lucene", "bm25-robertson": "robertson", HAKARI_BM25: "hakari",
+                 **{f"{HAKARI_BM25}:{tokenizer}": f"hakari:{tokenizer}" for tokenizer in HAKARI_TOKENIZERS}}
 BM25_NAMES = tuple(BM25_VARIANTS)
 CANDIDATE_SUBSETS = ("bm25", "dense", "hybrid")  # NanoR2MED's stored candidate lists
-Bm25Variant = Literal["lucene", "robertson"]
+Bm25Variant = str  # a value of BM25_VARIANTS: "lucene", "robertson", "hakari" or "hakari:<tokenizer>"
 TieOrder = Literal["doc_id", "corpus"]  # pytrec_eval's (score desc, doc id desc), or the official stable sort
 OfficialLayoutName = Literal["bm25", "dense"]
 UNVERIFIED_MARKER = "+unverified-files-"
 COUNT_DRIFT = "+count-drift"
 SYNTHETIC_REVISION = "synthetic-sample"
 LOCAL_REVISION_PREFIX = "local-"
+
+
+
+def is_hakari_bm25(name: str) -> bool:
+    """A bm25-hakari retriever: its runs keep bm25s's rank order (ties included), which a TREC file must keep."""
+    return name == HAKARI_BM25 or name.startswith(HAKARI_BM25 + ":") and name in BM25_VARIANTS
+
 
 _PROMPT = re.compile(r"\+(?P<prompt>instruction|prompt-[0-9a-f]{8})$")
 _RERANKED = re.compile(r"^(?P<reranker>[^|]+)\|(?P<first_stage>[^|]+)\|top_(?P<depth>\d+)$")
@@ -131,3 +142,33 @@ class DatasetRevision:
         core = text[: -len(COUNT_DRIFT)] if drift else text
         commit, marker, files = core.partition(UNVERIFIED_MARKER)
         return cls(commit, files if marker else None, drift)
+
+
+FILES_MARKER = "+files-"
+
+
+def judged_data(dataset_revision: str, files_fingerprint: str | None, verified: bool = False) -> str:
+    """What a result was judged on, as one value two results are compared by: the dataset revision, plus the
+    fingerprint of the files read (``+files-<fingerprint>``) unless the revision already proves them (a commit whose
+    files were verified, a hub snapshot with no fingerprint) or already names them (``local-``, unverified). A label
+    alone (``synthetic-sample``, a commit of an unproven mirror) never makes two results on edited files comparable."""
+    if not files_fingerprint or verified or files_fingerprint in dataset_revision:
+        return dataset_revision
+    return f"{dataset_revision}{FILES_MARKER}{files_fingerprint}"
+
+
+def judged_files(judged: str) -> str:
+    """The short name of the files a judged-data value stands for, as labels show it ("2f17d0ec")."""
+    _, marker, files = judged.rpartition(FILES_MARKER)
+    if marker:
+        return files[:8]
+    revision = DatasetRevision.parse(judged)
+    if revision.synthetic:
+        return "not recorded"  # a result of an earlier release, which recorded no fingerprint of the sample's files
+    return (revision.files or judged)[:8]
+
+
+def described_data(judged: str) -> str:
+    """A judged-data value as messages say it: "dataset revision X" or "dataset revision X, files <fingerprint>"."""
+    revision, marker, files = judged.partition(FILES_MARKER)
+    return f"dataset revision {revision}" + (f", files {files}" if marker else "")

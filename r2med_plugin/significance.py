@@ -103,6 +103,17 @@ def randomization_p_values(
     return (exceed + 1.0) / (permutations + 1.0)
 
 
+def smallest_p_value(test: str, nonzero: int) -> float | None:
+    """The smallest two-sided p-value ``test`` can give on ``nonzero`` non-zero differences, whatever they are, or None
+    where no such floor holds (the t-test; scipy's Wilcoxon, which turns to a normal approximation on ties). The
+    randomization test flips signs: k non-zero differences have 2**k equally likely sign patterns, and at best only the
+    observed one and its mirror are as extreme, so the exact p >= 2 / 2**k (0.0625 with 5: never below 0.05)."""
+    check_test(test)
+    if test != "randomization":
+        return None
+    return min(1.0, 2.0 / 2.0 ** nonzero)
+
+
 def monte_carlo_error(p_value: float, permutations: int) -> float:
     """The standard error of a randomization p-value estimated from ``permutations`` random permutations."""
     return float(np.sqrt(p_value * (1.0 - p_value) / permutations))

@@ -67,8 +67,9 @@ class TaskSpec:
     @property
     def own_bm25(self) -> str:
         """The task's own BM25, the one its hybrid_* fuses with: bm25-lucene (the official R2MED BM25) for R2MED,
-        bm25-robertson (how the stored bm25 lists were built) for NanoR2MED. The one place this rule is written."""
-        return "bm25-robertson" if self.kind == "nano" else "bm25-lucene"
+        bm25-hakari (HAKARI-Bench's BM25, which built and scores NanoR2MED) for NanoR2MED. The one place this rule
+        is written."""
+        return "bm25-hakari" if self.kind == "nano" else "bm25-lucene"
 
     @property
     def hub_org(self) -> str:
@@ -96,6 +97,7 @@ class LoadReport(Mapping[str, Any]):
     # the result revision of the task's own files (queries, qrels, corpus) when an expansion file joined them: runs
     # with and without that expansion are scored on the same judged queries, so a paired test may pair them
     base_result_revision: str | None = None
+    base_judged_data: str | None = None  # likewise, what those files are judged as (revision and their fingerprint)
     # The corpus file's rows, as the dataset card counts them, and what folding repeated ids left (DESIGN.md §3):
     corpus_rows: int = 0
     unique_document_ids: int = 0
@@ -170,6 +172,20 @@ class TaskData:
         """The revision a paired test compares (``r2med compare``, ``inspect``): that of the queries, qrels and corpus,
         without a released expansion's file, which changes what is searched, not what is judged."""
         return self.report.base_result_revision or self.result_revision
+
+    @property
+    def judged_data(self) -> str:
+        """What results of this data are compared by (r2med_plugin.identifiers.judged_data): the result revision,
+        plus the fingerprint of the files read when that revision neither proves nor names them (the synthetic sample,
+        an edited copy of it): two results are on the same data only when these are equal."""
+        from r2med_plugin.identifiers import judged_data
+
+        return judged_data(self.result_revision, self.files_fingerprint, self.revision_verified)
+
+    @property
+    def paired_judged_data(self) -> str:
+        """``judged_data`` of the queries, qrels and corpus, without a released expansion's file (as ``paired_revision``)."""
+        return self.report.base_judged_data or self.judged_data
 
     @property
     def cache_revision(self) -> str:

@@ -115,6 +115,12 @@ def r2med_task(entry: dict, catalog: dict, position: int, real_files: dict) -> d
     }
 
 
+def pooled_profile(profile: dict) -> dict:
+    """A card profile with its recall named for what it is: the dataset card's recall@100 is pooled (positives
+    found in the first 100 over all positives), never the per-query mean every evaluator calls recall_at_100."""
+    return {("pooled_recall_at_100" if key == "recall_at_100" else key): value for key, value in profile.items()}
+
+
 def nano_task(entry: dict, profiles: dict, position: int) -> dict:
     hub_name = entry["name"]
     domain = domain_of(hub_name)
@@ -157,7 +163,7 @@ def nano_task(entry: dict, profiles: dict, position: int) -> dict:
         # NanoR2MED is a sample of R2MED: cite the benchmark it comes from.
         "citation": MTEB_R2MED_CITATION,
         "paper_stats": {},
-        "candidate_profiles": {key: dict(subsets[ref]) for key, ref in NANO_PROFILE_KEYS.items()},
+        "candidate_profiles": {key: pooled_profile(subsets[ref]) for key, ref in NANO_PROFILE_KEYS.items()},
         "hybrid_construction": {**profiles["hf_layout"]["hybrid_construction"], "seed": NANO_SEED, "rrf_k": 100},
         "card_stats": {
             "positives_per_query": dict(profile["positives_per_query"]),

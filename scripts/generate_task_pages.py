@@ -166,9 +166,11 @@ def task_page(spec: Any) -> str:
         lines += ["Reasoning LLMs with released outputs: " + ", ".join(_code(llm) for llm in spec.reasoning_llms) + ".", ""]
 
     if spec.candidate_profiles:
-        lines += ["## Stored candidate lists", "", "The scores of each stored list in its own order "
-                  "(`r2med evaluate --candidates <subset>`; `r2med reproduce` recomputes them):", ""]
-        keys = ["config", "top_k", "ndcg_at_10", "hit_at_10", "recall_at_100", "query_coverage", "relevant_coverage_at_100"]
+        lines += ["## Stored candidate lists", "", "The scores of each stored list in its own order, as the dataset card "
+                  "gives them; `r2med reproduce` recomputes every column. `pooled_recall_at_100` is the positives found "
+                  "in the first 100 ids over all positives (pooled), not the per-query mean `recall_at_100` that "
+                  "`r2med evaluate --candidates <subset>` reports as `candidates_<subset>_recall_at_100`:", ""]
+        keys = ["config", "top_k", "ndcg_at_10", "hit_at_10", "pooled_recall_at_100", "query_coverage", "relevant_coverage_at_100"]
         rows = []
         for subset, profile in spec.candidate_profiles.items():
             rows.append([_code(subset)] + [_code(profile[key]) if key == "config" else

@@ -114,7 +114,8 @@ def with_expansion_files(data: TaskData, expansion: str, data_dir: str | os.Path
     verified = data.revision_verified and mirror_files_verified(repo.root, [path], data.revision)
     combined = hashlib.sha256(f"{data.files_fingerprint}\0{files_fingerprint([path], repo.root)}".encode()).hexdigest()[:16]
     report = replace(data.report, revision_verified=verified, files_fingerprint=combined, expansion_file=str(path),
-                     base_result_revision=data.report.base_result_revision or data.result_revision)
+                     base_result_revision=data.report.base_result_revision or data.result_revision,
+                     base_judged_data=data.paired_judged_data)
     return replace(data, files_fingerprint=combined, revision_verified=verified, report=report)
 
 

@@ -1,7 +1,7 @@
 """The scores every task run reports next to the model's own: hybrid and candidate-subset scores.
 
-- ``hybrid_*``: reciprocal rank fusion (k=60) of the model's run and BM25 (bm25-robertson for
-  NanoR2MED, the official bm25-lucene for R2MED).
+- ``hybrid_*``: reciprocal rank fusion (k=60) of the model's run and BM25 (bm25-hakari, HAKARI-Bench's,
+  for NanoR2MED; the official bm25-lucene for R2MED).
 - ``candidates_{bm25,dense,hybrid}_*`` (NanoR2MED): the model's scores restricted to each stored
   candidate list; positives outside a list count as misses. The hybrid list is scored with its
   safeguard row (``*_with_safeguard``) and without it (``*_without_safeguard``).

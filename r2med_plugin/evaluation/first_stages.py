@@ -84,7 +84,8 @@ def bm25_queries(data: TaskData, expansion: str | None, data_dir: str | os.PathL
 
 @dataclass(frozen=True)
 class Bm25:
-    """bm25-lucene (the official R2MED BM25) or bm25-robertson, on the task's queries or an expansion of them."""
+    """bm25-lucene (the official R2MED BM25), bm25-hakari[:<tokenizer>] (HAKARI-Bench's, NanoR2MED's own) or bm25-robertson
+    (bm25s's own tokenizer), on the task's queries or an expansion of them."""
 
     retriever: str
     expansion: str | None = None
@@ -283,7 +284,7 @@ def task_run_file(path: Path, task: str, hub_name: str) -> Path:
         raise FileNotFoundError(f"{path}: no run file for {task} in this folder (looked for {task} or {hub_name} "
                                 f"with {', '.join(RUN_FILE_SUFFIXES)}); add it, or leave {task} out of --task")
     raise FileNotFoundError(
-        f"{path}: no such run file or folder; the first stage is bm25-lucene, bm25-robertson, a model, a TREC run or a topk_docs .jsonl"
+        f"{path}: no such run file or folder; the first stage is bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or a topk_docs .jsonl"
     )
 
 

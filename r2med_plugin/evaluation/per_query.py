@@ -100,6 +100,8 @@ def write_result_per_query(result: TaskRunResult, result_path: str | os.PathLike
         "model_revision": result.model_revision,
         "dataset_revision": result.data.result_revision,
         "paired_revision": result.data.paired_revision,
+        # what a paired test pairs by: the revision and the files' fingerprint (an edited copy under the same label differs)
+        "paired_data": result.data.paired_judged_data,
         "main_score": result.main_score,
         "official_layout": "reranker" if result.rerank is not None else result.official_layout,
         "writer": "r2med evaluate",

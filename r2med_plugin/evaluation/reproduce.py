@@ -21,6 +21,8 @@ from typing import Any
 from r2med_plugin.catalog import get_task_spec, list_tasks
 
 DEFAULT_TOLERANCE = 0.1  # nDCG@10 points (x100)
+# An --expected file written before 0.2.0 names the pooled recall recall_at_100: it is read as the pooled one.
+RENAMED_PROFILE_METRICS = {"recall_at_100": "pooled_recall_at_100"}
 PROFILE_TOLERANCE = 1e-6  # the profiles are stored with 6 to 10 decimals
 _NOT_METRICS = ("config", "top_k")
 
@@ -52,11 +54,24 @@ class ProfileRow:
         return abs(self.ours - self.expected) <= PROFILE_TOLERANCE
 
 
+@dataclass(frozen=True)
+class StoredListCoverage:
+    """How much of a NanoR2MED task's stored ``bm25`` list one BM25 reproduces (informational, never PASS/FAIL)."""
+
+    task: str
+    retriever: str
+    depth: int  # the stored list's length (500 on the hub)
+    mean_overlap: float  # per query: |our top depth ∩ stored top depth| / |stored|, averaged
+    identical_lists: int  # queries whose top ``depth`` equals the stored list, ids and order
+    queries: int
+
+
 @dataclass
 class ReproduceReport:
     tolerance: float
     bm25: list[Bm25Row] = field(default_factory=list)
     profiles: list[ProfileRow] = field(default_factory=list)
+    coverage: list[StoredListCoverage] = field(default_factory=list)
     source: str = "the published BM25 row and task_metadata"  # where the expected values came from
 
     @property
@@ -148,11 +163,14 @@ def reproduce(
                 raise ValueError(f"{task}: no stored candidate list {subset!r}; the lists are {sorted(data.candidates)}")
             ours = candidate_profile(data.candidates[subset], data.qrels, top_k=profile.get("top_k"))
             for metric, value in profile.items():
+                metric = RENAMED_PROFILE_METRICS.get(metric, metric)
                 if metric in _NOT_METRICS:
                     continue
                 if metric not in ours:
                     raise ValueError(f"{task}/{subset}: unknown profile metric {metric!r}; known: {sorted(ours)}")
                 report.profiles.append(ProfileRow(task, subset, metric, float(value), float(ours[metric])))
+        if "bm25" in data.candidates:
+            report.coverage.extend(stored_bm25_coverage(data, show_progress=show_progress))
     for task, published in bm25.items():
         result = evaluate_task(task, "bm25-lucene", data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
         if output is not None:
@@ -179,9 +197,51 @@ def render_report(report: ReproduceReport) -> str:
         lines.append(f"NanoR2MED stored candidate profiles: {len(report.profiles) - len(failed)}/{len(report.profiles)} values match the expected profiles")
         for row in failed:
             lines.append(f"  FAIL {row.task} {row.subset} {row.metric}: expected {row.expected:.10g}, ours {row.ours:.10g}")
+    if report.coverage:
+        lines.append("")
+        lines.extend(render_coverage(report.coverage))
     lines.append("")
     if not report.passed:
         lines.append("MISMATCH: at least one check failed")
     else:
         lines.append("all checks PASS" + (f" ({len(report.bm25)} of 8 BM25 tasks checked)" if unchecked else ""))
     return "\n".join(lines) + "\n"
+
+
+COVERAGE_RETRIEVERS = ("bm25-hakari", "bm25-hakari:regex", "bm25-hakari:english_regex", "bm25-hakari:english_porter",
+                       "bm25-hakari:stemmer", "bm25-hakari:whitespace", "bm25-robertson")
+
+
+def stored_bm25_coverage(data, *, show_progress: bool = False) -> list[StoredListCoverage]:
+    """For each BM25 of ``COVERAGE_RETRIEVERS``: how much of the task's stored ``bm25`` list its own top ranks
+    reproduce. Which tokenizer HAKARI-Bench built the hub's lists with is not written anywhere we can read; its
+    English auto-selection picks english_porter_stop (bm25-hakari) and its later dataset script defaults to regex:
+    the real files settle it, and this measures it."""
+    from r2med_plugin.identifiers import BM25_VARIANTS
+    from r2med_plugin.retrieval.bm25_cache import bm25_run
+
+    stored = {query_id: ids for query_id, ids in data.candidates["bm25"].items() if ids}
+    depth = max((len(ids) for ids in stored.values()), default=0)
+    rows = []
+    for retriever in COVERAGE_RETRIEVERS if depth else ():
+        run = bm25_run(data, BM25_VARIANTS[retriever], top_k=depth, show_progress=show_progress)
+        overlaps, identical = [], 0
+        for query_id, ids in stored.items():
+            ours = list(run.get(query_id, {}))[:len(ids)] if retriever.startswith("bm25-hakari") else _pytrec_order(run.get(query_id, {}))[:len(ids)]
+            overlaps.append(len(set(ours) & set(ids)) / len(set(ids)))
+            identical += ours == list(ids)
+        rows.append(StoredListCoverage(data.name, retriever, depth, sum(overlaps) / len(overlaps), identical, len(overlaps)))
+    return rows
+
+
+def _pytrec_order(ranked: Mapping[str, float]) -> list[str]:
+    return [doc_id for doc_id, _ in sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)]
+
+
+def render_coverage(rows: list[StoredListCoverage]) -> list[str]:
+    lines = ["NanoR2MED stored bm25 lists: how much each BM25 reproduces (mean share of each stored list in our top of "
+             "the same length; lists identical in ids and order) — which tokenizer built the hub's lists is measured here",
+             f"{'task':<28} {'retriever':<28} {'overlap':>8} {'identical':>12}"]
+    for row in rows:
+        lines.append(f"{row.task:<28} {row.retriever:<28} {row.mean_overlap:>8.4f} {row.identical_lists:>5} / {row.queries:<5}")
+    return lines

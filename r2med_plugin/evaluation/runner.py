@@ -25,12 +25,14 @@ from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.request import scoring_of
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
+from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.models.protocols import Encoder, as_encoder
 from r2med_plugin.retrieval.dense import score_candidates
-from r2med_plugin.retrieval.ranking import truncate_run
+from r2med_plugin.identifiers import is_hakari_bm25
+from r2med_plugin.retrieval.ranking import head_of_run, truncate_run
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run, TaskData
 
@@ -74,7 +76,7 @@ def evaluate_task(
     rerank_batch_size: int | None = None,
     bm25_workers: int | None = None,
 ) -> TaskRunResult:
-    """Evaluate ``retriever`` ("bm25-lucene", "bm25-robertson" or an encoder) on ``task``: full-corpus scores (main:
+    """Evaluate ``retriever`` ("bm25-lucene", "bm25-hakari", "bm25-robertson" or an encoder) on ``task``: full-corpus scores (main:
     ndcg_at_10), ``hybrid_*`` (RRF with the task's BM25) when ``hybrid``, ``candidates_<subset>_*`` per stored list
     (``candidates_only``: the lists only, an encoder encodes just their union). ``expansion`` ("method/llm", or
     "local:<folder>/<method>/<llm>" from ``r2med generate``) combines the queries with an LLM expansion by the
@@ -108,7 +110,7 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         first = plan.candidate_subsets[0]
         main, saved = f"candidates_{first}_ndcg_at_10" + ("_with_safeguard" if first == "hybrid" else ""), stage.saved_run(data, run)
     else:
-        main, saved = "ndcg_at_10", truncate_run(run, plan.top_k)
+        main, saved = "ndcg_at_10", _saved_run(stage, run, plan.top_k)
     ranker = stage.retriever if isinstance(stage, StoredCandidates) else stage  # it ranks with its retriever
     return TaskRunResult(
         task=data.name, retriever=stage.name, expansion=plan.expansion, model_revision=stage.revision,
@@ -116,8 +118,22 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         evaluation_time=time.perf_counter() - started, data=data, official=scores.official, official_layout=scores.layout,
         query_prompt=ranker.effective_query_prompt if isinstance(ranker, Dense) else None, official_run=scores.official_run,
         dataset_revision_verified=data.revision_verified, candidates_only=plan.candidates_only, hybrid_with=plan.hybrid_with,
-        instructions=_own_instructions(ranker, data.name),
+        instructions=_own_instructions(ranker, data.name), hakari=_hakari(plan, data, run, stage.name),
     )
+
+
+def _saved_run(stage: object, run: Run, top_k: int) -> Run:
+    """The run a result keeps: its top_k in pytrec_eval's order, or, for bm25-hakari, in bm25s's own ranking order."""
+    if isinstance(stage, Bm25) and is_hakari_bm25(stage.retriever):
+        return head_of_run(run, top_k)
+    return truncate_run(run, top_k)
+
+
+def _hakari(plan: EvaluationPlan, data: TaskData, run: Run, retriever: str) -> dict | None:
+    """A NanoR2MED full-corpus run's record for HAKARI-Bench (evaluation/hakari_record.py); None for others."""
+    if plan.candidates_only or data.spec.kind != "nano":
+        return None
+    return hakari_record(data, run, retriever, plan.candidate_subsets)
 
 
 def _own_instructions(ranker: object, task: str) -> dict[str, str | None] | None:

@@ -82,7 +82,7 @@ class FullCorpus:
 
 @dataclass(frozen=True)
 class Hybrid:
-    partner: str  # the BM25 fused with the run: bm25-lucene or bm25-robertson
+    partner: str  # the BM25 fused with the run: the task's own (request.hybrid_partner)
     top_k: int
     workers: int | None = None  # the partner's corpus analysis processes (never changes a score)
 

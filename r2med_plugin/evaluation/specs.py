@@ -1,6 +1,6 @@
 """What a request runs: its first stage and its reranker, each a small frozen type that checks itself when it is built.
 
-First stages: ``Bm25Spec`` (bm25-lucene, bm25-robertson), ``ModelSpec`` (a model by name: sentence-transformers,
+First stages: ``Bm25Spec`` (bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson), ``ModelSpec`` (a model by name: sentence-transformers,
 mteb's registry, an embedding endpoint, an official profile), ``RunFileSpec`` (a TREC or topk_docs run, file or folder)
 and ``PrebuiltFirstStage`` (an object the Python API was given: an encoder, a run dict, a stage). Rerankers:
 ``CrossEncoderSpec``, ``LlmRerankerSpec`` (llm-<kind>:<model> behind an ``EndpointSpec``) and ``PrebuiltReranker``.
@@ -63,13 +63,20 @@ def check_retriever_name(name: str) -> None:
     if name in BM25_NAMES or "/" in name or Path(name).exists():
         return
     lowered = name.lower()
+    if lowered.startswith("bm25-hakari:"):
+        tokenizer = lowered.partition(":")[2]
+        fix = ("write 'bm25-hakari': it is the english_porter_stop tokenizer" if tokenizer == "english_porter_stop" else
+               "the tokenizers are " + ", ".join(name.partition(":")[2] for name in BM25_NAMES if name.startswith("bm25-hakari:")))
+        raise ValueError(f"unknown retriever {name!r}: {fix}")
     close = difflib.get_close_matches(lowered, list(BM25_NAMES), n=2, cutoff=0.6)
     if "bm25" in lowered or close:
-        guess = close or list(BM25_NAMES)
+        guess = close or ["bm25-lucene", "bm25-hakari", "bm25-robertson"]
         raise ValueError(
             f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
-            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4) and 'bm25-robertson' "
-            "(bm25s, k1=1.5, b=0.75: how NanoR2MED's stored bm25 lists were built); anything else is loaded as a model"
+            "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4), 'bm25-hakari' (HAKARI-Bench's "
+            "BM25, NanoR2MED's own: bm25s k1=1.5, b=0.75 over its english_porter_stop tokenizer; 'bm25-hakari:<tokenizer>' "
+            "for regex, english_regex, english_porter, stemmer, whitespace) and 'bm25-robertson' (bm25s over bm25s's own "
+            "tokenizer); anything else is loaded as a model"
         )
 
 
@@ -116,7 +123,8 @@ MODEL_OPTIONS = ("model_revision", "loader", "instruction", "model_name", "devic
 
 @dataclass(frozen=True)
 class Bm25Spec:
-    """bm25-lucene (the official R2MED BM25) or bm25-robertson (bm25s: how NanoR2MED's stored lists were built)."""
+    """bm25-lucene (the official R2MED BM25), bm25-hakari[:<tokenizer>] (HAKARI-Bench's BM25, NanoR2MED's own) or
+    bm25-robertson (bm25s over bm25s's own tokenizer)."""
 
     KIND: ClassVar[str] = "bm25"
     OPTIONS: ClassVar[tuple[str, ...]] = ()
@@ -406,18 +414,19 @@ class LlmRerankerSpec:
                    "device": "the LLM runs behind --base-url"}
         return settings_unused_by(self.kind).get(option) or reasons.get(option)
 
-    def config(self, *, check_key: bool = True) -> Any:
+    def config(self, *, check_key: bool = True, sends: bool | None = None) -> Any:
         """The LLMRerankerConfig (llm.config.build_reranker_config: the one way it is built)."""
         from r2med_plugin.llm.config import build_reranker_config
 
         endpoint = self.endpoint.given(("api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS))
         return build_reranker_config(self.endpoint.base_url, what=f"--rerank {self.name}", check_key=check_key,
-                                     **endpoint, **self.settings)
+                                     sends=sends, **endpoint, **self.settings)
 
-    def load(self) -> Any:
+    def load(self, *, sends: bool = True) -> Any:
+        """The reranker; ``sends=False`` for one that only estimates its requests (no openai client needed)."""
         from r2med_plugin.evaluation.rerankers import as_reranker
 
-        return as_reranker(self.name, llm=self.config())
+        return as_reranker(self.name, llm=self.config(sends=sends))
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ import os
 from pathlib import Path
 
 from r2med_plugin.evaluation.naming import dataset_count_drift, result_model_name
+from r2med_plugin.reporting.hakari_files import hakari_record_path, write_hakari_record
 from r2med_plugin.evaluation.per_query import write_result_per_query
 from r2med_plugin.evaluation.result import TaskRunResult
+from r2med_plugin.identifiers import is_hakari_bm25
 from r2med_plugin.io import write_json_atomic, write_text_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, model_folder_name, trec_tag, write_mteb_result, write_trec_run
 from r2med_plugin.reporting.official_files import (
@@ -44,6 +46,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
             "reranker": info.reranker, "reranker_revision": info.reranker_revision, "first_stage": info.first_stage,
             "first_stage_revision": info.first_stage_revision, "rerank_depth": info.depth, "dataset_revision": result.dataset_revision,
             "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
+            "dataset_files_fingerprint": result.data.files_fingerprint,
             "dataset_count_drift": dataset_count_drift(result.data), "dataset_rows": dataset_rows(result.data),
         } | ({"rerank_usage": info.usage} if info.usage is not None else {})
     return {
@@ -59,8 +62,20 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "dataset_files_fingerprint": result.data.files_fingerprint,
         "dataset_count_drift": dataset_count_drift(result.data),
         "dataset_rows": dataset_rows(result.data),
+        **local_expansion_file(result),
         "r2med_plugin_version": __version__,
     }
+
+
+def local_expansion_file(result: TaskRunResult) -> dict[str, str]:
+    """A local expansion's texts for this task, as the SHA-256 of its file: the result's name (``@`` a hash of the
+    folder's path) stays when the texts are edited, so what was searched is recorded here."""
+    from r2med_plugin.data.expansions import is_local, resolve_local_expansion
+    from r2med_plugin.data.fingerprint import file_sha256
+
+    if not is_local(result.expansion):
+        return {}
+    return {"expansion_file_sha256": file_sha256(resolve_local_expansion(result.data.spec, result.expansion).path)}
 
 
 def dataset_rows(data: TaskData) -> dict[str, int]:
@@ -98,6 +113,17 @@ def write_reasoning(result: TaskRunResult, mteb_path: Path) -> dict[str, Path]:
     name = result.rerank.traces_name
     text = "".join(json.dumps(trace, ensure_ascii=False) + "\n" for trace in sorted(traces, key=trace_order))
     return {name: write_text_atomic(mteb_path.with_name(f"{result.task}.{name}.jsonl"), text)}
+
+
+def write_hakari(result: TaskRunResult, mteb_path: Path) -> dict[str, Path]:
+    """A NanoR2MED result's HAKARI record (``<Task>.hakari.json.xz``), which ``r2med export --venue hakari`` reads;
+    an earlier run's record that this result does not replace goes (it would describe another run)."""
+    stale = hakari_record_path(mteb_path)
+    if result.hakari is None:
+        if stale.is_file():
+            stale.unlink()
+        return {}
+    return {"hakari": write_hakari_record(result.hakari, mteb_path)}
 
 
 def write_official(result: TaskRunResult, output: Path) -> dict[str, Path]:
@@ -146,10 +172,12 @@ def write_trec(result: TaskRunResult, output: Path, depth: int = TREC_DEPTH) -> 
         return {
             "trec": write_trec_run(runs / f"{result.task}.trec", result.run, tag),
             "trec_first_stage": write_trec_run(runs / f"{result.task}.first_stage.trec", result.rerank.first_stage_run,
-                                               model_folder_name(result.rerank.first_stage)),
+                                               model_folder_name(result.rerank.first_stage),
+                                               keep_order=is_hakari_bm25(result.rerank.first_stage)),
         }
     file_name = f"{result.task}.candidates-only.trec" if result.candidates_only else f"{result.task}.trec"
-    return {"trec": write_trec_run(runs / file_name, result.run, trec_tag(name), depth=depth)}
+    keep_order = is_hakari_bm25(result.retriever) and not result.candidates_only
+    return {"trec": write_trec_run(runs / file_name, result.run, trec_tag(name), depth=depth, keep_order=keep_order)}
 
 
 def write_outputs(
@@ -165,6 +193,7 @@ def write_outputs(
     paths = write_mteb(result, output)
     paths["per_query"] = write_result_per_query(result, paths["mteb"])  # beside it: <Task>.per_query.parquet
     paths |= write_reasoning(result, paths["mteb"])  # beside it too: <Task>.reasoning.jsonl (reasoning rerankers)
+    paths |= write_hakari(result, paths["mteb"])  # beside it: <Task>.hakari.json.xz (NanoR2MED)
     paths |= write_official(result, output)
     if trec:
         paths |= write_trec(result, output, trec_depth)

@@ -32,13 +32,29 @@ def run_entry_points(group: str) -> None:
     An entry point whose module is itself importing the host (``from r2med_plugin.integrations.ir_datasets import
     ...`` before ``import ir_datasets``) cannot run yet: its module is half-imported. It is kept, and runs when that
     module calls ``run_deferred(__name__)`` as its last line, so any import order registers."""
-    from importlib.metadata import entry_points
-
-    for entry_point in entry_points(group=group):
+    for entry_point in group_entry_points(group):
         if _initializing(entry_point.module):
             _DEFERRED.setdefault(entry_point.module, []).append((entry_point, group))
             continue
         _call(entry_point, group)
+
+
+def group_entry_points(group: str) -> list[object]:
+    """``importlib.metadata.entry_points(group=group)``, found faster: the same distributions, de-duplicated the same
+    way (the first on sys.path wins), but only the entry_points.txt files that mention ``group`` are parsed. Parsing
+    all ~160 files of a typical environment took ~15 ms of CPU inside every ``import mteb``; reading them, ~6 ms."""
+    from importlib.metadata import distributions
+
+    found, seen = [], set()
+    for distribution in distributions():
+        key = getattr(distribution, "_normalized_name", None) or distribution.name  # importlib.metadata's own key
+        if key in seen:
+            continue
+        seen.add(key)
+        text = distribution.read_text("entry_points.txt")
+        if text and group in text:
+            found.extend(distribution.entry_points.select(group=group))
+    return found
 
 
 def run_deferred(module_name: str) -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Callable
 from typing import Any
 
 SUPPORTED = {"mteb": ((2, 16), (3, 0)), "ir_datasets": ((0, 5, 11), (0, 7))}  # [lowest, first unsupported)
@@ -28,6 +30,11 @@ def _parts(text: str) -> tuple[int, ...]:
 
 
 def installed_version(package: str) -> str | None:
+    """The version of ``package``: its own ``__version__`` once it is imported (mteb and ir_datasets set it; reading
+    the install metadata instead costs ~7 ms a call, inside every ``import mteb``), else the install metadata's."""
+    found = getattr(sys.modules.get(package), "__version__", None)
+    if isinstance(found, str):
+        return found
     try:
         return version(package)
     except PackageNotFoundError:
@@ -54,23 +61,58 @@ def check_host_version(package: str, found: str | None = None) -> str:
 
 # --- mteb ------------------------------------------------------------------------------------------------------
 
+MTEB_BENCHMARK_MODULE = "mteb.benchmarks.get_benchmark"  # holds _build_registry, mteb's cached benchmark registry
+
 
 def mteb_registries() -> tuple[Any, dict, Any]:
     """(mteb.get_tasks module, its task registry dict, the benchmark registry builder), shape-checked."""
     check_host_version("mteb")
     # mteb re-exports functions under its modules' names (mteb.get_tasks is a function): go by module path.
     tasks_module = importlib.import_module("mteb.get_tasks")
-    benchmark_module = importlib.import_module("mteb.benchmarks.get_benchmark")
+    benchmark_module = importlib.import_module(MTEB_BENCHMARK_MODULE)
     registry = getattr(tasks_module, "_TASKS_REGISTRY", None)
     task_list = getattr(tasks_module, "TASK_LIST", None)
     build_benchmarks = getattr(benchmark_module, "_build_registry", None)
-    if not isinstance(registry, dict) or not isinstance(task_list, tuple) or not callable(build_benchmarks):
+    cached = callable(build_benchmarks) and callable(getattr(build_benchmarks, "cache_info", None))
+    if not isinstance(registry, dict) or not isinstance(task_list, tuple) or not cached:
         raise RuntimeError(
             f"mteb {installed_version('mteb')} changed the shape of its task or benchmark registry "
-            "(mteb.get_tasks._TASKS_REGISTRY dict, TASK_LIST tuple, mteb.benchmarks.get_benchmark._build_registry); "
+            "(mteb.get_tasks._TASKS_REGISTRY dict, TASK_LIST tuple, "
+            "mteb.benchmarks.get_benchmark._build_registry cached function); "
             "r2med-plugin needs an update for this mteb release"
         )
     return tasks_module, registry, build_benchmarks
+
+
+class _ExtendedBenchmarkRegistry:
+    """Stands in for mteb's cached ``_build_registry``: builds mteb's registry (once, mteb's cache), then lets each
+    plugin's extender add its benchmarks to it (each extender is idempotent)."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+        self.extenders: dict[str, Callable[[dict], None]] = {}
+
+    def __call__(self) -> dict:
+        registry = self.build()
+        for extend in self.extenders.values():
+            extend(registry)
+        return registry
+
+    def __getattr__(self, name: str) -> Any:  # cache_clear, cache_info of mteb's lru_cache
+        return getattr(self.build, name)
+
+
+def wrap_benchmark_registry(owner: str, extend: Callable[[dict], None]) -> None:
+    """Have ``extend(registry)`` add ``owner``'s benchmarks to mteb's benchmark registry whenever mteb builds or reads
+    it (mteb.get_benchmark(s), ``mteb run -b``, ResultCache), not before: building it imports every mteb benchmark.
+    Idempotent; when mteb has built the registry already, ``extend`` runs now."""
+    _, _, build = mteb_registries()
+    module = importlib.import_module(MTEB_BENCHMARK_MODULE)
+    wrapper = build if isinstance(build, _ExtendedBenchmarkRegistry) else _ExtendedBenchmarkRegistry(build)
+    wrapper.extenders[owner] = extend
+    module._build_registry = wrapper
+    if wrapper.build.cache_info().currsize:  # mteb's registry exists already: extend it now
+        wrapper()
 
 
 # The mteb function that runs one task and holds, as its locals, the ResultCache and ModelMeta the result is saved with.

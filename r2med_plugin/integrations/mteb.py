@@ -4,86 +4,40 @@ Three families: ``R2MED<Domain>`` (full corpora), ``NanoR2MED<Domain>`` (10,000-
 and ``NanoR2MED<Domain>Reranking`` (the reranking_hybrid candidate lists through MTEB's
 ``top_ranked``, so cross-encoders work). Data comes from ``r2med_plugin.load_task``, so the local
 mirror (``R2MED_DATA_DIR``) works under ``mteb run``.
+
+This module runs inside every ``import mteb`` (the autoload hook calls ``register``), so registering is cheap:
+the task classes are made from the task names alone, each one's metadata is built when mteb first reads it
+(r2med_plugin.integrations.mteb_metadata), the loaders, metrics and scorers are imported when a task loads or
+scores, and the two benchmarks join mteb's benchmark registry when mteb builds it (benchmarks/startup.py measures
+what ``import mteb`` costs with and without the hook).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, ClassVar
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import datasets
 import mteb
 from mteb.abstasks.retrieval import AbsTaskRetrieval
-from mteb.abstasks.task_metadata import TaskMetadata
-from pydantic import PrivateAttr
 
-from r2med_plugin.cache import cache_dir
-from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, list_tasks
-from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.plan import extra_scorers
+from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, task_kinds
 from r2med_plugin.integrations._autoload import run_deferred
-from r2med_plugin.integrations.compat import mteb_dataloader, mteb_registries
-from r2med_plugin.integrations.mteb_per_query import save_task_per_query
-from r2med_plugin.evaluation.scorers import Retrieved, merged
-from r2med_plugin.metrics import DEFAULT_K_VALUES, evaluate_run
-from r2med_plugin.models.protocols import PairScorerBase
-from r2med_plugin.retrieval.candidates import safeguard_split
-from r2med_plugin.retrieval.ranking import truncate_run
-from r2med_plugin.types import TaskSpec
+from r2med_plugin.integrations.compat import mteb_registries, wrap_benchmark_registry
+
+if TYPE_CHECKING:
+    from mteb.abstasks.task_metadata import TaskMetadata
 
 logger = logging.getLogger(__name__)
 
-K_VALUES = DEFAULT_K_VALUES  # mteb's cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official 25 and 50
+# mteb's cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official 25 and 50: r2med_plugin.metrics.DEFAULT_K_VALUES, written
+# out so that registering does not import the metrics (tests/integrations/test_mteb_integration.py checks they agree)
+K_VALUES = (1, 3, 5, 10, 20, 25, 50, 100, 1000)
 RERANKING_SUFFIX = "Reranking"
 RERANKING_CANDIDATES = "hybrid"
 PAPER_URL = "https://arxiv.org/abs/2505.14558"
 PLUGIN_MARKER = "__r2med_plugin__"
-
-class R2MEDTaskMetadata(TaskMetadata):
-    """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
-
-    Statistics shipped in r2med_plugin/integrations/descriptive_stats/ (see README "Descriptive statistics")
-    are read from there while the task's dataset revision is the one they were made for (the pinned commit;
-    'main' for NanoR2MED). Statistics a user computes (``task.calculate_descriptive_statistics()``) go to the
-    r2med_plugin cache folder, under the dataset revision loaded (a mirror's marked revision included), and
-    are preferred once there; statistics of other data are never shown, and the shipped files are never
-    overwritten.
-    """
-
-    _stats_target: str = PrivateAttr(default="read")
-
-    @property
-    def shipped_stat_path(self) -> Path:
-        return Path(__file__).resolve().parent / "descriptive_stats" / f"{self.name}.json"
-
-    @property
-    def computed_stat_path(self) -> Path:
-        revision = re.sub(r"[^A-Za-z0-9._+-]", "_", self._revision)
-        return cache_dir() / "descriptive_stats" / revision / f"{self.name}.json"
-
-    @property
-    def _revision(self) -> str:
-        return str(self.dataset.get("revision") or "main")
-
-    @property
-    def descriptive_stat_path(self) -> Path:
-        computed = self.computed_stat_path
-        if self._stats_target == "write" or computed.is_file():
-            return computed
-        shipped = self.shipped_stat_path
-        if shipped.is_file() and _stats_revision(shipped) == self._revision:
-            return shipped
-        return computed
-
-
-def _stats_revision(path: Path) -> str | None:
-    """The dataset revision a shipped statistics file was made for (its provenance block)."""
-    stats = json.loads(path.read_text(encoding="utf-8"))
-    return next((split.get("provenance", {}).get("dataset_revision") for split in stats.values() if isinstance(split, dict)), None)
 
 
 class R2MEDRetrievalTask(AbsTaskRetrieval):
@@ -101,6 +55,10 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
     def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
         if self.data_loaded:
             return
+        import datasets
+
+        from r2med_plugin.data.loader import load_task
+
         data = load_task(self.spec_name)
         self.task_data = data
         top_ranked = dict(data.candidates[self.candidate_key]) if self.candidate_key else None
@@ -140,6 +98,12 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         hf_split: str,
         hf_subset: str,
     ) -> dict[str, float]:
+        from r2med_plugin.evaluation.plan import extra_scorers
+        from r2med_plugin.evaluation.scorers import Retrieved, merged
+        from r2med_plugin.integrations.mteb_per_query import save_task_per_query
+        from r2med_plugin.metrics import evaluate_run
+        from r2med_plugin.retrieval.ranking import truncate_run
+
         kept = truncate_run(results, max(self.k_values))
         own = evaluate_run(qrels, kept, self.k_values)
         scores_of_model = {f"hit_at_{k}": own[f"hit_at_{k}"] for k in self.k_values} | {"mrr": own["mrr"]}
@@ -162,6 +126,10 @@ class R2MEDRerankingTask(R2MEDRetrievalTask):
         hf_split: str,
         hf_subset: str,
     ) -> dict[str, float]:
+        from r2med_plugin.integrations.mteb_per_query import save_task_per_query
+        from r2med_plugin.metrics import evaluate_run
+        from r2med_plugin.retrieval.candidates import safeguard_split
+
         candidates = self.task_data.candidates[self.candidate_key]
         top_k = int(self.task_data.spec.candidate_profiles[self.candidate_key]["top_k"])
         _, without = safeguard_split(results, candidates, top_k)  # mteb's results hold the whole lists already
@@ -174,72 +142,38 @@ class R2MEDRerankingTask(R2MEDRetrievalTask):
         }
 
 
-def normalise_bibtex(entry: str) -> str:
-    """One field per line, fields sorted, two-space indent: the form mteb's metadata checks expect."""
-    match = re.match(r"\s*@(\w+)\s*\{\s*([^,\s]+)\s*,(.*)\}\s*$", entry, flags=re.DOTALL)
-    if not match:
-        raise ValueError(f"citation is not a single BibTeX entry: {entry[:80]!r}")
-    kind, key, body = match.groups()
-    fields = dict(
-        (name.lower(), value.strip())
-        for name, value in re.findall(r"(\w+)\s*=\s*(\{(?:[^{}]|\{[^{}]*\})*\}|\"[^\"]*\"|\w+)", body)
-    )
-    lines = [f"  {name} = {value}," for name, value in sorted(fields.items())]
-    return "\n".join([f"@{kind.lower()}{{{key},", *lines, "}"])
+class LazyTaskMetadata:
+    """A task class's ``metadata``, built from the catalog the first time mteb (or anyone) reads it, then kept.
 
+    Registering runs inside every ``import mteb``; building the 24 TaskMetadata objects (the catalog's TaskSpecs,
+    pydantic validation, the BibTeX, mteb's own R2MED facts) is left to the first ``mteb.get_task(s)`` that reads them.
+    """
 
-def _builtin_facts(spec: TaskSpec) -> dict[str, Any]:
-    """Dates, subtypes and annotation facts that mteb's own R2MED task records for the same data."""
-    builtin_name = get_task_spec(f"R2MED{spec.domain}").mteb_builtin_task
-    try:
-        builtin = mteb.get_task(builtin_name).metadata
-    except KeyError:
-        return {"date": None, "task_subtypes": ["Article retrieval"], "annotations_creators": "LM-generated and reviewed"}
-    return {
-        "date": builtin.date,
-        "task_subtypes": list(builtin.task_subtypes or []),
-        "annotations_creators": builtin.annotations_creators,
-    }
+    def __init__(self, name: str, spec_name: str, *, reranking: bool) -> None:
+        self.name = name
+        self.spec_name = spec_name
+        self.reranking = reranking
+        self._built: TaskMetadata | None = None
 
+    def __get__(self, instance: Any, owner: type | None = None) -> TaskMetadata:
+        if self._built is None:
+            from r2med_plugin.integrations.mteb_metadata import task_metadata
 
-def task_metadata(spec: TaskSpec, *, reranking: bool = False) -> TaskMetadata:
-    name = f"{spec.name}{RERANKING_SUFFIX}" if reranking else spec.name
-    description = spec.description
-    if reranking:
-        description += " Reranking of the stored reranking_hybrid candidate lists (100 ids, plus a safeguard positive as candidate 101 where none is in the top 100)."
-    return R2MEDTaskMetadata(
-        name=name,
-        description=description,
-        reference=f"https://huggingface.co/datasets/{spec.hub_repo}",
-        dataset={"path": spec.hub_repo, "revision": spec.revision or "main"},
-        type="Reranking" if reranking else "Retrieval",
-        category="t2t",
-        modalities=["text"],
-        eval_splits=["test"],
-        eval_langs=["eng-Latn"],
-        main_score="ndcg_at_10_with_safeguard" if reranking else "ndcg_at_10",
-        domains=["Medical"],
-        license=spec.license,
-        dialect=[],
-        sample_creation="found",
-        bibtex_citation=normalise_bibtex(spec.citation),
-        prompt={"query": spec.instruction},
-        **_builtin_facts(spec),
-    )
+            self._built = task_metadata(get_task_spec(self.spec_name), self.name, reranking=self.reranking)
+        return self._built
 
 
 def build_task_classes() -> dict[str, type[R2MEDRetrievalTask]]:
-    """One class per task name: R2MED<Domain>, NanoR2MED<Domain>, NanoR2MED<Domain>Reranking."""
+    """One class per task name: R2MED<Domain>, NanoR2MED<Domain>, NanoR2MED<Domain>Reranking (metadata built on first
+    read)."""
     classes: dict[str, type[R2MEDRetrievalTask]] = {}
-    for spec in list_tasks():
-        classes[spec.name] = type(
-            spec.name, (R2MEDRetrievalTask,), {"metadata": task_metadata(spec), "spec_name": spec.name, "__module__": __name__}
-        )
-        if spec.kind == "nano":
-            name = f"{spec.name}{RERANKING_SUFFIX}"
-            classes[name] = type(
-                name, (R2MEDRerankingTask,), {"metadata": task_metadata(spec, reranking=True), "spec_name": spec.name, "__module__": __name__}
-            )
+    for spec_name, kind in task_kinds().items():
+        variants = [(spec_name, R2MEDRetrievalTask, False)]
+        if kind == "nano":
+            variants.append((f"{spec_name}{RERANKING_SUFFIX}", R2MEDRerankingTask, True))
+        for name, base, reranking in variants:
+            namespace = {"metadata": LazyTaskMetadata(name, spec_name, reranking=reranking), "spec_name": spec_name, "__module__": __name__}
+            classes[name] = type(name, (base,), namespace)
     return classes
 
 
@@ -254,8 +188,9 @@ def _owner(obj: Any) -> str:
 
 
 def register() -> list[str]:
-    """Add the 24 tasks and the NanoR2MED / R2MED-Full benchmarks to mteb's registries (idempotent)."""
-    tasks_module, registry, build_benchmarks = mteb_registries()
+    """Add the 24 tasks to mteb's task registry now, and the NanoR2MED / R2MED-Full benchmarks to its benchmark
+    registry when mteb builds it (at once if it is built already); idempotent. Returns the task names newly added."""
+    tasks_module, registry, _ = mteb_registries()
     classes = build_task_classes() if not _already_registered(registry) else {}
     for name, cls in classes.items():
         if name in registry and not getattr(registry[name], PLUGIN_MARKER, False):
@@ -266,20 +201,27 @@ def register() -> list[str]:
     new = {name: cls for name, cls in classes.items() if name not in registry}
     registry.update(new)
     tasks_module.TASK_LIST = tasks_module.TASK_LIST + tuple(new.values())
-    _register_benchmarks(build_benchmarks())
+    # mteb builds its benchmark registry on first use (~0.5 s: it imports and builds every mteb benchmark); ours join
+    # it then, so that `import mteb` does not pay for it
+    wrap_benchmark_registry("r2med-plugin", register_benchmarks)
     return sorted(new)
 
 
 def _already_registered(registry: dict) -> bool:
-    return all(spec.name in registry and getattr(registry[spec.name], PLUGIN_MARKER, False) for spec in list_tasks())
+    return all(name in registry and getattr(registry[name], PLUGIN_MARKER, False) for name in task_kinds())
 
 
-def _register_benchmarks(benchmarks: dict) -> None:
+def register_benchmarks(benchmarks: dict) -> None:
+    """Add NanoR2MED and R2MED-Full to mteb's benchmark registry ``benchmarks`` (idempotent); a name mteb already
+    uses is an error naming both packages."""
+    from r2med_plugin.integrations.mteb_metadata import normalise_bibtex
+
     for name, task_names in list_benchmarks().items():
         existing = benchmarks.get(name)
         if existing is not None:
             if not getattr(existing, PLUGIN_MARKER, False):
-                raise ValueError(f"benchmark name {name!r} is defined by both mteb and r2med-plugin")
+                raise ValueError(f"benchmark name {name!r} is defined by both mteb and r2med-plugin; "
+                                 "uninstall one of them or report the clash to r2med-plugin")
             continue
         benchmark = mteb.Benchmark(
             name=name,
@@ -292,46 +234,19 @@ def _register_benchmarks(benchmarks: dict) -> None:
         benchmarks[name] = benchmark
 
 
-class MtebPairScorer(PairScorerBase):
-    """Any mteb cross-encoder (``predict(inputs1, inputs2, *, task_metadata, ...)`` on DataLoaders) as the
-    ``predict(pairs) -> scores`` scorer of the reranker mode, fed as mteb feeds a reranking task.
+# Names that live in modules imported on first use (not by every `import mteb`), still reachable from here.
+_ELSEWHERE = {
+    "MtebPairScorer": "r2med_plugin.integrations.mteb_pair_scorer",
+    "R2MEDTaskMetadata": "r2med_plugin.integrations.mteb_metadata",
+    "normalise_bibtex": "r2med_plugin.integrations.mteb_metadata",
+    "task_metadata": "r2med_plugin.integrations.mteb_metadata",
+}
 
-    ``evaluate_task("R2MEDBiology", rerank=MtebPairScorer(mteb.get_model(name), "R2MEDBiology"), first_stage=...)``.
-    The scores are what the model's predict returns (for a CrossEncoderWrapper: after its activation).
-    """
 
-    def __init__(self, model: Any, task: str = "R2MEDBiology", *, batch_size: int = 32) -> None:
-        if not hasattr(model, "predict"):
-            raise TypeError(f"{type(model).__name__} has no predict(); it is not an mteb cross-encoder")
-        meta = getattr(model, "mteb_model_meta", None)
-        self.model = model
-        self.name = getattr(meta, "name", None) or type(model).__name__
-        self.revision = getattr(meta, "revision", None) or "unknown"
-        self.task_metadata = mteb.get_task(task).metadata
-        self.batch_size = batch_size
-
-    def for_task(self, task: str) -> "MtebPairScorer":
-        """The same model, fed with ``task``'s metadata (its prompts); the reranker mode binds each task's own."""
-        import copy
-
-        bound = copy.copy(self)
-        bound.task_metadata = mteb.get_task(task).metadata
-        return bound
-
-    def predict(self, pairs: list[tuple[str, str]]) -> Any:
-        import numpy as np
-        from mteb.types import PromptType
-
-        def loader(texts: tuple[str, ...], kind: PromptType) -> Any:
-            rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
-            return mteb_dataloader(rows, task_metadata=self.task_metadata, prompt_type=kind, batch_size=self.batch_size)
-
-        queries, documents = zip(*pairs) if pairs else ((), ())
-        scores = self.model.predict(
-            loader(queries, PromptType.query), loader(documents, PromptType.document), task_metadata=self.task_metadata,
-            hf_split="test", hf_subset="default", show_progress_bar=False,
-        )
-        return np.asarray(scores, dtype=np.float64)
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        return getattr(import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The last line: imported before its host, this module's entry point could not run when the host finished importing

@@ -96,7 +96,7 @@ class MtebLoader(ModelLoaderBase):
             raise ValueError("max_length is set by mteb's loader for models of its registry; leave it out")
         check_device(device)
         model = _load(meta, ref, device)
-        from r2med_plugin.integrations.mteb import MtebPairScorer
+        from r2med_plugin.integrations.mteb_pair_scorer import MtebPairScorer
         from r2med_plugin.models.cross_encoder import as_pair_scorer
 
         try:

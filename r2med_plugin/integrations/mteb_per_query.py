@@ -77,6 +77,7 @@ def save_task_per_query(
         "model_name": str(getattr(meta, "name", "") or result_path.parent.parent.name),
         "model_revision": result_path.parent.name,
         "dataset_revision": task.metadata.dataset.get("revision"),
+        **({"paired_data": task.task_data.judged_data} if getattr(task, "task_data", None) is not None else {}),
         "main_score": task.metadata.main_score,
         "writer": "mteb",
     }

@@ -85,6 +85,16 @@ def api_key(env_var: str | None) -> str:
     return NO_KEY
 
 
+def require_openai(what: str) -> None:
+    """Refuse, before any work, what will send requests through the openai client when it is not installed (the
+    [generate] extra): a ValueError naming ``what`` (e.g. "--rerank llm-listwise:m") and the install command."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        raise ValueError(f"{what} sends its requests through the openai client, which is not installed here: "
+                         "pip install 'r2med-plugin[generate]', then run it again") from None
+
+
 def make_client(base_url: str, key: str, *, timeout: float, max_retries: int,
                 feature: str = "r2med generate and the LLM rerankers") -> Any:
     try:

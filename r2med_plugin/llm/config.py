@@ -229,11 +229,13 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
                           setwise_method: str | None = None, setwise_k: int | None = None,
                           group_size: int | None = None, grouping: str | None = None, group_seed: int | None = None,
                           regroup: int | None = None, show_scores: bool | None = None, reasoning_effort: str | None = None,
-                          check_key: bool = True) -> LLMRerankerConfig:
+                          check_key: bool = True, sends: bool | None = None) -> LLMRerankerConfig:
     """The one way an LLM reranker's endpoint and settings are built (``r2med evaluate --rerank llm-...`` and a sweep
     spec's rerankers entry): the URL is checked, the key variable too (``check_key``), unset settings take the
-    defaults. ``what`` names the source in the missing-endpoint message ("--rerank llm-listwise:m", "rerankers[0]")."""
-    from r2med_plugin.llm.client import api_key, endpoint_host
+    defaults. ``what`` names the source in the missing-endpoint message ("--rerank llm-listwise:m", "rerankers[0]").
+    ``sends`` (default: ``check_key``): requests will be sent, so the openai client must be installed (refused now,
+    before a first stage runs, rather than with a traceback after it)."""
+    from r2med_plugin.llm.client import api_key, endpoint_host, require_openai
 
     if not base_url:
         raise ValueError(f"{what} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
@@ -248,6 +250,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if check_key:
         api_key(api_key_env)  # an unset variable is refused now (the key itself is not kept)
+    if check_key if sends is None else sends:
+        require_openai(what)
     requests = {name: value for name, value in (("max_retries", max_retries), ("timeout", timeout)) if value is not None}
     endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency or 8, **requests)
     asks = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),

@@ -24,7 +24,8 @@ llm-rankers reads it: "A") and is counted as ``unparsed_answers`` (``empty_answe
 prompts.json (each with its published source). A groupwise document the answer gives no score (missing, or not a
 finite number) gets, in that grouping, the lowest score the answer gave its group, or 0 (the scale's bottom) when the
 answer gave none; each such document is counted as ``missing_scores``, each answer without any score as
-``unparsed_answers`` (``empty_answers`` when empty).
+``unparsed_answers`` (``empty_answers`` when empty). A score outside the scale the prompt asks for (0-10) is no score
+either: its document gets the same fallback, and is counted as ``out_of_scale_scores`` (a warning names them).
 
 Reasoning models (listwise, groupwise): the reasoning (a ``reasoning_content`` part, or ``<think>...</think>``
 in the answer; a ``<think>`` never closed is all reasoning) is set apart before the answer is read; a listwise window
@@ -87,7 +88,7 @@ from r2med_plugin.types import Run
 TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the OpenAI API's maximum
 UNDECIDED = 0.5
 ANSWER_COUNTS = ("scored_by_logprobs", "scored_by_label", "scored_by_answer", "undecided", "unparsed_answers", "empty_answers",
-                 "no_ranking_after_reasoning", "missing_scores")
+                 "no_ranking_after_reasoning", "missing_scores", "out_of_scale_scores")
 
 logger = logging.getLogger(__name__)
 
@@ -196,9 +197,10 @@ class LLMReranker(RerankerBase):
                                                 traces=sorted(traces, key=trace_order) or None, traces_name=self.traces_name)
         if requester.rules.refused:
             logger.warning(self._refused_note(requester.rules))
-        warning = fallback_warning(self.kind, self.name, self.last_report.usage)
-        if warning:
-            logger.warning(warning)
+        for warning in (fallback_warning(self.kind, self.name, self.last_report.usage),
+                        out_of_scale_warning(self.name, self.last_report.usage)):
+            if warning:
+                logger.warning(warning)
         return run
 
     # --- what a rerank would cost (r2med_plugin.llm.cost): a dry run of the kind's own request code ---------------
@@ -586,7 +588,8 @@ class GroupwiseLLMReranker(LLMReranker):
     - ``regroup`` R: R random groupings (regrouping 0 is the grouping ``regroup=1`` asks, so its answers are reused
       from the cache), each document's scores averaged over them.
     - a document the answer gives no score: the lowest score the answer gave its group (0 when it gave none),
-      counted as ``missing_scores``.
+      counted as ``missing_scores``; a score outside the 0-10 scale is no score (the same fallback), counted as
+      ``out_of_scale_scores``.
 
     Documents are ranked by mean score, ties in the first stage's order; run scores: depth, depth - 1, ..., 1. Every
     group of every query and regrouping is asked at once (``--concurrency`` at a time). Every answer is kept as a
@@ -595,7 +598,7 @@ class GroupwiseLLMReranker(LLMReranker):
 
     kind = "groupwise"
     prompt_names = ("groupwise",)
-    counted = ("unparsed_answers", "empty_answers", "missing_scores")
+    counted = ("unparsed_answers", "empty_answers", "missing_scores", "out_of_scale_scores")
     traces_name = "groupwise"
 
     def _settings(self) -> str:
@@ -634,7 +637,7 @@ class GroupwiseLLMReranker(LLMReranker):
 
     async def _rerank_all(self, requester, lists, queries, documents, bar, counts, traces) -> Run:
         parameters = self._answer_parameters()
-        bottom, _ = groupwise_scale()
+        bottom, top = groupwise_scale()
 
         async def one(query_id: str, regrouping: int, index: int, group: list[str]) -> tuple[str, dict[str, float]]:
             answer = await requester.ask(self.group_messages(queries[query_id], group, documents), parameters)
@@ -642,13 +645,17 @@ class GroupwiseLLMReranker(LLMReranker):
             if answer is None:  # failed every retry: the run stops once the others are done
                 return query_id, {}
             reasoning, final = split_reasoning(answer)
-            read = parse_group_scores(final, len(group))
-            if not read:
+            given = parse_group_scores(final, len(group))
+            read = {position: score for position, score in given.items() if bottom <= score <= top}
+            if not given:
                 counts.add("unparsed_answers" if final.strip() else "empty_answers")
-            counts.add("missing_scores", len(group) - len(read))
+            counts.add("missing_scores", len(group) - len(given))
+            counts.add("out_of_scale_scores", len(given) - len(read))
             fallback = min(read.values()) if read else bottom
+            outside = {str(position + 1): score for position, score in given.items() if position not in read}
             traces.append({"query_id": query_id, "regrouping": regrouping, "group": index, "doc_ids": group,
                            "scores": [read.get(position) for position in range(len(group))], "fallback": fallback,
+                           **({"out_of_scale": outside} if outside else {}),
                            "answer": final.strip(), "reasoning": (reasoning or "").strip(),
                            "finish_reason": answer.finish_reason, "completion_tokens": answer.completion_tokens})
             return query_id, {doc_id: read.get(position, fallback) for position, doc_id in enumerate(group)}
@@ -821,6 +828,17 @@ _FALLBACK_CHECKS = {
     "reasoning": "that --max-tokens (the reasoning budget) leaves room for the answer after the reasoning, that the "
                  "server's --reasoning-parser fits the model, and the answers in the traces (<Task>.reasoning.jsonl)",
 }
+
+
+def out_of_scale_warning(name: str, usage: Mapping[str, Any]) -> str | None:
+    """What to say when a groupwise answer gave scores outside the scale its prompt asks for, or None."""
+    outside = usage.get("out_of_scale_scores", 0)
+    if not outside:
+        return None
+    low, high = groupwise_scale()
+    return (f"{name}: {outside} score(s) outside the {low:g}-{high:g} scale the prompt asks for were read as no score: each "
+            "of those documents got its group's fallback (the lowest in-scale score the answer gave, else 0). The "
+            "answers are in <Task>.groupwise.jsonl (out_of_scale); check that the model follows the prompt's scale.")
 
 
 def fallback_warning(kind: str, name: str, usage: Mapping[str, Any]) -> str | None:

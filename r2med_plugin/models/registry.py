@@ -17,7 +17,6 @@ loader whose ``scheme`` is ``name`` (``openai:text-embedding-3-small``).
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ class RetrieverRef:
 
     def stamp(self) -> str:
         """What the model is, without loading it: the plugin version (how the numbers are computed), then the
-        files (size and time) of a folder or package, or the commit the hub cache holds for the revision
+        files (their content) of a folder or package, or the commit the hub cache holds for the revision
         (a plugin loader says its own: mteb's ModelMeta name and revision, an endpoint's host and model)."""
         code = f"r2med-plugin-{__version__}"
         if self.kind == "bm25":
@@ -252,7 +251,7 @@ def _scheme_loader(name: str) -> ModelLoader | None:
 
 def resolve(name: str, revision: str | None = None, *, loader: str | None = None,
             settings: Mapping[str, Any] | None = None) -> RetrieverRef:
-    """What ``name`` is: bm25-lucene / bm25-robertson, ``<scheme>:<id>`` of a plugin loader (openai:<model>), a
+    """What ``name`` is: a BM25 (bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson), ``<scheme>:<id>`` of a plugin loader (openai:<model>), a
     packaged model alias (minilm-packaged), an existing folder, a name a plugin loader claims (mteb's registry),
     else a hub model id for sentence-transformers.
 
@@ -357,15 +356,13 @@ def load_reranker(name: str, revision: str | None = None, *, loader: str | None 
 
 
 def files_stamp(root: Path) -> str:
-    """A hash of every file's relative path, size and modification time under ``root`` (hub metadata excluded)."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if relative.parts[0] == ".cache" or not path.is_file():
-            continue
-        stat = path.stat()
-        digest.update(f"{relative.as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
+    """A fingerprint of the content of every file under ``root`` (hub metadata excluded): relative names and bytes, so
+    an edit that keeps a file's size and time still changes it, and touching a file does not. Hashes are remembered
+    per file state (r2med_plugin.data.fingerprint), so an unchanged folder is read once."""
+    from r2med_plugin.data.fingerprint import files_fingerprint
+
+    files = [path for path in root.rglob("*") if path.is_file() and path.relative_to(root).parts[0] != ".cache"]
+    return files_fingerprint(files, root)
 
 
 def hub_cache_dir() -> Path:

@@ -22,7 +22,7 @@ import html
 import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,9 @@ import polars as pl
 
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin import significance as sig
+from r2med_plugin.identifiers import ResultName, described_data, judged_data
 from r2med_plugin.reporting.leaderboard import read_result_folders
+from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.per_query import Sidecar, per_query_path, read_per_query
 
 DEFAULT_METRIC = "ndcg_at_10"
@@ -51,7 +53,7 @@ class ModelTask:
     query_ids: tuple[str, ...]
     values: np.ndarray
     path: Path  # the sidecar the values come from
-    dataset_revision: str = ""
+    dataset_revision: str = ""  # what the values were judged on: the revision and the files read (judged_data)
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,21 @@ def load_sidecars(folders: Sequence[str | Path]) -> dict[tuple[str, str], tuple[
                 "(or copied without them) cannot be compared: evaluate that model again (r2med evaluate ... --output, "
                 "a sweep, or mteb run with r2med-plugin installed), or leave its folder out"
             )
-        found.setdefault((labels[(record.model, record.revision)], record.path.stem), []).append(read_per_query(path))
+        found.setdefault((labels[(record.model, record.revision)], record.path.stem), []).append(
+            _with_judged_data(read_per_query(path), record))
     return {key: tuple(files) for key, files in found.items()}
+
+
+def _with_judged_data(sidecar: Sidecar, record: ResultRecord) -> Sidecar:
+    """The sidecar with ``paired_data`` (what a paired test pairs by) filled in where an earlier release wrote none:
+    its paired revision plus the files fingerprint its result file records (not for a released expansion's result,
+    whose recorded fingerprint also covers the expansion's file, which a paired test does not judge)."""
+    if sidecar.info.get("paired_data"):
+        return sidecar
+    revision = str(sidecar.info.get("paired_revision") or sidecar.info.get("dataset_revision") or record.dataset_revision)
+    expansion = ResultName.parse(record.model).expansion
+    files = record.files_fingerprint if expansion is None or expansion.local else ""
+    return replace(sidecar, info={**sidecar.info, "paired_data": judged_data(revision, files, record.revision_verified)})
 
 
 def _metric_values(sidecars: Sequence[Sidecar], metric: str, label: str, task: str) -> tuple[pl.DataFrame, Sidecar] | None:
@@ -155,7 +170,7 @@ def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> 
         table.setdefault(label, {})[task] = ModelTask(
             model=label, task=task, query_ids=tuple(frame["query_id"].to_list()), values=frame["value"].to_numpy().copy(),
             path=sidecar.path,  # a paired test pairs runs scored on the same judged data (an expansion's file aside)
-            dataset_revision=str(sidecar.info.get("paired_revision") or sidecar.info.get("dataset_revision") or ""),
+            dataset_revision=str(sidecar.info.get("paired_data") or ""),
         )
     if not table:
         sidecar = missing[0]
@@ -178,9 +193,9 @@ def aligned(scores: PerQueryScores, model: str, baseline: str, task: str) -> tup
         raise ValueError(f"{task}: {model if ours is None else baseline} has no {scores.metric} result")
     if ours.dataset_revision and theirs.dataset_revision and ours.dataset_revision != theirs.dataset_revision:
         raise ValueError(
-            f"{task}: {model} was evaluated on dataset revision {ours.dataset_revision} ({ours.path}), {baseline} on "
-            f"{theirs.dataset_revision} ({theirs.path}): other data (other qrels or texts), so a paired test means nothing. "
-            "Evaluate both on the same data, or compare them in separate runs"
+            f"{task}: {model} was evaluated on {described_data(ours.dataset_revision)} ({ours.path}), {baseline} on "
+            f"{described_data(theirs.dataset_revision)} ({theirs.path}): other data (other qrels or texts), so a paired test "
+            "means nothing. Evaluate both on the same data, or compare them in separate runs"
         )
     if set(ours.query_ids) != set(theirs.query_ids):
         only_ours = sorted(set(ours.query_ids) - set(theirs.query_ids))
@@ -207,6 +222,11 @@ def resolve_model(scores: PerQueryScores, name: str, what: str = "--baseline") -
         raise ValueError(f"{what} {name!r} has several revisions here: {', '.join(matches)}; name one of them")
     close = difflib.get_close_matches(name, scores.models, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    lacking = {label for label, _ in scores.sidecars if label == name or label.split("@", 1)[0] == name} - set(scores.models)
+    if lacking:
+        raise ValueError(f"{what} {name!r} has results here but none with per-query {scores.metric} (a run shallower than the "
+                         "metric's depth, e.g. --top-k 10 for recall_at_100, has none); choose another --metric, or evaluate "
+                         f"{name} again with a deeper --top-k")
     raise ValueError(f"{what} {name!r} is not among the models in the folders ({', '.join(scores.models)}).{hint}")
 
 
@@ -359,8 +379,34 @@ def compare_scores(
                  for model, chunks in per_model.items()]
         comparisons += _scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs, test=test,
                                           correction=correction, alpha=alpha, seed=seed, permutations=permutations)
+    notes += small_sample_notes(comparisons, test, alpha)
     return ComparisonReport(metric=scores.metric, baseline=base, test=test, correction=correction, alpha=alpha, seed=int(seed),
                             permutations=permutations, comparisons=tuple(comparisons), models=scores.models, notes=tuple(notes))
+
+
+INTERVAL_AND_TEST = (
+    "why an interval and a test can disagree: the interval is a bootstrap of the queries at hand (it resamples them, "
+    "so on few queries it cannot be wider than the spread they show, and it runs too narrow), the test asks how often "
+    "the differences, their signs flipped at random, give a mean as large; on few queries they can disagree, and the "
+    "test's p is the one that says whether the difference could be chance")
+
+
+def small_sample_notes(comparisons: Sequence[Comparison], test: str, alpha: float) -> list[str]:
+    """Notes where few non-zero differences put a floor on p at or above alpha (no result could be significant), and
+    where a row's interval and its test disagree (one excludes 0, the other is not significant, or the reverse)."""
+    notes = []
+    for c in comparisons:
+        floor = sig.smallest_p_value(test, c.wins + c.losses)
+        if floor is not None and floor >= alpha:
+            k = c.wins + c.losses
+            notes.append(f"{c.scope}, {c.model}: {k} of {c.n} differences are not 0; a {test} test on {k} differences cannot "
+                         f"give p below 2/2^{k} = {floor:.4f}, so it cannot be significant at alpha {alpha}, whatever they are: "
+                         "evaluate more queries, or read the difference as a description, not a finding")
+    disagree = [c for c in comparisons if (c.ci_low > 0 or c.ci_high < 0) != c.significant and not math.isnan(c.ci_low)]
+    if disagree:
+        rows = "; ".join(f"{c.scope}, {c.model}" for c in disagree)
+        notes.append(f"the interval excludes 0 where the test is not significant, or the reverse ({rows}); {INTERVAL_AND_TEST}")
+    return notes
 
 
 def compare_results(folders: Sequence[str | Path], *, metric: str = DEFAULT_METRIC, **options) -> ComparisonReport:

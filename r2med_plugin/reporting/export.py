@@ -8,11 +8,12 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping
+from typing import Any
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from r2med_plugin.io import write_json_atomic, write_text_atomic
-from r2med_plugin.identifiers import CANDIDATE_SUBSETS
+from r2med_plugin.identifiers import CANDIDATE_SUBSETS, described_data, judged_data
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str, provenanc
     (--top-k), or without scores the file held (--hybrid, --candidates), replaces it; say so."""
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
-        previous, previous_top_k = payload.get("dataset_revision"), (payload.get("r2med_provenance") or {}).get("top_k")
+        previous, previous_top_k = _recorded_data(payload), (payload.get("r2med_provenance") or {}).get("top_k")
     except (OSError, ValueError, AttributeError):
         return
     try:
@@ -122,10 +123,29 @@ def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str, provenanc
     if other_depth:
         logger.warning("%s: replaces a result computed on each query's top %s (this one: top %s); keep results of "
                        "different --top-k in different --output folders to compare them", path, previous_top_k, top_k)
-    if previous is not None and previous != dataset_revision:
-        logger.warning("%s: replaces a result computed on dataset revision %s (this one: %s); runs/ and official/ files "
-                       "beside it from that data are replaced only when written again. Keep results of different data in "
-                       "different --output folders to compare them", path, previous, dataset_revision)
+    previous_texts = (payload.get("r2med_provenance") or {}).get("expansion_file_sha256")
+    texts = (provenance or {}).get("expansion_file_sha256")
+    if previous_texts and texts and previous_texts != texts:
+        logger.warning("%s: replaces a result of this local expansion computed from other expansion texts (file sha256 "
+                       "%s, this one: %s); keep results of different expansion texts in different --output folders, or "
+                       "generate them into another folder (another @ name)", path, previous_texts[:16], texts[:16])
+    current = _recorded_data({"dataset_revision": dataset_revision, "r2med_provenance": dict(provenance or {})})
+    if previous is not None and previous != current:
+        logger.warning("%s: replaces a result computed on %s (this one: %s); runs/ and official/ files beside it from "
+                       "that data are replaced only when written again. Keep results of different data in different "
+                       "--output folders to compare them", path, described_data(previous),
+                       described_data(current).removeprefix("dataset revision "))
+
+
+def _recorded_data(payload: Mapping[str, Any]) -> str | None:
+    """What a result file's scores were judged on: its dataset revision and the files fingerprint it records
+    (r2med_plugin.identifiers.judged_data); None when it records no revision."""
+    revision = payload.get("dataset_revision")
+    if revision is None:
+        return None
+    recorded = payload.get("r2med_provenance") or {}
+    return judged_data(str(revision), recorded.get("dataset_files_fingerprint"), recorded.get("dataset_revision_verified") is True)
+
 
 
 def write_mteb_result(
@@ -181,16 +201,21 @@ def write_mteb_result(
     return path
 
 
-def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str, depth: int = TREC_DEPTH) -> Path:
+def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str, depth: int = TREC_DEPTH, *,
+                   keep_order: bool = False) -> Path:
     """A TREC run file (qid Q0 docid rank score tag), each query's top ``depth`` in pytrec_eval order.
 
     Scores are written in full (the shortest text that reads back as the same float): fewer digits would tie
     scores closer than their last digit, and trec_eval/pytrec_eval on the file would break those ties by document
-    id, scoring another order than the run's."""
+    id, scoring another order than the run's. ``keep_order``: tied scores keep the run's own order (a bm25-hakari
+    run: bm25s's ranking, which HAKARI-Bench's metrics read as given)."""
     if depth < 1:
         raise ValueError(f"TREC depth must be a positive number of documents per query, got {depth}")
     lines = []
     for query_id, ranked in run.items():
-        ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth]
+        if keep_order:
+            ordered = sorted(ranked.items(), key=lambda item: -item[1])[:depth]  # stable: ties stay in the run's order
+        else:
+            ordered = sorted(ranked.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth]
         lines.extend(f"{query_id} Q0 {doc_id} {rank} {float(score)!r} {tag}" for rank, (doc_id, score) in enumerate(ordered, start=1))
     return write_text_atomic(path, "\n".join(lines) + ("\n" if lines else ""))

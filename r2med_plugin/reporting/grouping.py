@@ -76,19 +76,20 @@ def _newest(per_task: dict[str, ResultRecord], hub: str, record: ResultRecord) -
 
 
 def _file_variants(members: Sequence[tuple[str, ResultRecord]]) -> list[list[tuple[str, ResultRecord]]]:
-    """Split one group's (hub, record) pairs so that no variant holds one task on two dataset revisions.
+    """Split one group's (hub, record) pairs so that no variant holds one task on two sets of data (dataset
+    revision and files read: an edited copy of the synthetic sample is other data under the same label).
 
     Newest first: variant 0 holds each task's newest files; a task's results on other files go to further
     variants (rows of their own, labelled with the files), never silently into the same row."""
     variants: list[tuple[dict[str, str], list[tuple[str, ResultRecord]]]] = []
     for hub, record in sorted(members, key=lambda pair: pair[1].date, reverse=True):
         for seen, chosen in variants:
-            if seen.get(hub, record.dataset_revision) == record.dataset_revision:
-                seen[hub] = record.dataset_revision
+            if seen.get(hub, record.judged_data) == record.judged_data:
+                seen[hub] = record.judged_data
                 chosen.append((hub, record))
                 break
         else:
-            variants.append(({hub: record.dataset_revision}, [(hub, record)]))
+            variants.append(({hub: record.judged_data}, [(hub, record)]))
     return [chosen for _, chosen in variants]
 
 
@@ -130,7 +131,7 @@ def grouped_records(records: Sequence[ResultRecord], benchmark: str = "r2med") -
         if len(variants) > 1:
             revisions: dict[str, set[str]] = {}
             for hub, record in members:
-                revisions.setdefault(hub, set()).add(record.dataset_revision)
+                revisions.setdefault(hub, set()).add(record.judged_data)
             grouping.conflicting_files[key] = {hub for hub, found in revisions.items() if len(found) > 1}
         for variant, chosen in enumerate(variants):
             group = RowGroup(*key, variant=variant)

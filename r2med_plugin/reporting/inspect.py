@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from r2med_plugin.identifiers import described_data
 from r2med_plugin.reporting.compare import DEFAULT_METRIC, aligned, load_scores, load_sidecars, resolve_model, our_task_names
 
 
@@ -50,6 +51,10 @@ def inspect_query(folders: Sequence[str | Path], task: str, query_id: str, metri
     views: list[QueryView] = []
     known: set[str] = set()
     for label in sorted(sidecars):
+        holding = [sidecar for sidecar in sidecars[label] if query_id in sidecar.ranked]
+        if len(holding) > 1:  # which one to show would be a guess: the first folder given, silently
+            raise ValueError(f"{label} has two {task} results: {holding[0].path} and {holding[1].path} (two folders, or two "
+                             "dataset revisions); pass only one of them")
         for sidecar in sidecars[label]:
             known |= set(sidecar.ranked)
             entry = sidecar.ranked.get(query_id)
@@ -65,9 +70,10 @@ def inspect_query(folders: Sequence[str | Path], task: str, query_id: str, metri
     revisions = {str(view.path): sidecar_revision for view, sidecar_revision in
                  ((view, _revision_of(view.path, sidecars)) for view in views) if sidecar_revision}
     if len(set(revisions.values())) > 1:
-        described = "; ".join(f"{revision} ({path})" for path, revision in revisions.items())
-        raise ValueError(f"{task}: these results were computed on different dataset revisions ({described}): their relevance "
-                         "marks come from other qrels. Inspect results of one dataset revision at a time")
+        described = "; ".join(f"{described_data(judged)} ({path})" for path, judged in revisions.items())
+        raise ValueError(f"{task}: these results were computed on different dataset revisions or files ({described}): their "
+                         "relevance marks may come from other qrels. Inspect results of one dataset revision and one set of "
+                         "files at a time")
     if not views:
         close = difflib.get_close_matches(query_id, sorted(known), n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -80,7 +86,7 @@ def _revision_of(path: Path, sidecars: dict) -> str:
     for files in sidecars.values():
         for sidecar in files:
             if sidecar.path == path:
-                return str(sidecar.info.get("paired_revision") or sidecar.info.get("dataset_revision") or "")
+                return str(sidecar.info.get("paired_data") or "")  # filled in by load_sidecars
     return ""
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision, ResultName
+from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, ResultName, judged_files
 from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
     DRIFT_LABEL,
     LOCAL_MIRROR_SET,
@@ -90,9 +90,7 @@ def _files_label(group: RowGroup, per_task: dict[str, ResultRecord], conflicting
     """ "Biology files c1f3a2b4": the mirror files of the tasks whose results exist on other files too."""
     parts = []
     for hub in sorted(conflicting & set(per_task)):
-        revision = per_task[hub].dataset_revision
-        marker = DatasetRevision.parse(revision).files or revision
-        parts.append(f"{hub} files {marker[:8]}")
+        parts.append(f"{hub} files {judged_files(per_task[hub].judged_data)}")
     return ", ".join(parts)
 
 
@@ -140,6 +138,7 @@ def user_rows(records: Sequence[ResultRecord], benchmark: str = "r2med") -> list
                            count_drift=revisions.endswith(COUNT_DRIFT) or revisions in (UNVERIFIED_DRIFT_SET, PINNED_DRIFT_SET),
                            revision_set=revisions,
                            task_revisions={hub: record.dataset_revision for hub, record in per_task.items()},
+                           task_data={hub: record.judged_data for hub, record in per_task.items()},
                            expansion=_expansion_of(model), model=model, reranked=ResultName.parse(model).reranked,
                            sources={hub: record.path for hub, record in per_task.items() if MAIN_METRIC in record.scores})
         )
@@ -164,15 +163,14 @@ def _expansion_of(model: str) -> str:
 def _label_other_files(rows: list[LeaderboardRow]) -> None:
     """Rows of different models whose results of one task come from different files (two mirrors without a commit
     record, an edited split) are labelled with those files: never shown side by side as if on the same data."""
-    revisions: dict[tuple[str, str, str], set[str]] = {}  # (revision set, expansion, task) -> the revisions our rows hold
-    ours = [row for row in rows if row.source == "yours" and not row.synthetic and BUILTIN_LABEL not in row.note]
-    for row in ours:  # an expansion's file is part of its rows' revision: rows are compared with rows of the same expansion
-        for hub, revision in row.task_revisions.items():
-            revisions.setdefault((row.revision_set, row.expansion, hub), set()).add(revision)
+    revisions: dict[tuple[str, str, str], set[str]] = {}  # (revision set, expansion, task) -> the data our rows hold
+    ours = [row for row in rows if row.source == "yours" and BUILTIN_LABEL not in row.note]  # synthetic rows among theirs
+    for row in ours:  # an expansion's file is part of its rows' data: rows are compared with rows of the same expansion
+        for hub, judged in row.task_data.items():
+            revisions.setdefault((row.revision_set, row.expansion, hub), set()).add(judged)
     for row in ours:
-        differing = [hub for hub in sorted(row.task_revisions) if len(revisions[(row.revision_set, row.expansion, hub)]) > 1]
-        labels = [f"{hub} files {(DatasetRevision.parse(row.task_revisions[hub]).files or row.task_revisions[hub])[:8]}"
-                  for hub in differing if f"{hub} files " not in row.note]
+        differing = [hub for hub in sorted(row.task_data) if len(revisions[(row.revision_set, row.expansion, hub)]) > 1]
+        labels = [f"{hub} files {judged_files(row.task_data[hub])}" for hub in differing if f"{hub} files " not in row.note]
         if labels:
             row.note = ", ".join(part for part in (row.note, *labels) if part)
 
@@ -234,6 +232,11 @@ def build_leaderboard(
     folders: Iterable[str | Path], *, benchmark: str = "r2med", compare_published: bool = False
 ) -> list[LeaderboardRow]:
     return _build(read_result_folders(folders), benchmark, compare_published)
+
+
+def leaderboard_of(records: Sequence[ResultRecord], benchmark: str) -> list[LeaderboardRow]:
+    """The ranked rows of ``records`` as ``r2med leaderboard`` shows them (synthetic and other-data rows labelled)."""
+    return _build(records, benchmark, False)
 
 
 def build_leaderboards(

@@ -153,6 +153,7 @@ def _section(benchmark: str, table: Table, rows: Sequence[LeaderboardRow], folde
     notes_html = "".join(f"<li>{html.escape(note)}</li>" for note in lines)
     return (
         f"<section class=\"benchmark\" data-benchmark=\"{benchmark}\">\n<h2>{html.escape(BENCHMARK_TITLES[benchmark])}</h2>\n"
+        f"<p class=\"offscreen\" role=\"status\" hidden></p>\n"
         f"<div class=\"scroll\"><table class=\"board\" id=\"board-{benchmark}\"><thead><tr>{heads}</tr></thead>\n"
         f"<tbody>{body}</tbody></table></div>\n" + (f"<ul class=\"notes\">{notes_html}</ul>\n" if notes_html else "")
         + _charts(benchmark, table) + "</section>\n"
@@ -166,7 +167,7 @@ def _heading(index: int, name: str, table: Table) -> str:
     first = "ascending" if name == "Rank" or not numeric else "descending"
     classes = "extra" if extra else "column"
     return (f"<th class=\"{classes}\" data-col=\"{index}\" data-type=\"{kind}\" data-first=\"{first}\" scope=\"col\""
-            f" title=\"sort by {html.escape(name)}\">{html.escape(name)}</th>")
+            f" data-name=\"{html.escape(name)}\" title=\"sort by {html.escape(name)}\">{html.escape(name)}</th>")
 
 
 def _numeric_column(table: Table, index: int) -> bool:

@@ -97,8 +97,8 @@ def _tested_rows(out: list[LeaderboardRow], *, metric: str, permutations: int, s
 def _unpaired(row: LeaderboardRow, values: dict[str, dict[str, float]], reference: LeaderboardRow,
               reference_values: dict[str, dict[str, float]]) -> str:
     """Why ``row``'s per-query scores cannot be paired with ``reference``'s, as the notes say it; "" when they can."""
-    other_data = [hub for hub, revision in row.task_revisions.items()
-                  if reference.task_revisions.get(hub, revision) != revision and row.expansion == reference.expansion]
+    other_data = [hub for hub, judged in row.task_data.items()
+                  if reference.task_data.get(hub, judged) != judged and row.expansion == reference.expansion]
     if row.revision_set != reference.revision_set or other_data:
         return (f"not tested against {row_label(reference)}: computed on other data "
                 f"({', '.join(other_data) or row.revision_set or 'pinned commits'})")

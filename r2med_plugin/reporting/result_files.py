@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.identifiers import judged_data
 
 RERANKING_SUFFIX = "Reranking"
 
@@ -23,6 +24,16 @@ class ResultRecord:
     dataset_revision: str = ""
     candidates_only: bool = False
     count_drift: dict = field(default_factory=dict)  # counts that differed from the dataset card (--accept-drift)
+    files_fingerprint: str = ""  # the recorded fingerprint of the files read ("" when none: a hub snapshot, mteb run)
+    revision_verified: bool = False  # whether the files were proven to be the revision's
+    sidecar_data: str = ""  # an mteb run's result records no files: its per-query sidecar's paired_data says them
+
+    @property
+    def judged_data(self) -> str:
+        """What the result was judged on (r2med_plugin.identifiers.judged_data): the revision and the files read."""
+        if not self.files_fingerprint and self.sidecar_data:
+            return self.sidecar_data
+        return judged_data(self.dataset_revision, self.files_fingerprint, self.revision_verified)
 
 
 def read_result_folders(folders: Iterable[str | Path]) -> list[ResultRecord]:
@@ -50,7 +61,7 @@ def read_result_folders(folders: Iterable[str | Path]) -> list[ResultRecord]:
                     model=_model_name(path), revision=path.parent.name, task=task,
                     scores=scores, date=float(payload.get("date") or path.stat().st_mtime), path=path,
                     dataset_revision=str(payload.get("dataset_revision") or ""), candidates_only=candidates_only,
-                    count_drift=_recorded_drift(payload),
+                    count_drift=_recorded_drift(payload), **_recorded_files(payload, path),
                 )
             )
     return records
@@ -60,6 +71,29 @@ def _recorded_drift(payload: dict) -> dict:
     provenance = payload.get("r2med_provenance")
     drift = provenance.get("dataset_count_drift") if isinstance(provenance, dict) else None
     return drift if isinstance(drift, dict) else {}
+
+
+def _recorded_files(payload: dict, path: Path) -> dict:
+    """The files fingerprint and verification a result records in its provenance; for a result without provenance
+    (``mteb run`` writes its own file), what its per-query sidecar says it was judged on; else nothing."""
+    provenance = payload.get("r2med_provenance")
+    if not isinstance(provenance, dict):
+        return {"sidecar_data": _sidecar_data(path)}
+    return {"files_fingerprint": str(provenance.get("dataset_files_fingerprint") or ""),
+            "revision_verified": provenance.get("dataset_revision_verified") is True}
+
+
+def _sidecar_data(result_path: Path) -> str:
+    sidecar = result_path.with_name(f"{result_path.stem}.per_query.parquet")  # reporting.per_query.per_query_path
+    if not sidecar.is_file():
+        return ""
+    import pyarrow.parquet as pq
+
+    try:
+        info = json.loads((pq.read_schema(sidecar).metadata or {}).get(b"r2med_per_query", b"{}"))
+    except (OSError, ValueError):
+        return ""
+    return str(info.get("paired_data") or "") if isinstance(info, dict) else ""
 
 
 def _nano_names() -> set[str]:

@@ -42,6 +42,7 @@ class LeaderboardRow:
     count_drift: bool = False  # computed on data whose counts differ from the dataset card
     revision_set: str = ""  # the dataset revision set of its results ("" the pinned commits); rows on other sets differ in data
     task_revisions: dict[str, str] = field(default_factory=dict)  # hub name -> the dataset revision of that task's result
+    task_data: dict[str, str] = field(default_factory=dict)  # hub name -> what that result was judged on (revision + files)
     expansion: str = ""  # the LLM expansion of its queries (its file is part of the revision): rows compare per expansion
     model: str = ""  # the name its results are filed under (r2med_plugin.identifiers.ResultName); "" for a published row
     reranked: bool = False  # a reranker over a first stage's top k (yours or the official reranker results)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
+from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName, judged_files
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
@@ -235,7 +235,7 @@ def _records_of(group, records: list) -> list:
 def _files_of(per_task: dict, grouping, group) -> str:
     """ " (Biology: <file>)" for the tasks whose results exist on other mirror files too."""
     conflicting = grouping.conflicting_files.get((group.model, group.builtin, group.revisions, group.model_revision), set())
-    shown = [f"{hub} files {(DatasetRevision.parse(per_task[hub].dataset_revision).files or '?')[:8]}: {per_task[hub].path}"
+    shown = [f"{hub} files {judged_files(per_task[hub].judged_data)}: {per_task[hub].path}"
              for hub in sorted(conflicting) if hub in per_task]
     return f" ({'; '.join(shown)})" if shown else ""
 

@@ -5,8 +5,11 @@ LuceneBM25Model (k1=0.9, b=0.4; idf = ln(N+1) - ln(df+0.5); term weight idf*tf/(
 applied to the documents and to the query bag of words alike; score = dot product, in float32 as
 gensim's SparseMatrixSimilarity computes it). Query terms unknown to the corpus are dropped.
 
-``robertson`` (`bm25-robertson`): bm25s with k1=1.5, b=0.75, English stop words and Porter
-stemming, the way NanoR2MED's stored `bm25` candidate lists were built.
+``robertson`` (`bm25-robertson`): bm25s (k1=1.5, b=0.75) over bm25s's own tokenizer (``\\w\\w+``, bm25s's
+English stop words, PyStemmer's Porter stemmer). It is NOT how HAKARI-Bench built or scores NanoR2MED: that is
+``hakari`` (`bm25-hakari`, r2med_plugin.retrieval.hakari), with HAKARI-Bench's tokenizer.
+
+``hakari`` / ``hakari:<tokenizer>`` (`bm25-hakari`, `bm25-hakari:<tokenizer>`): HAKARI-Bench's BM25, NanoR2MED's own.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from tqdm.auto import tqdm
 from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
-from r2med_plugin.identifiers import Bm25Variant, TieOrder
+from r2med_plugin.identifiers import BM25_VARIANTS, Bm25Variant, TieOrder
 
-VARIANTS = ("lucene", "robertson")
+VARIANTS = tuple(BM25_VARIANTS.values())
 LUCENE_K1, LUCENE_B = 0.9, 0.4
 ROBERTSON_K1, ROBERTSON_B = 1.5, 0.75
 _QUERY_CHUNK = 256
@@ -158,7 +161,8 @@ def bm25_search(
 
     Ties are broken as pytrec_eval breaks them (document id descending), so the cut at top_k keeps
     the documents an evaluator would rank first; ``ties="corpus"`` keeps corpus order instead (the
-    official R2MED BM25's stable sort).
+    official R2MED BM25's stable sort). ``hakari`` variants ignore ``ties``: their runs are bm25s's own
+    ranking, in the dict's order (r2med_plugin.retrieval.hakari.hakari_search).
     ``bm25-lucene`` analyses the corpus in ``workers``
     processes (default: all cores) and caches the analysed corpus on disk by its fingerprint, so a
     second run with other queries skips corpus analysis.
@@ -171,6 +175,12 @@ def bm25_search(
     doc_ids = corpus["id"].to_list()
     query_ids = queries["id"].to_list()
     query_texts = queries["text"].to_list()
+    if variant.startswith("hakari"):
+        from r2med_plugin.retrieval.hakari import DEFAULT_TOKENIZER, hakari_search
+
+        tokenizer = variant.partition(":")[2] or DEFAULT_TOKENIZER
+        return hakari_search(doc_ids, corpus["text"].to_list(), query_ids, query_texts, tokenizer=tokenizer, top_k=top_k,
+                             show_progress=show_progress)
     if variant == "lucene":
         analyzed = analyze_corpus(corpus, workers=workers, show_progress=show_progress)
         index = index_from_analyzed(doc_ids, analyzed, row_counts=row_counts)

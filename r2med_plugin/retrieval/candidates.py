@@ -80,10 +80,12 @@ def safeguard_split(run: Mapping[str, Mapping[str, float]], candidates: Mapping[
 
 
 def candidate_profile(candidates: Mapping[str, Sequence[str]], qrels: Qrels, *, top_k: int | None = None) -> dict:
-    """nDCG@10, hit@10 and recall@100 of the stored order, counts, coverage and safeguard rows.
+    """nDCG@10, hit@10 and the pooled recall@100 of the stored order, counts, coverage and safeguard rows.
 
-    ``recall_at_100`` and ``relevant_coverage_at_100`` count positives found in the first 100 ids over
-    all positives of the qrels (micro average), ignoring any safeguard row beyond ``top_k``.
+    ``pooled_recall_at_100`` and ``relevant_coverage_at_100`` count positives found in the first 100 ids over
+    all positives of the qrels (pooled, a micro average), ignoring any safeguard row beyond ``top_k``. It is not
+    ``recall_at_100``, which everywhere else is the mean of the per-query recalls (pytrec_eval's, mteb's and
+    HAKARI's evaluator's).
     """
     if not qrels:
         raise ValueError("qrels is empty: a candidate profile needs positives")
@@ -97,7 +99,7 @@ def candidate_profile(candidates: Mapping[str, Sequence[str]], qrels: Qrels, *, 
     return {
         "ndcg_at_10": float(np.mean([scores["ndcg_at_10"] for scores in per_query.values()])),
         "hit_at_10": float(np.mean([scores["hit_at_10"] for scores in per_query.values()])),
-        "recall_at_100": found_at_100 / total_positives,
+        "pooled_recall_at_100": found_at_100 / total_positives,
         "candidate_count_min": int(counts.min()) if counts.size else 0,
         "candidate_count_max": int(counts.max()) if counts.size else 0,
         "candidate_count_mean": float(counts.mean()) if counts.size else 0.0,

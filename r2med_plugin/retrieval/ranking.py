@@ -67,3 +67,8 @@ def truncate_run(run: Run, top_k: int) -> Run:
         kept = [ids[i] for i in above] + tied
         truncated[query_id] = {doc_id: ranked[doc_id] for doc_id in kept}
     return truncated
+
+
+def head_of_run(run: Run, top_k: int) -> Run:
+    """Each query's first top_k documents in the run's own order (a bm25-hakari run: bm25s's ranking, ties included)."""
+    return {query_id: dict(list(ranked.items())[:top_k]) for query_id, ranked in run.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,10 @@ def estimate_sweep_cost(spec: SweepSpec, *, devices: Sequence[str] | None = None
     return found, len(pending) - len(found)
 
 
-def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: Any) -> None:
+def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: Any,
+              finished: Callable[[], None] = lambda: None) -> None:
+    """Run the pending jobs; ``finished`` is called each time a job is done or has failed for good (the summary is
+    rewritten then, so a sweep killed at any point leaves one that counts every job finished before)."""
     by_handle: dict[Any, JobStatus] = {}
     started: dict[Any, float] = {}
 
@@ -123,6 +126,7 @@ def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: An
         if error is None:
             status.status, status.record = "done", record
             progress.update(1)
+            finished()
         elif status.attempts <= retries:
             status.errors.append(_error_text(error))
             submit(status)
@@ -131,6 +135,7 @@ def _dispatch(statuses: list[JobStatus], engine: Any, retries: int, progress: An
             status.status = "failed"
             progress.update(1)
             progress.write(f"failed after {status.attempts} attempt(s): {status.job.label}: {status.errors[-1].splitlines()[0]}", file=sys.stderr)
+            finished()
 
 
 def run_sweep(
@@ -153,13 +158,18 @@ def run_sweep(
         raise ValueError(f"--retries must be 0 or more, got {retries}")
     began = time.perf_counter()
     statuses = plan(spec, devices=devices)
+
+    def checkpoint() -> None:
+        write_summary(SweepSummary(spec, engine, statuses, time.perf_counter() - began))
+
+    checkpoint()  # before any job runs: never the summary of an earlier run of this output folder
     todo = sum(1 for status in statuses if status.status == "pending")
     quiet = not show_progress or not sys.stderr.isatty()
     runner = make_engine(engine, workers=workers, address=address, resources=spec.resources, show_progress=show_progress and workers == 1,
                          quiet=quiet)
     try:
         with tqdm(total=todo, desc="sweep jobs", unit="job", disable=quiet) as progress:
-            _dispatch(statuses, runner, spec.retries if retries is None else retries, progress)
+            _dispatch(statuses, runner, spec.retries if retries is None else retries, progress, checkpoint)
     finally:
         runner.close()
         summary = SweepSummary(spec, engine, statuses, time.perf_counter() - began)
@@ -178,7 +188,7 @@ def write_summary(summary: SweepSummary) -> Path:
 def write_leaderboards(summary: SweepSummary) -> dict[str, str]:
     """The leaderboard table (Markdown) of each benchmark the sweep's results belong to, from its own result files."""
     from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.reporting.leaderboard import rank_rows, read_result_folders, render, user_rows
+    from r2med_plugin.reporting.leaderboard import leaderboard_of, read_result_folders, render, user_rows
 
     output = summary.spec.output
     produced = {
@@ -190,9 +200,8 @@ def write_leaderboards(summary: SweepSummary) -> dict[str, str]:
     records = [record for record in read_result_folders([output / "results"]) if record.path.resolve() in produced]
     tables = {}
     for benchmark in sorted({get_task_spec(status.job.task).kind for status in summary.jobs}):
-        rows = user_rows(records, benchmark)
-        if rows:
-            table = render(rank_rows(rows), "md")
+        if user_rows(records, benchmark):
+            table = render(leaderboard_of(records, benchmark), "md")  # labelled as `r2med leaderboard` labels them
             (output / f"leaderboard-{benchmark}.md").write_text(table, encoding="utf-8")
             tables[benchmark] = table
     return tables

@@ -1,8 +1,8 @@
 """Running one job, and knowing whether it already ran.
 
 A finished job leaves a record, ``<output>/.sweep/jobs/<job id>.json``, written atomically after its
-result files. The record holds the stamps of its inputs: the dataset (mirror revision and file
-sizes/times, or the hub commit) and the model (pinned revision, folder file sizes/times, or the
+result files. The record holds the stamps of its inputs: the dataset (mirror revision and a fingerprint
+of its files' content, or the hub commit) and the model (pinned revision, folder files' content, or the
 cached hub commit). A job is skipped only when its record, every file it lists and both stamps are
 as they would be now.
 """
@@ -72,7 +72,7 @@ def record_path(output: str | os.PathLike, job_id: str) -> Path:
 
 def dataset_stamp(task: str, data_dir: str | None, accept_drift: bool | None = None) -> str:
     """What a job's data is, in the current environment (call it with the job's environment applied): the mirror
-    folder the job reads (``data_dir``, else R2MED_DATA_DIR), its recorded commit and its files' sizes and times, or
+    folder the job reads (``data_dir``, else R2MED_DATA_DIR), its recorded commit and its files' content, or
     the hub commit; and whether drift is accepted (a job that would now be refused is not kept as done)."""
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.data.hub import data_dir_from_env, recorded_mirror_revision

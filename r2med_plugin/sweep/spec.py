@@ -28,7 +28,7 @@ TOP_KEYS = {
     "output": "folder for results/, official/, the summary and the job records (required)",
     "tasks": "task names, e.g. [NanoR2MEDBiology, R2MEDBiology]",
     "benchmarks": "benchmark names: NanoR2MED, R2MED-Full",
-    "retrievers": "bm25-lucene, bm25-robertson, or {model: NAME_OR_FOLDER, revision: ...}",
+    "retrievers": "bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson, or {model: NAME_OR_FOLDER, revision: ...}",
     "expansions": "[none, hyde/o3-mini, all, local:...] (R2MED tasks)",
     "candidates": "[bm25, dense, hybrid] (NanoR2MED tasks)",
     "candidates_only": "true: rank the candidate lists only (NanoR2MED tasks)",
@@ -226,7 +226,7 @@ def _retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -> di
             return {"bm25": entry}
         entry = {"model": entry}
     if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or not entry["model"]:
-        raise _fail(path, key, f"is {entry!r}", "write bm25-lucene, bm25-robertson, a model name, or {model: NAME_OR_FOLDER, revision: ...}")
+        raise _fail(path, key, f"is {entry!r}", "write bm25-lucene, bm25-hakari, bm25-robertson, a model name, or {model: NAME_OR_FOLDER, revision: ...}")
     unknown = sorted(set(entry) - MODEL_KEYS)
     if unknown:
         raise _fail(path, f"{key}.{unknown[0]}", "is not a model setting", f"use only {sorted(MODEL_KEYS)}")

@@ -112,7 +112,7 @@ def test_the_architecture_page_toy_first_stage_runs(mirror_env: Path, tmp_path: 
     written = json.loads((tmp_path / "toy-results/results/shortest-first/v1/NanoR2MEDBiology.json").read_text())
     scores = written["scores"]["test"][0]
     assert [float(value) for value in printed] == [scores["ndcg_at_10"], scores["hybrid_ndcg_at_10"]]
-    assert written["r2med_provenance"]["model_name"] == "shortest-first" and written["r2med_hybrid_with"] == "bm25-robertson"
+    assert written["r2med_provenance"]["model_name"] == "shortest-first" and written["r2med_hybrid_with"] == "bm25-hakari"
 
 
 def test_no_module_imports_a_private_name_of_another():

@@ -49,6 +49,11 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     import mteb  # noqa: F401
 
     import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real plan functions, not the stand-ins below
+    # imported now, they bind the real catalog.list_tasks (a module first imported while it is stood in for would keep
+    # the stand-in, and list no task for the rest of the session: compare then found "no results" in later tests)
+    import r2med_plugin.reporting.compare  # noqa: F401
+    import r2med_plugin.reporting.grouping  # noqa: F401
+    import r2med_plugin.reporting.inspect  # noqa: F401
 
     monkeypatch.setattr("r2med_plugin.evaluation.plan.plan_request",
                         recorder("plan_request", lambda request, **k: SimpleNamespace(task=request.task, reranker=request.reranker)))
@@ -67,6 +72,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
                         recorder("leaderboard_page", lambda tables, folder, **k: Path(folder) / "index.html"))
     monkeypatch.setattr("r2med_plugin.reporting.submission.export_submission", recorder("export_submission", []))
     monkeypatch.setattr("r2med_plugin.reporting.submission.export_trec_runs", recorder("export_trec_runs", []))
+    monkeypatch.setattr("r2med_plugin.reporting.venues.export_mteb", recorder("export_mteb", []))
+    monkeypatch.setattr("r2med_plugin.reporting.venues.export_hakari", recorder("export_hakari", []))
     monkeypatch.setattr("r2med_plugin.generation.generate_expansions", recorder("generate", stop=True))
     # issue 33: cost estimates (the data and the first stage are not loaded here)
     from r2med_plugin.llm.cost import CostEstimate
@@ -239,6 +246,8 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("export", "force"): (["export", "--submission", "a", "--model", "m", "--out", "o"],
                           ["export", "--submission", "a", "--model", "m", "--out", "o", "--force"]),
     ("export", "depth"): (["export", "--trec", "a", "--out", "o"], ["export", "--trec", "a", "--out", "o", "--depth", "10"]),
+    ("export", "venue"): (["export", "--submission", "a", "--model", "m", "--out", "o"],
+                          ["export", "--submission", "a", "--model", "m", "--out", "o", "--venue", "hakari"]),
     ("reproduce", "expected"): (["reproduce"], ["reproduce", "--expected", "e.json"]),
     ("reproduce", "tolerance"): (["reproduce"], ["reproduce", "--tolerance", "0.5"]),
     ("reproduce", "skip_nano"): (["reproduce"], ["reproduce", "--skip-nano"]),
@@ -365,6 +374,9 @@ REFUSED: list[tuple[list[str], str]] = [
     (["export", "--trec", "a", "--out", "o", "--allow-incomplete"], "--allow-incomplete"),
     (["export", "--submission", "a", "--model", "m", "--out", "o", "--depth", "5"], "--depth"),
     (["export", "--trec", "a", "--out", "o", "--force"], "--force"),
+    (["export", "--trec", "a", "--out", "o", "--venue", "mteb"], "--venue"),
+    (["export", "--submission", "a", "--model", "m", "--out", "o", "--venue", "hakari", "--model-size", "7B"], "--model-size"),
+    (["export", "--submission", "a", "--model", "m", "--out", "o", "--venue", "mteb", "--allow-incomplete"], "--allow-incomplete"),
     (SWEEP + ["--dry-run", "--workers", "2"], "--workers"),
     (SWEEP + ["--address", "auto"], "--address"),
     (INSPECT_QUERY + ["--worst", "3"], "--worst"),

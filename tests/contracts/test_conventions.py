@@ -48,7 +48,7 @@ def test_version(capsys: pytest.CaptureFixture[str]):
 # --- did-you-mean for BM25 names, before any model loads -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "guess"), [("bm25", "'bm25-lucene' or 'bm25-robertson'"), ("BM25-lucene", "'bm25-lucene'"),
+@pytest.mark.parametrize(("name", "guess"), [("bm25", "'bm25-lucene' or 'bm25-hakari' or 'bm25-robertson'"), ("BM25-lucene", "'bm25-lucene'"),
                                              ("bm25-robertsen", "'bm25-robertson'")])
 def test_bm25_typo_gets_did_you_mean_without_loading_a_model(mirror_env: Path, name: str, guess: str):
     code = ("import sys; from r2med_plugin.cli import main; "

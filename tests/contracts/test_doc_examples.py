@@ -208,6 +208,30 @@ def test_the_collector_finds_the_examples_and_every_skip_has_a_stand_in():
     assert _console_output("$ r2med a\n| 1 | 2 |\n| 3 | ... |\n  (a note)\n") == ["| 1 | 2 |"]
 
 
+def hub_waits(code: str) -> list[str]:
+    """The lines of an offline command block that load a model by hub name (``mteb run``, or a command given a
+    Hugging Face cache with ``HF_HOME=``) without ``HF_HUB_OFFLINE=1`` on the line or exported before it: offline,
+    such a line waits minutes on hub retries (the tests' environment sets the switch, so they would not see it)."""
+    waiting, exported = [], False
+    for line in code.splitlines():
+        command = line.split("#", 1)[0]
+        if re.search(r"\bexport\b.*\bHF_HUB_OFFLINE=1", command):
+            exported = True
+        loads_models = re.search(r"\bmteb run\b", command) or re.search(r"\bHF_HOME=\S+\s+\S", command)
+        if loads_models and not exported and "HF_HUB_OFFLINE=1" not in command:
+            waiting.append(line.strip())
+    return waiting
+
+
+def test_every_offline_command_shown_carries_what_keeps_it_off_the_hub():
+    offline = [(block, block.instead if block.skip else block.code) for blocks in PAGE_BLOCKS.values() for block in blocks
+               if block.language != "python" and (block.skip is None or block.instead)]
+    waiting = {f"{block.page}:{block.line}": hub_waits(code) for block, code in offline if hub_waits(code)}
+    assert waiting == {}
+    assert hub_waits('HF_HOME="$HOME/hf" mteb run -t X -m m') == ['HF_HOME="$HOME/hf" mteb run -t X -m m']
+    assert hub_waits('export HF_HOME=h HF_HUB_OFFLINE=1\nmteb run -t X -m m') == []
+
+
 def test_a_marker_without_a_block_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     page = tmp_path / "page.md"
     page.write_text("text\n<!-- example: skip needs-hub; instead:\ntrue\n-->\n\nno block\n", encoding="utf-8")

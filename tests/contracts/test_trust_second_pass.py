@@ -414,7 +414,9 @@ def test_the_python_api_refuses_reranker_options_without_a_reranker_and_workers_
             build_plan("NanoR2MEDBiology", "bm25-robertson", **option)
     with pytest.raises(ValueError, match="runs no bm25-lucene"):
         build_plan("NanoR2MEDBiology", "bm25-robertson", bm25_workers=2)
-    assert build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, bm25_workers=2)  # the hybrid partner is bm25-lucene
+    assert build_plan("NanoR2MEDBiology", "bm25-hakari", hybrid=True, bm25_workers=2)  # the hybrid partner is bm25-lucene
+    with pytest.raises(ValueError, match="runs no bm25-lucene"):  # bm25-robertson's partner on NanoR2MED: bm25-hakari
+        build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, bm25_workers=2)
 
 
 def test_a_result_written_without_trec_warns_about_an_earlier_run_file(mirror_env: Path, tmp_path: Path, caplog):

@@ -117,7 +117,7 @@ def test_r2med_rows_split_by_off_pin_revision(tmp_path: Path):
 # --- item 5: --hybrid with a BM25 retriever fuses with the other BM25 variant ----------------------------------
 
 
-@pytest.mark.parametrize(("task", "retriever", "partner"), [("NanoR2MEDBiology", "bm25-robertson", "bm25-lucene"),
+@pytest.mark.parametrize(("task", "retriever", "partner"), [("NanoR2MEDBiology", "bm25-hakari", "bm25-lucene"),
                                                            ("R2MEDBiology", "bm25-lucene", "bm25-robertson")])
 def test_hybrid_bm25_fuses_the_other_variant(mirror_env: Path, task: str, retriever: str, partner: str):
     result = evaluate_task(task, retriever, hybrid=True, show_progress=False)
@@ -134,13 +134,13 @@ def test_hybrid_bm25_fuses_the_other_variant(mirror_env: Path, task: str, retrie
 def test_hybrid_partner_is_printed_and_recorded(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     from r2med_plugin.cli import main
 
-    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--hybrid", "--quiet",
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-hakari", "--hybrid", "--quiet",
                  "--output", str(tmp_path)]) == 0
-    assert "hybrid = RRF(bm25-robertson, bm25-lucene)" in capsys.readouterr().out
+    assert "hybrid = RRF(bm25-hakari, bm25-lucene)" in capsys.readouterr().out
     (path,) = (tmp_path / "results").rglob("NanoR2MEDBiology.json")
     assert json.loads(path.read_text())["r2med_hybrid_with"] == "bm25-lucene"
     encoder_run = evaluate_task("NanoR2MEDBiology", HashingEncoder(dim=16, name="hy"), hybrid=True, show_progress=False)
-    assert encoder_run.hybrid_with == "bm25-robertson"
+    assert encoder_run.hybrid_with == "bm25-hakari"
 
 
 # --- item 8: one TREC depth and one tag convention ---------------------------------------------------------------

@@ -258,3 +258,25 @@ def test_the_load_report_is_typed_and_damaged_files_are_their_own_error(mirror_c
     broken.write_text('{"id": "d1", "text": "x"}\n{"id": "d2", "te')
     with pytest.raises(DamagedFileError, match="corpus.jsonl, line 2: malformed JSON"):
         read_table(broken, {"id": pl.Utf8, "text": pl.Utf8})
+
+
+def test_a_mirror_load_never_opens_a_connection_even_without_the_offline_switches(mirror_env: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch):
+    """With R2MED_DATA_DIR set, loading reads the disk only: no hub request, so nothing waits on hub retries when
+    HF_HUB_OFFLINE is unset on a machine without network (here every connection attempt fails the test)."""
+    import socket
+
+    for switch in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(switch, raising=False)
+    attempts: list[object] = []
+
+    def refuse(address, *args, **kwargs):
+        attempts.append(address)
+        raise OSError(f"no network in this test: {address}")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    for name in ("R2MEDBiology", "NanoR2MEDBiology"):
+        data = r2med_plugin.load_task(name)
+        assert data.source == "mirror" and data.corpus.height > 0
+    assert attempts == []

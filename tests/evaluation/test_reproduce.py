@@ -25,7 +25,7 @@ def _fixture_bm25_points(task: str) -> float:
 
 
 def _fixture_profile(task: str, subset: str, top_k: int) -> dict[str, float]:
-    """nDCG@10 (pytrec_eval on the stored order), hit@10, micro recall@100 and counts of one stored list."""
+    """nDCG@10 (pytrec_eval on the stored order), hit@10, pooled recall@100 and counts of one stored list."""
     data = r2med_plugin.load_task(task)
     lists = data.candidates[subset]
     run = {q: {d: float(len(ids) - rank) for rank, d in enumerate(ids[:top_k])} for q, ids in lists.items()}
@@ -35,7 +35,7 @@ def _fixture_profile(task: str, subset: str, top_k: int) -> dict[str, float]:
     return {
         "ndcg_at_10": sum(v["ndcg_cut_10"] for v in ndcg.values()) / len(data.qrels),
         "hit_at_10": sum(hits) / len(data.qrels),
-        "recall_at_100": found / sum(len(p) for p in data.qrels.values()),
+        "pooled_recall_at_100": found / sum(len(p) for p in data.qrels.values()),
         "candidate_count_max": max(len(ids) for ids in lists.values()),
         "rows_with_101_candidates": sum(len(ids) == 101 for ids in lists.values()),
     }
@@ -152,3 +152,50 @@ def test_a_mirror_without_nanor2med_says_to_skip_nano_before_any_bm25_run(mirror
     error = capsys.readouterr().err
     assert "hakari-bench/NanoR2MED is missing" in error and "add --skip-nano" in error
     assert ran == []  # the NanoR2MED check runs first: seconds, not the minutes of eight BM25 runs
+
+
+def test_the_stored_bm25_lists_are_measured_against_each_tokenizer(mirror_copy_env: Path):
+    """A stored bm25 list built by one tokenizer is reproduced, ids and order, by that tokenizer alone; the
+    measurement names it, as `r2med reproduce` reports it for the hub's lists."""
+    from r2med_plugin.data.mirror import candidate_frame
+    from r2med_plugin.evaluation.reproduce import render_coverage, stored_bm25_coverage
+    from r2med_plugin.retrieval.bm25 import bm25_search
+
+    task = "NanoR2MEDBiology"
+    data = r2med_plugin.load_task(task)
+    depth = max(len(ids) for ids in data.candidates["bm25"].values())
+    built = bm25_search(data.corpus, data.queries, variant="hakari:regex", top_k=depth, show_progress=False)
+    split = data.spec.configs["corpus"]["split"]
+    candidate_frame({q: list(r) for q, r in built.items()}).write_parquet(
+        mirror_copy_env / data.spec.hub_repo / "bm25" / f"{split}.parquet")
+    rows = {row.retriever: row for row in stored_bm25_coverage(r2med_plugin.load_task(task))}
+    regex = rows["bm25-hakari:regex"]
+    assert (regex.mean_overlap, regex.identical_lists, regex.depth) == (1.0, regex.queries, depth)
+    assert rows["bm25-hakari:whitespace"].identical_lists < regex.queries  # "Word," vs "word": another tokenizer
+    assert set(rows) == {"bm25-hakari", "bm25-hakari:regex", "bm25-hakari:english_regex", "bm25-hakari:english_porter",
+                         "bm25-hakari:stemmer", "bm25-hakari:whitespace", "bm25-robertson"}
+    table = "\n".join(render_coverage(list(rows.values())))
+    assert f"{task:<28} {'bm25-hakari:regex':<28}   1.0000 {regex.queries:>5} / {regex.queries:<5}" in table
+
+
+def _profiles_only(expected_file: Path, rename: dict[str, str], shift: float = 0.0) -> Path:
+    """The expected file's candidate profiles alone (no BM25 task runs), keys renamed, the recall moved by shift."""
+    payload = json.loads(expected_file.read_text())
+    profiles = {task: {subset: {rename.get(key, key): value + shift if key == "pooled_recall_at_100" else value
+                                for key, value in profile.items()}
+                       for subset, profile in subsets.items()} for task, subsets in payload["candidate_profiles"].items()}
+    expected_file.write_text(json.dumps({"bm25_ndcg_at_10": {}, "candidate_profiles": profiles}))
+    return expected_file
+
+
+def test_an_expected_file_naming_the_pooled_recall_recall_at_100_is_still_read(expected_file: Path, capsys):
+    old = _profiles_only(expected_file, {"pooled_recall_at_100": "recall_at_100"})
+    assert main(["reproduce", "--expected", str(old), "--quiet"]) == 0
+    assert f"{2 * 3 * 5}/{2 * 3 * 5} values match" in capsys.readouterr().out
+
+
+def test_a_wrong_pooled_recall_under_the_old_key_fails_under_its_new_name(expected_file: Path, capsys):
+    old = _profiles_only(expected_file, {"pooled_recall_at_100": "recall_at_100"}, shift=0.01)
+    assert main(["reproduce", "--expected", str(old), "--quiet"]) == 1
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("FAIL")]
+    assert len(failed) == 2 * 3 and all(" pooled_recall_at_100:" in line for line in failed)

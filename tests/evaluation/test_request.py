@@ -58,11 +58,14 @@ def test_one_scoring_rule_three_front_ends(mirror_env: Path, tmp_path: Path, cap
 
 
 def test_the_tasks_own_bm25():
-    assert get_task_spec(R2MED).own_bm25 == "bm25-lucene" and get_task_spec(NANO).own_bm25 == "bm25-robertson"
+    assert get_task_spec(R2MED).own_bm25 == "bm25-lucene" and get_task_spec(NANO).own_bm25 == "bm25-hakari"
     from r2med_plugin.evaluation.plan import extra_scorers, hybrid_partner
 
-    assert extra_scorers(get_task_spec(NANO))[0].partner == "bm25-robertson"
-    assert hybrid_partner(get_task_spec(NANO), "bm25-robertson") == "bm25-lucene"  # never fused with itself
+    assert extra_scorers(get_task_spec(NANO))[0].partner == "bm25-hakari"
+    assert hybrid_partner(get_task_spec(NANO), "bm25-hakari") == "bm25-lucene"  # never fused with itself
+    assert hybrid_partner(get_task_spec(NANO), "bm25-robertson") == "bm25-hakari"  # another BM25: the task's own
+    assert hybrid_partner(get_task_spec(NANO), "bm25-hakari:regex") == "bm25-hakari"
+    assert hybrid_partner(get_task_spec(R2MED), "bm25-lucene") == "bm25-robertson"
 
 
 def test_llm_settings_each_kind_reads():
@@ -166,7 +169,7 @@ def test_the_request_refuses_what_no_run_could_do(build, words: str):
 
 
 def test_workers_reach_bm25_lucene_also_as_the_hybrid_partner():
-    request = EvaluationRequest(NANO, Bm25Spec("bm25-robertson"), scoring=Scoring(hybrid=True), bm25_workers=2)
+    request = EvaluationRequest(NANO, Bm25Spec("bm25-hakari"), scoring=Scoring(hybrid=True), bm25_workers=2)
     assert request.hybrid_partner == "bm25-lucene" and request.computes_bm25_lucene and request.uses("workers")
     assert not EvaluationRequest(NANO, Bm25Spec("bm25-robertson")).uses("workers")
 

@@ -137,9 +137,10 @@ def test_plans_are_checked_before_any_data_loads(monkeypatch):
             build_plan(**options)
     with pytest.raises(TypeError, match="retriever must be"):
         build_plan("NanoR2MEDBiology", 42)
-    plan = build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, candidates=["hybrid"])
+    plan = build_plan("NanoR2MEDBiology", "bm25-hakari", hybrid=True, candidates=["hybrid"])
     assert [type(scorer).__name__ for scorer in plan.scorers] == ["FullCorpus", "Hybrid", "CandidateSubsets", "OfficialLayout"]
-    assert plan.hybrid_with == "bm25-lucene"  # bm25-robertson is the task's own BM25: fused with the other one
+    assert plan.hybrid_with == "bm25-lucene"  # bm25-hakari is the task's own BM25: fused with the other one
+    assert build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True).hybrid_with == "bm25-hakari"
 
 
 def test_bm25_workers_reach_the_analysis_through_the_plan_not_the_environment(mirror_env: Path, monkeypatch):

@@ -44,6 +44,35 @@ def test_the_wheel_is_what_runs(fresh_python: Path, cli_env: dict[str, str], tmp
     assert mteb_imported == "False"  # the autoload hook imports nothing at start-up
 
 
+# What registering inside `import mteb` leaves for later (benchmarks/startup.py measures what it costs).
+LATER = ["mteb.benchmarks.benchmarks", "r2med_plugin.data.loader", "r2med_plugin.evaluation.plan",
+         "r2med_plugin.integrations.mteb_metadata", "r2med_plugin.metrics", "r2med_plugin.types"]
+REGISTERED = (
+    "import json, sys, mteb\n"
+    "registry = mteb.get_tasks.__globals__['_TASKS_REGISTRY']\n"
+    "ours = sorted(name for name, cls in registry.items() if getattr(cls, '__r2med_plugin__', False))\n"
+    "later = %r\n"
+    "before = [name for name in later if name in sys.modules]\n"
+    "medical = [t.metadata.name for t in mteb.get_tasks(domains=['Medical']) if getattr(t, '__r2med_plugin__', False)]\n"
+    "benchmarks = {name: len(mteb.get_benchmark(name).tasks) for name in ('NanoR2MED', 'R2MED-Full')}\n"
+    "print(json.dumps({'ours': ours, 'before': before, 'medical': medical, 'benchmarks': benchmarks,\n"
+    "                  'after': [name for name in later if name in sys.modules]}))\n"
+) % (LATER,)
+
+
+def test_import_mteb_registers_names_and_builds_the_rest_on_first_use(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path):
+    out = _run(fresh_python, ["-c", REGISTERED], cli_env, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    domains = [spec.domain for spec in r2med_plugin.list_tasks("r2med")]
+    names = [f"R2MED{d}" for d in domains] + [f"NanoR2MED{d}" for d in domains] + [f"NanoR2MED{d}Reranking" for d in domains]
+    assert found["ours"] == sorted(names) and len(names) == 8 * 3
+    assert found["before"] == []  # no metadata, loader, metric, scorer or mteb benchmark built by `import mteb`
+    assert sorted(found["medical"]) == sorted(names)
+    assert found["benchmarks"] == {"NanoR2MED": 8, "R2MED-Full": 8}
+    assert {"mteb.benchmarks.benchmarks", "r2med_plugin.integrations.mteb_metadata", "r2med_plugin.types"} <= set(found["after"])
+
+
 @pytest.mark.parametrize("task", ["NanoR2MEDBioinformatics", "R2MEDBioinformatics", "R2MEDPMCTreatment"])
 def test_mteb_run_cli(fresh_python: Path, cli_env: dict[str, str], tmp_path: Path, task: str):
     out = _run(

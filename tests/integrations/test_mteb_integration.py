@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -89,6 +90,31 @@ def test_metadata_is_complete(name: str):
     assert metadata.dataset["revision"] == (spec.revision or "main")
     # One BibTeX key per paper, as mteb's tests require: mteb's own entry for R2MED, key, authors and year.
     assert metadata.bibtex_citation.strip() == mteb_citation(spec.domain)
+
+
+def test_task_cutoffs_are_the_metrics_defaults():
+    # written out in the module so that registering (inside every `import mteb`) does not import the metrics
+    from r2med_plugin.metrics import DEFAULT_K_VALUES
+
+    assert integration.K_VALUES == DEFAULT_K_VALUES
+
+
+def test_benchmarks_rejoin_a_rebuilt_benchmark_registry():
+    build = importlib.import_module("mteb.benchmarks.get_benchmark")._build_registry
+    first = build()["NanoR2MED"]
+    build.cache_clear()  # mteb builds its registry again from its own module: ours join the new one
+    rebuilt = build()
+    assert rebuilt["NanoR2MED"] is not first
+    assert [t.metadata.name for t in rebuilt["R2MED-Full"].tasks] == [f"R2MED{d}" for d in DOMAINS]
+    assert mteb.get_benchmark("NanoR2MED") is rebuilt["NanoR2MED"]
+    r2med_plugin.register()  # registering again neither wraps twice nor replaces what is there
+    assert build()["NanoR2MED"] is rebuilt["NanoR2MED"]
+
+
+def test_a_benchmark_name_mteb_uses_names_both_packages():
+    theirs = mteb.get_benchmark("R2MED")
+    with pytest.raises(ValueError, match="benchmark name 'NanoR2MED' is defined by both mteb and r2med-plugin"):
+        integration.register_benchmarks({"NanoR2MED": theirs})
 
 
 def test_unknown_task_gets_mteb_suggestion():

@@ -70,7 +70,7 @@ def keyed_scores(body: dict) -> str:
 
 def noisy_score(body: dict, passage: str) -> float:
     """The key plus noise that depends on the whole group (another group, another score)."""
-    return key(passage) + (_digest(passage + json.dumps(body["messages"])) % 400) / 100 - 2
+    return key(passage) + (_digest(passage + json.dumps(body["messages"])) % 400) / 100  # 0 to 9.99: on the 0-10 scale
 
 
 def noisy_scores(body: dict) -> str:
@@ -309,6 +309,39 @@ def test_garbled_and_missing_scores_are_counted_and_fall_back(own_cache: Path, m
     assert all(list(ranked) == list(first_stage[query_id]) for query_id, ranked in run.items())
     assert reranker.last_report.usage["unparsed_answers"] == 18 and reranker.last_report.usage["missing_scores"] == 90
     assert "18 of 18 groups (100%) were unparsed or empty (each scored its documents 0)" in caplog.text
+
+
+def beyond_the_scale(body: dict) -> str:
+    """Passage [1] scored 15 and passage [2] -1 on the prompt's 0-10 scale; the others their key (0 to 6)."""
+    scores = {str(number): key(passage) for number, passage in enumerate(group_passages(body), start=1)}
+    return json.dumps(scores | {"1": 15, "2": -1})
+
+
+def test_scores_outside_the_scale_are_counted_warned_and_fall_back(own_cache: Path, monkeypatch, caplog):
+    first_stage, queries, documents = _toy(count=30, queries=2)
+    by_text = {text: doc_id for doc_id, text in documents.items()}
+    with LoopbackOpenAI(reply=beyond_the_scale) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        reranker = GroupwiseLLMReranker("test-llm", _config(server, group_size=5))
+        with caplog.at_level("WARNING"):
+            run = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
+        bodies = server.completions()
+    usage = reranker.last_report.usage
+    assert len(bodies) == 2 * 30 // 5 == 12
+    assert (usage["out_of_scale_scores"], usage["missing_scores"], usage["unparsed_answers"]) == (2 * 12, 0, 0)
+    assert "test-llm" in caplog.text and "24 score(s) outside the 0-10 scale the prompt asks for were read as no score" in caplog.text
+    expected: dict[str, dict[str, float]] = {}
+    for body in bodies:  # [1] and [2] get the lowest in-scale score of their group, the others their key
+        passages = group_passages(body)
+        floor = min(key(passage) for passage in passages[2:])
+        query_id = next(query_id for query_id, text in queries.items() if text == group_query(body))
+        expected.setdefault(query_id, {}).update({by_text[passage]: floor if position < 2 else key(passage)
+                                                  for position, passage in enumerate(passages)})
+    for query_id, ranked in run.items():
+        assert list(ranked) == sorted(first_stage[query_id], key=lambda doc_id: -expected[query_id][doc_id])
+    trace = reranker.last_report.traces[0]
+    assert trace["out_of_scale"] == {"1": 15.0, "2": -1.0} and trace["scores"][:2] == [None, None]
+    assert trace["fallback"] == min(trace["scores"][2:])
 
 
 def test_groupwise_answers_are_cached_and_a_rerun_sends_nothing(own_cache: Path, monkeypatch):

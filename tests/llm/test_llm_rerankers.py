@@ -571,6 +571,24 @@ def test_the_key_is_never_written_and_a_refused_key_is_redacted(mirror_env: Path
             assert b"sk-the-real-secret-key" not in data and b"sk-a-wrong-secret-key" not in data, path
 
 
+def test_without_the_openai_client_an_llm_reranker_is_refused_before_any_work(mirror_env: Path, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch, capsys):
+    import sys
+
+    import r2med_plugin.evaluation.plan as plan
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` raises ImportError, as without the [generate] extra
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setattr(plan, "plan_request", lambda *a, **k: pytest.fail("the first stage was planned"))
+    argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:test-llm", "--first-stage", "bm25-robertson",
+            "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "out"), "--quiet"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("r2med: error: --rerank llm-listwise:test-llm sends its requests through the openai client, "
+                            "which is not installed here: pip install 'r2med-plugin[generate]', then run it again\n")
+    assert "Traceback" not in captured.out + captured.err and not (tmp_path / "out").exists()
+
+
 def test_a_request_failing_every_retry_stops_the_run_and_keeps_the_answers(own_cache: Path, monkeypatch):
     first_stage, queries, documents = _toy(count=4, queries=1)
     with LoopbackOpenAI(reply=pointwise_reply) as server:

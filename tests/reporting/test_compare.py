@@ -123,6 +123,40 @@ def test_compare_formats_out_and_plot(results: Path, tmp_path: Path, fmt: str, c
     assert f"wrote {out}" in capsys.readouterr().out
 
 
+def test_the_smallest_randomization_p_value_is_two_of_all_sign_patterns():
+    import itertools
+
+    diffs = np.array([0.05, 0.1, 0.2, 0.3, 0.4, 0.0])  # 5 non-zero differences, all of one sign: the most extreme case
+    patterns = [np.array(signs) for signs in itertools.product((-1, 1), repeat=5)]
+    extreme = sum(abs((signs * diffs[:5]).mean()) >= abs(diffs[:5].mean()) - 1e-12 for signs in patterns)
+    assert (extreme, len(patterns)) == (2, 2**5)  # the observed pattern and its mirror
+    assert sig.smallest_p_value("randomization", 5) == 2 / 2**5 == 0.0625
+    assert sig.smallest_p_value("randomization", 0) == 1.0 and sig.smallest_p_value("t-test", 5) is None
+    (estimated,) = sig.randomization_p_values(diffs[None, :], permutations=20_000, seed=3)
+    assert abs(estimated - 0.0625) < 4 * sig.monte_carlo_error(0.0625, 20_000)  # the estimate hovers at the floor
+
+
+def test_compare_says_when_few_differences_cannot_be_significant_and_why_interval_and_test_disagree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from r2med_plugin.integrations.demo import sample_dir
+
+    for retriever in ("bm25-lucene", "bm25-robertson"):  # the demo's 6 Biology queries: robertson wins 5, ties 1
+        write_outputs(evaluate_task("NanoR2MEDBiology", retriever, data_dir=sample_dir(), show_progress=False), tmp_path)
+    report = compare_results([tmp_path], baseline="bm25-lucene")
+    row = report.comparisons[0]
+    assert (row.n, row.wins, row.ties, row.losses, row.significant) == (6, 5, 1, 0, False) and row.ci_low > 0
+    assert ("NanoR2MEDBiology, bm25-robertson: 5 of 6 differences are not 0; a randomization test on 5 differences cannot "
+            "give p below 2/2^5 = 0.0625, so it cannot be significant at alpha 0.05") in report.notes[0]
+    assert report.notes[-1].startswith("the interval excludes 0 where the test is not significant, or the reverse "
+                                       "(NanoR2MEDBiology, bm25-robertson; all NanoR2MED tasks, bm25-robertson); why an "
+                                       "interval and a test can disagree: the interval is a bootstrap of the queries at hand")
+    # at alpha 0.1 the floor no longer rules significance out: no floor note, and the rows agree
+    relaxed = compare_results([tmp_path], baseline="bm25-lucene", alpha=0.1)
+    assert not any("cannot be significant" in note for note in relaxed.notes)
+    assert all(c.significant for c in relaxed.comparisons) and not any("disagree" in note for note in relaxed.notes)
+
+
 def test_randomization_and_bonferroni_against_statsmodels_and_scipy():
     rng = np.random.default_rng(5)
     diffs = rng.normal(0.03, 0.2, size=(4, 120))
@@ -245,6 +279,52 @@ def test_runs_over_different_query_sets_are_refused(results_copy: Path, capsys: 
     assert "Paired tests need the same queries" in err and f"{dropped!r} only in" in err
 
 
+@pytest.fixture(scope="module")
+def demo_and_edited_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bm25-lucene on the demo sample and bm25-robertson on a copy lacking one qrels row, in one output folder: both
+    record ``dataset_revision: synthetic-sample``; their ``dataset_files_fingerprint`` differ."""
+    from r2med_plugin.integrations.demo import sample_dir
+    from tests.support.builders import demo_copy_without_a_qrels_row
+
+    root = tmp_path_factory.mktemp("edited-demo")
+    edited = demo_copy_without_a_qrels_row(root / "edited")
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=sample_dir(), show_progress=False), root / "out")
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", data_dir=edited, show_progress=False), root / "out")
+    return root / "out"
+
+
+def _recorded_files(out: Path, model: str) -> str:
+    result = out / "results" / model / "r2med-plugin-0.2.0" / "NanoR2MEDBiology.json"
+    return json.loads(result.read_text(encoding="utf-8"))["r2med_provenance"]["dataset_files_fingerprint"]
+
+
+def test_results_on_other_files_under_one_revision_label_are_refused(demo_and_edited_copy: Path,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    out = demo_and_edited_copy
+    demo, edited = _recorded_files(out, "bm25-lucene"), _recorded_files(out, "bm25-robertson")
+    assert demo != edited
+    assert main(["compare", str(out), "--baseline", "bm25-lucene"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("r2med: error: NanoR2MEDBiology: bm25-robertson was evaluated on dataset revision synthetic-sample, "
+                          f"files {edited} (")
+    assert f"bm25-lucene on dataset revision synthetic-sample, files {demo} (" in err and "other data" in err
+    with pytest.raises(ValueError, match=f"different dataset revisions or files .*files {demo}"):
+        inspect_query([out], "NanoR2MEDBiology", "nanor2medbiology-q-000")
+
+
+def test_sidecars_of_earlier_releases_are_paired_by_their_results_files_too(demo_and_edited_copy: Path, tmp_path: Path):
+    """A sidecar written before ``paired_data`` existed: its result file's recorded fingerprint decides."""
+    out = tmp_path / "out"
+    shutil.copytree(demo_and_edited_copy, out)
+    for model in ("bm25-lucene", "bm25-robertson"):
+        path = out / "results" / model / "r2med-plugin-0.2.0" / "NanoR2MEDBiology.per_query.parquet"
+        sidecar = read_per_query(path)
+        info = {key: value for key, value in sidecar.info.items() if key != "paired_data"}
+        write_per_query(path, sidecar.frame, info=info, ranked=sidecar.ranked)
+    with pytest.raises(ValueError, match="other data"):
+        compare_results([out], baseline="bm25-lucene")
+
+
 def test_missing_per_query_file_is_named(results_copy: Path, capsys: pytest.CaptureFixture[str]):
     path = _sidecar(results_copy, "hash-8", "R2MEDMedQADiag")
     path.unlink()
@@ -290,6 +370,19 @@ def test_folders_without_our_results(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "absent is not a folder of MTEB results" in capsys.readouterr().err
 
 
+def test_a_baseline_without_the_metric_is_named_as_such(results_copy: Path, capsys: pytest.CaptureFixture[str]):
+    """A baseline run too shallow for the metric (--top-k 10 holds no recall_at_100) is there, only without that metric."""
+    import polars as pl
+
+    for task in R2MED:
+        path = _sidecar(results_copy, "bm25-lucene", task)
+        pl.read_parquet(path).filter(pl.col("metric") != "recall_at_100").write_parquet(path)
+    assert main(["compare", str(results_copy), "--baseline", "bm25-lucene", "--metric", "recall_at_100"]) == 2
+    err = capsys.readouterr().err
+    assert "--baseline 'bm25-lucene' has results here but none with per-query recall_at_100" in err
+    assert "is not among the models" not in err
+
+
 def test_two_folders_holding_one_result_twice(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     shutil.copytree(results / "results" / "hash-8", tmp_path / "again" / "results" / "hash-8")
     assert main(["compare", str(results), str(tmp_path / "again")]) == 2
@@ -311,6 +404,16 @@ def test_inspect_one_query(results: Path, capsys: pytest.CaptureFixture[str]):
     # relevance marks and ranks agree with the qrels' positives
     assert {doc for doc, _, rel in view.top if rel > 0} == {doc for doc, rank in view.positives.items() if rank is not None and rank <= 10}
     assert f"| {view.top[0][0]} |" in out
+
+
+def test_inspect_one_query_refuses_a_model_with_two_results_of_the_task(results: Path, tmp_path: Path, capsys):
+    """Two folders holding one model's result of the task: the view shown would be whichever folder came first."""
+    shutil.copytree(results / "results" / "hash-8", tmp_path / "again" / "results" / "hash-8")
+    query = sorted(_values(results, "bm25-lucene", "R2MEDBiology"))[1]
+    for order in ([results, tmp_path / "again"], [tmp_path / "again", results]):
+        assert main(["inspect", *map(str, order), "--task", "R2MEDBiology", "--query", query]) == 2
+        err = capsys.readouterr().err
+        assert "hash-8 has two R2MEDBiology results" in err and "pass only one of them" in err
 
 
 def test_inspect_worst_queries(results: Path, capsys: pytest.CaptureFixture[str]):

@@ -211,3 +211,45 @@ def test_a_filter_hides_the_right_rows_and_bars(opened, site, name: str):
         Select(opened.find_element("id", f"filter-{key}")).select_by_value("")
     assert set(_shown(opened, "tr[data-row]")) == _expected(tables, lambda benchmark, row: True)
     assert _severe(opened) == []
+
+
+_OFF_SCREEN = """
+const section = document.querySelector("section[data-benchmark='" + arguments[0] + "']");
+const box = section.querySelector(".scroll").getBoundingClientRect();
+const hint = section.querySelector(".offscreen");
+return {off: Array.from(section.querySelectorAll("th[data-col]")).filter(
+            h => h.getBoundingClientRect().right > box.right + 1 || h.getBoundingClientRect().left < box.left - 1)
+            .map(h => h.getAttribute("data-name")),
+        hint: hint && !hint.hidden ? hint.textContent : "",
+        cand: Array.from(section.querySelectorAll("th[data-col]")).map(h => h.getAttribute("data-name"))
+            .filter(name => name.startsWith("Cand."))};
+"""
+
+
+def _settled(driver, benchmark: str) -> dict:
+    """What is off screen and what the page says, once the page has seen the window's new size (its resize event)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(
+        lambda d: bool((seen := d.execute_script(_OFF_SCREEN, benchmark))["hint"]) == bool(seen["off"]))
+    return driver.execute_script(_OFF_SCREEN, benchmark)
+
+
+def test_on_a_1600_px_laptop_screen_the_whole_table_shows_or_the_page_names_what_is_off_screen(opened, tmp_path: Path):
+    opened.set_window_size(1600, 900)
+    try:
+        for benchmark in ("r2med", "nano"):
+            seen = _settled(opened, benchmark)
+            assert all(name in seen["hint"] for name in seen["off"]), (benchmark, seen)  # whatever is off screen is named
+            assert not [name for name in seen["cand"] if name in seen["off"]], seen  # the Cand. columns show
+            assert bool(seen["hint"]) == bool(seen["off"])
+        folder = Path(os.environ.get("R2MED_BROWSER_ARTIFACTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        assert opened.save_screenshot(str(folder / "leaderboard-page-1600.png"))
+        opened.set_window_size(900, 900)  # a narrow window: columns are off screen, and the page says which
+        seen = _settled(opened, "nano")
+        assert seen["off"] and seen["hint"].startswith("Scroll the table sideways; off screen to the right: ")
+        assert all(name in seen["hint"] for name in seen["off"])
+    finally:
+        opened.set_window_size(1500, 1800)
+    assert _severe(opened) == []

@@ -251,3 +251,67 @@ def test_points_round_the_written_value_half_up_as_compare_does():
     # as 88.52 while `r2med compare` (the per-query mean) prints 88.53
     assert f"{100 * 0.88525:.2f}" == "88.52" and points(100 * 0.88525) == "88.53"
     assert [points(v) for v in (41.44, 41.445, 12.344999, 0.0, 100.0)] == ["41.44", "41.45", "12.34", "0.00", "100.00"]
+
+
+# --- results on other files under one revision label (an edited copy of the demo sample) ------------------------------
+
+
+@pytest.fixture()
+def demo_and_edited(tmp_path: Path) -> tuple[Path, Path]:
+    from r2med_plugin.integrations.demo import sample_dir
+
+    return sample_dir(), builders.demo_copy_without_a_qrels_row(tmp_path / "edited")
+
+
+def _files_of(result: Path) -> str:
+    return json.loads(result.read_text(encoding="utf-8"))["r2med_provenance"]["dataset_files_fingerprint"]
+
+
+def test_leaderboard_labels_rows_whose_files_differ_under_one_revision_label(demo_and_edited: tuple[Path, Path], tmp_path: Path):
+    demo, edited = demo_and_edited
+    out = tmp_path / "out"
+    first = write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=demo, show_progress=False), out)["mteb"]
+    second = write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", data_dir=edited, show_progress=False), out)["mteb"]
+    rows = {row.retriever: row for row in build_leaderboard([out], benchmark="nano") if row.source == "yours"}
+    assert rows["bm25-lucene"].note == f"synthetic sample, Biology files {_files_of(first)[:8]}"
+    assert rows["bm25-robertson"].note == f"synthetic sample, Biology files {_files_of(second)[:8]}"
+    # one model on both: two rows, newest first, never one row mixing the two
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=edited, show_progress=False), tmp_path / "other")
+    lucene = [row for row in build_leaderboard([out, tmp_path / "other"], benchmark="nano") if row.retriever == "bm25-lucene"]
+    assert len(lucene) == 2
+    assert {row.note for row in lucene} == {f"Biology files {_files_of(first)[:8]}, synthetic sample",
+                                            f"Biology files {_files_of(second)[:8]}, synthetic sample"}
+
+
+def test_a_rerun_on_other_files_under_one_revision_label_warns_that_it_replaces_the_result(
+    demo_and_edited: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    demo, edited = demo_and_edited
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="r2med_plugin.reporting.export"):
+        first = write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=demo, show_progress=False), out)["mteb"]
+        write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=demo, show_progress=False), out)
+        assert not caplog.records  # the same data again: a plain re-run
+        before = _files_of(first)
+        write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=edited, show_progress=False), out)
+    (record,) = caplog.records
+    assert (f"replaces a result computed on dataset revision synthetic-sample, files {before} (this one: synthetic-sample, "
+            f"files {_files_of(first)})") in record.getMessage()
+    assert before != _files_of(first)
+
+
+def test_a_result_without_provenance_is_judged_by_its_per_query_sidecar(demo_and_edited: tuple[Path, Path], tmp_path: Path):
+    """``mteb run`` writes its own result file (no r2med_provenance): its sidecar's ``paired_data`` says the files, so it
+    shares the table with results on the same files unlabelled, and is labelled beside results on other files."""
+    demo, edited = demo_and_edited
+    out = tmp_path / "out"
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=demo, show_progress=False), out)
+    as_mteb = write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-robertson", data_dir=demo, show_progress=False), out)["mteb"]
+    payload = json.loads(as_mteb.read_text(encoding="utf-8"))
+    files = payload.pop("r2med_provenance")["dataset_files_fingerprint"]
+    as_mteb.write_text(json.dumps(payload), encoding="utf-8")
+    notes = {row.retriever: row.note for row in build_leaderboard([out], benchmark="nano") if row.source == "yours"}
+    assert notes == {"bm25-lucene": "synthetic sample", "bm25-robertson": "synthetic sample"}
+    write_outputs(evaluate_task("NanoR2MEDBiology", "bm25-lucene", data_dir=edited, show_progress=False), out)
+    notes = {row.retriever: row.note for row in build_leaderboard([out], benchmark="nano") if row.source == "yours"}
+    assert notes["bm25-robertson"] == f"synthetic sample, Biology files {files[:8]}"

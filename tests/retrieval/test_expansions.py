@@ -199,3 +199,32 @@ def test_two_local_folders_with_one_llm_name_never_overwrite_each_other(mirror_e
 
     notes = sorted(row.note for row in build_leaderboard([tmp_path / "results"]))
     assert len(notes) == 2 and notes[0] != notes[1] and all("generated locally @" in note for note in notes)
+
+
+def test_edited_local_expansion_texts_are_recorded_and_a_rerun_over_them_warns(mirror_env: Path, tmp_path: Path, caplog):
+    """The name (`@` a hash of the folder's path) stays when the texts change; the result records the file's SHA-256,
+    and a rerun that replaces a result of other texts says so (the trial's WRONG-2)."""
+    import hashlib
+    import logging
+
+    data = r2med_plugin.load_task("R2MEDBiology")
+    folder = tmp_path / "exp" / "Biology" / "hyde" / "stub"
+    folder.mkdir(parents=True)
+    path = folder / "query_with_hydoc.jsonl"
+
+    def written(hy_doc: str) -> dict:
+        rows = [{"id": q, "text": t, "hy_doc": hy_doc} for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list())]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        result = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/exp/hyde/stub", show_progress=False)
+        recorded = json.loads(write_outputs(result, tmp_path / "results")["mteb"].read_text())["r2med_provenance"]
+        assert recorded["expansion_file_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        return recorded
+
+    with caplog.at_level(logging.WARNING):
+        first = written("insulin glucose")
+        assert "other expansion texts" not in caplog.text
+        second = written("tumour metastasis")
+    assert first["model_name"] == second["model_name"] and first["expansion_file_sha256"] != second["expansion_file_sha256"]
+    assert "replaces a result of this local expansion computed from other expansion texts" in caplog.text
+    assert "expansion_file_sha256" not in json.loads(write_outputs(
+        evaluate_task("R2MEDBiology", "bm25-lucene", show_progress=False), tmp_path / "plain")["mteb"].read_text())["r2med_provenance"]

@@ -81,7 +81,8 @@ def test_candidate_profile_arithmetic():
     candidates = {"q1": ["x", "a"] + [f"n{i}" for i in range(98)] + ["b"], "q2": ["c"]}
     profile = candidate_profile(candidates, qrels, top_k=100)
     assert profile["hit_at_10"] == 1.0
-    assert profile["recall_at_100"] == pytest.approx(2 / 3)  # a and c found among 3 positives; b is row 101
+    assert profile["pooled_recall_at_100"] == pytest.approx(2 / 3)  # a and c found among 3 positives; b is row 101
+    assert "recall_at_100" not in profile  # the per-query mean would be (1/2 + 1/1) / 2: another number, another name
     assert profile["rows_with_101_candidates"] == 1 and profile["safeguard_positive_rows"] == 1
     assert profile["candidate_count_min"] == 1 and profile["candidate_count_max"] == 101
     idcg_q1 = 1 + 1 / 1.5849625007211563

@@ -44,3 +44,18 @@ def write_result(root: Path, model: str, task: str, scores: float | dict[str, ob
     path.write_text(json.dumps({"dataset_revision": dataset_revision, "task_name": task, "date": date,
                                 "evaluation_time": evaluation_time, "scores": {"test": [row]}} | fields))
     return path
+
+
+def demo_copy_without_a_qrels_row(target: Path, task: str = "NanoR2MEDBiology") -> Path:
+    """A copy of the shipped demo sample whose ``task`` qrels lack their first row: other data that still says
+    ``dataset_revision: synthetic-sample``, as a user's edited copy does."""
+    import shutil
+
+    import polars as pl
+
+    from r2med_plugin.integrations.demo import sample_dir
+
+    shutil.copytree(sample_dir(), target)
+    qrels = target / "hakari-bench" / "NanoR2MED" / "qrels" / f"{task}.parquet"
+    pl.read_parquet(qrels)[1:].write_parquet(qrels)
+    return target

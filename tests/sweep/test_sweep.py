@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 import yaml
 
@@ -161,13 +162,34 @@ def test_finished_jobs_are_skipped_until_an_input_changes(mirror_copy: Path, tmp
     again = run_sweep(spec, show_progress=False)
     assert (again.count("done"), again.count("skipped")) == (0, 4)
 
-    # a changed Nano file reruns the Nano jobs only (the dataset stamp covers the files' sizes and times)
+    # a touched file whose bytes are the same is the same data: nothing runs again
     corpus = mirror_copy / "hakari-bench" / "NanoR2MED" / "corpus" / "NanoR2MEDBiology.parquet"
     os.utime(corpus, ns=(corpus.stat().st_atime_ns, corpus.stat().st_mtime_ns + 10**9))
+    assert run_sweep(spec, show_progress=False).count("skipped") == 4
+    # a Nano qrels file edited (its data fingerprint moves) reruns the Nano jobs only
+    qrels = mirror_copy / "hakari-bench" / "NanoR2MED" / "qrels" / "NanoR2MEDBiology.parquet"
+    original = qrels.read_bytes()
+    pl.read_parquet(qrels)[1:].write_parquet(qrels)
     changed = run_sweep(spec, show_progress=False)
     assert sorted((s.job.task, s.status) for s in changed.jobs) == [
         ("NanoR2MEDBiology", "done"), ("NanoR2MEDBiology", "done"), ("R2MEDBiology", "skipped"), ("R2MEDBiology", "skipped"),
     ]
+    qrels.write_bytes(original)
+    assert run_sweep(spec, show_progress=False).count("done") == 2  # back to the first bytes: the first data again
+    # an edit that keeps the file's size and times (one letter of a document) is still other data: R2MED's jobs rerun
+    r2med_corpus = mirror_copy / "R2MED" / "Biology" / "corpus.jsonl"
+    times, text = r2med_corpus.stat(), r2med_corpus.read_text(encoding="utf-8")
+    position = text.index('"', text.index('"text"') + len('"text"')) + 1  # the first letter of the first document
+    edited = text[:position] + ("x" if text[position] != "x" else "y") + text[position + 1:]
+    r2med_corpus.write_text(edited, encoding="utf-8")
+    os.utime(r2med_corpus, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert r2med_corpus.stat().st_size == times.st_size
+    resumed = run_sweep(spec, show_progress=False)
+    assert sorted((s.job.task, s.status) for s in resumed.jobs) == [
+        ("NanoR2MEDBiology", "skipped"), ("NanoR2MEDBiology", "skipped"), ("R2MEDBiology", "done"), ("R2MEDBiology", "done"),
+    ]
+    r2med_corpus.write_text(text, encoding="utf-8")
+    assert run_sweep(spec, show_progress=False).count("done") == 2
     # a result file that is missing or half-written makes its job run again
     victim = next(s for s in changed.jobs if s.job.task == "R2MEDBiology" and s.job.retriever == {"bm25": "bm25-lucene"})
     mteb_file = spec.output / victim.record["paths"]["mteb"]
@@ -219,6 +241,13 @@ def test_model_stamps_follow_the_weights(tmp_path: Path, monkeypatch: pytest.Mon
     before = model_stamp(str(folder), None)
     (folder / "model.safetensors").write_bytes(b"weights v2, longer")
     assert model_stamp(str(folder), None) != before  # retrained weights in the same folder: the model jobs run again
+    weights, times = folder / "model.safetensors", (folder / "model.safetensors").stat()
+    changed = model_stamp(str(folder), None)
+    weights.write_bytes(b"weights v3, longer")  # the same size, its time set back: other weights all the same
+    os.utime(weights, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert weights.stat().st_size == times.st_size and model_stamp(str(folder), None) != changed
+    os.utime(weights, ns=(times.st_atime_ns, times.st_mtime_ns + 10**9))  # touched, same bytes: the same model
+    assert model_stamp(str(folder), None) == model_stamp(str(folder), None) != changed
     assert model_stamp("org/model", "abc123") == f"r2med-plugin-{__version__}:hub:abc123"  # a pinned revision is the stamp
     assert model_stamp("org/model", None) == f"r2med-plugin-{__version__}:hub:unresolved"
     refs = tmp_path / "hub" / "models--org--model" / "refs"
@@ -247,6 +276,34 @@ def test_killed_sweep_reruns_only_the_missing_jobs(fixture_mirror: Path, tmp_pat
     assert {s.job.job_id for s in summary.jobs if s.status == "skipped"} == finished
     assert summary.count("done") == 16 - len(finished) and summary.ok
     assert len(_scores(tmp_path / "out")) == 16
+
+
+_KILL_ON_THIRD_JOB = """
+import os, signal, sys
+import r2med_plugin.sweep.engines as engines
+from r2med_plugin.sweep import load_spec, run_sweep
+calls = []
+real = engines.execute_job
+def execute_job(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # as `kill -9` on the driver, with the third job started
+    return real(*args, **kwargs)
+engines.execute_job = execute_job
+run_sweep(load_spec(sys.argv[1]), show_progress=False)
+"""
+
+
+def test_a_killed_sweeps_summary_counts_every_job_finished_before_the_kill(fixture_mirror: Path, tmp_path: Path):
+    spec_path = _spec(tmp_path, tasks=["NanoR2MEDBiology", "R2MEDBiology"], retrievers=["bm25-lucene", "bm25-robertson"])
+    result = subprocess.run([sys.executable, "-c", _KILL_ON_THIRD_JOB, str(spec_path)], env=_env(fixture_mirror, tmp_path / "cache"),
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    records = list((tmp_path / "out" / RECORDS).glob("*.json"))
+    summary = json.loads((tmp_path / "out" / "sweep-summary.json").read_text())
+    assert len(records) == 2  # jobs 1 and 2 finished; job 3 was killed as it started
+    assert summary["counts"] == {"done": 2, "skipped": 0, "failed": 0, "pending": 4 - 2}
+    assert {job["job_id"] for job in summary["jobs"] if job["status"] == "done"} == {path.stem for path in records}
 
 
 def test_a_failing_job_is_retried_then_reported_while_the_others_finish(
@@ -401,3 +458,16 @@ def test_a_job_record_holds_the_request_it_ran_and_it_runs_again_to_the_same_sco
     again = execute(plan_request(EvaluationRequest.from_dict(stored)))
     written = json.loads((spec.output / status.record["paths"]["mteb"]).read_text())["scores"]["test"][0]
     assert again.scores["ndcg_at_10"] == written["ndcg_at_10"] and again.scores["hybrid_ndcg_at_10"] == written["hybrid_ndcg_at_10"]
+
+
+def test_a_sweeps_leaderboard_labels_rows_as_r2med_leaderboard_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """On the synthetic sample, the sweep's own leaderboard file says so, as `r2med leaderboard` on the folder does."""
+    from r2med_plugin.integrations.demo import sample_dir
+    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+
+    monkeypatch.setenv("R2MED_DATA_DIR", str(sample_dir()))
+    spec = load_spec(_spec(tmp_path, tasks=["NanoR2MEDBiology"], retrievers=["bm25-hakari"]))
+    run_sweep(spec, show_progress=False)
+    written = (spec.output / "leaderboard-nano.md").read_text()
+    assert "bm25-hakari (synthetic sample)" in written
+    assert written == render(build_leaderboard([spec.output / "results"], benchmark="nano"), "md")

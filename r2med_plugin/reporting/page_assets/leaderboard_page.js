@@ -84,6 +84,42 @@
     }
   }
 
+  // A table wider than the window: name the columns that lie off screen, beside the table (and again as it scrolls).
+  function markOffScreen() {
+    document.querySelectorAll("section[data-benchmark]").forEach(function (section) {
+      var scroller = section.querySelector(".scroll");
+      var hint = section.querySelector(".offscreen");
+      if (!scroller || !hint) {
+        return;
+      }
+      var box = scroller.getBoundingClientRect();
+      var right = [], left = [];
+      scroller.querySelectorAll("th[data-col]").forEach(function (heading) {
+        var edge = heading.getBoundingClientRect();
+        var name = heading.getAttribute("data-name");
+        if (edge.right > box.right + 1) {
+          right.push(name);
+        } else if (edge.left < box.left - 1) {
+          left.push(name);
+        }
+      });
+      var parts = [];
+      if (right.length) {
+        parts.push("off screen to the right: " + right.join(", "));
+      }
+      if (left.length) {
+        parts.push("off screen to the left: " + left.join(", "));
+      }
+      hint.hidden = parts.length === 0;
+      hint.textContent = parts.length ? "Scroll the table sideways; " + parts.join("; ") + "." : "";
+    });
+  }
+
+  document.querySelectorAll(".scroll").forEach(function (scroller) {
+    scroller.addEventListener("scroll", markOffScreen);
+  });
+  window.addEventListener("resize", markOffScreen);
+
   document.querySelectorAll("table.board").forEach(function (table) {
     table.querySelectorAll("th[data-col]").forEach(function (heading) {
       heading.addEventListener("click", function () { sortBy(table, heading); });
@@ -92,5 +128,9 @@
   document.querySelectorAll("select[data-filter]").forEach(function (select) {
     select.addEventListener("change", applyFilters);
   });
+  document.querySelectorAll("select[data-filter]").forEach(function (select) {
+    select.addEventListener("change", markOffScreen);
+  });
   applyFilters();
+  markOffScreen();
 })();

@@ -1,0 +1,201 @@
+"""`r2med export --venue mteb|hakari` (r2med_plugin.reporting.venues): round trips through each venue's reader
+(mteb's own ResultCache; for HAKARI-Bench a stand-in that reads its documented layout as its read_result_json
+does: an lzma JSON object at hakari-results/<model>/<dataset>/<Task>.json.xz), refusals and folder names."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+
+import pytest
+
+from r2med_plugin.cli import main
+from r2med_plugin.evaluation.hakari_metrics import hakari_metrics, rankings_from_run
+from r2med_plugin.reporting.hakari_files import hakari_record_path, read_xz_json
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.result_files import ResultRecord
+from r2med_plugin.reporting.venues import (
+    export_hakari,
+    export_mteb,
+    hakari_dataset_revision,
+    hakari_path_part,
+    mteb_path_part,
+)
+
+NANO = "NanoR2MEDIIYiClinical"
+
+
+@pytest.fixture()
+def results(mirror_env: Path, tmp_path: Path) -> dict:
+    """One NanoR2MED BM25 result, one encoder result with the hybrid list re-ranked, one R2MED BM25 result."""
+    folder = tmp_path / "results"
+    bm25 = evaluate_task(NANO, "bm25-robertson", show_progress=False)
+    encoder = evaluate_task(NANO, HashingEncoder(dim=64, name="org/hash-64"), candidates=["hybrid"], show_progress=False)
+    r2med = evaluate_task("R2MEDBiology", "bm25-robertson", show_progress=False)
+    return {"folder": folder, "bm25": (bm25, write_outputs(bm25, folder)), "encoder": (encoder, write_outputs(encoder, folder)),
+            "r2med": (r2med, write_outputs(r2med, folder))}
+
+
+@pytest.mark.parametrize(("name", "part"), [
+    ("org/model", "org__model"), ("..", "value"), ("../../etc", "etc"), ("/abs/path", "abs__path"),
+    ("a/../b", "a__..__b"), ("C:\\x\\y", "C___x__y"), (" spaced name ", "spaced_name"), ("", "value"), ("._x_.", "x"),
+])
+def test_hakari_folder_names_are_made_as_safe_path_part_makes_them(name, part):
+    assert hakari_path_part(name) == part
+    assert "/" not in part and part not in {".", ".."}
+
+
+@pytest.mark.parametrize(("name", "part"), [("org/model", "org__model"), ("a b/c", "a_b__c"), ("/abs", "__abs"),
+                                            ("a/../b", "a__..__b")])
+def test_mteb_folder_names_are_made_as_mteb_makes_them(name, part):
+    assert mteb_path_part(name) == part
+
+
+@pytest.mark.parametrize("name", ["..", ".", "", "a\\..\\b"])
+def test_an_mteb_folder_name_that_would_leave_the_folder_is_refused(name):
+    with pytest.raises(ValueError, match="cannot hold inside --out"):
+        mteb_path_part(name)
+
+
+def test_mteb_export_round_trips_through_mtebs_result_cache(results: dict, tmp_path: Path):
+    import mteb
+
+    out = tmp_path / "mteb-out"
+    written = export_mteb([results["folder"]], "org/hash-64", out)
+    result, paths = results["encoder"]
+    folder = out / "results" / "org__hash-64" / result.model_revision
+    assert sorted(path.relative_to(folder).as_posix() for path in written) == [f"{NANO}.json", "model_meta.json", "run_settings.jsonl"]
+    assert json.loads((folder / "model_meta.json").read_text())["name"] == "org/hash-64"
+    assert [json.loads(line)["task"] for line in (folder / "run_settings.jsonl").read_text().splitlines()] == [NANO]
+    loaded = mteb.ResultCache(out).load_results(models=["org/hash-64"], tasks=[NANO])
+    task_result = loaded.model_results[0].task_results[0]
+    loaded_scores = task_result.scores["test"][0]
+    assert {key: loaded_scores[key] for key in result.scores} == result.scores  # every score, equal
+    assert (folder / f"{NANO}.json").read_bytes() == paths["mteb"].read_bytes()  # mteb's keys and values, unchanged
+
+
+def test_mteb_export_refuses_what_mteb_cannot_hold(results: dict, tmp_path: Path):
+    with pytest.raises(ValueError, match="no results for model 'nobody'"):
+        export_mteb([results["folder"]], "nobody", tmp_path / "x")
+    only = results["folder"] / "candidates-only"
+    evaluate_copy = evaluate_task(NANO, "bm25-robertson", candidates=["bm25"], candidates_only=True, show_progress=False)
+    write_outputs(evaluate_copy, only.parent)
+    with pytest.raises(ValueError, match="--candidates-only result ranks stored lists"):
+        export_mteb([only], "bm25-robertson", tmp_path / "y")
+
+
+def test_mteb_export_keeps_another_tasks_run_settings_and_refuses_to_overwrite_another_result(results: dict, tmp_path: Path):
+    out = tmp_path / "mteb-out"
+    result, _ = results["bm25"]
+    folder = out / "results" / "bm25-robertson" / result.model_revision
+    folder.mkdir(parents=True)
+    (folder / "run_settings.jsonl").write_text(json.dumps({"task": "Other", "splits": ["test"], "subsets": ["default"]}) + "\n")
+    (folder / f"{NANO}.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds another result; give another --out, or --force"):
+        export_mteb([results["folder"]], "bm25-robertson", out)
+    export_mteb([results["folder"]], "bm25-robertson", out, force=True)
+    tasks = [json.loads(line)["task"] for line in (folder / "run_settings.jsonl").read_text().splitlines()]
+    assert tasks == ["Other", NANO, "R2MEDBiology"]
+
+
+def _read_hakari(path: Path) -> dict:
+    """HAKARI's read_result_json on a .json.xz: lzma text, one JSON object."""
+    with lzma.open(path, "rt", encoding="utf-8") as handle:
+        payload = json.load(handle)
+    assert isinstance(payload, dict)
+    return payload
+
+
+def test_hakari_export_writes_hakaris_layout_and_payload(results: dict, tmp_path: Path):
+    out = tmp_path / "hakari-out"
+    folder = results["folder"]
+    with pytest.raises(ValueError, match="HAKARI-Bench lists NanoR2MED's tasks only, not 'R2MEDBiology'"):
+        export_hakari([folder], "bm25-robertson", out, allow_incomplete=True)
+    written = export_hakari([folder], "org/hash-64", out, allow_incomplete=True)
+    target = out / "hakari-results" / "org__hash-64" / "hakari-bench__NanoR2MED" / f"{NANO}.json.xz"
+    assert written == [target, out / "org__hash-64_results_pr.md"]
+    payload = _read_hakari(target)
+    result, paths = results["encoder"]
+    record = read_xz_json(hakari_record_path(paths["mteb"]))
+    assert payload["model"]["id"] == "org/hash-64" and payload["target"]["split_name"] == NANO
+    assert payload["target"]["dataset_id"] == "hakari-bench/NanoR2MED" and payload["target"]["dataset_revision"]["resolved"] is None
+    prefix = f"NanoR2MED_{NANO}_cosine_"
+    assert set(payload["metrics"]) == {prefix + "ndcg@10", prefix + "acc@100"}
+    assert payload["evaluation"]["aggregate_metric"] == "ndcg@10"
+    assert payload["evaluation"]["aggregate_metric_value"] == record["metrics"][prefix + "ndcg@10"]
+    top_k = record["candidate_rankings"]["reranking_hybrid"]["top_k"]
+    assert set(payload["rerank_metrics"]) == {f"{prefix}reranking_hybrid_top{top_k}_rerank_ndcg@10",
+                                              f"{prefix}reranking_hybrid_top{top_k}_rerank_acc@100"}
+    rows = payload["artifacts"]["top_rankings"]["rankings"]
+    assert {row["ranking_kind"] for row in rows} == {"retrieval", "candidate_rerank"}
+    assert all(len(row["corpus_ids"]) <= 100 for row in rows)
+    assert len(payload["experiment_manifest"]["fingerprint_sha256"]) == 64
+    body = (out / "org__hash-64_results_pr.md").read_text()
+    assert "org/hash-64" in body and "reranking_hybrid" in body and "Not included (7 of 8 NanoR2MED tasks)" in body
+
+
+def test_a_bm25_hakari_export_records_hakaris_bm25_configuration_and_bm25s_order(mirror_env: Path, tmp_path: Path):
+    result = evaluate_task(NANO, "bm25-hakari:regex", show_progress=False)
+    write_outputs(result, tmp_path / "results")
+    (target, _) = export_hakari([tmp_path / "results"], "bm25-hakari:regex", tmp_path / "out", allow_incomplete=True)
+    payload = _read_hakari(target)
+    bm25 = payload["config"]["bm25"]
+    assert (bm25["tokenizer"], bm25["k1"], bm25["b"], bm25["top_k"], bm25["source"]) == ("regex", 1.5, 0.75, 1000, "computed_bm25s")
+    assert payload["model"]["backend_library"] == "bm25s" and payload["model"]["method"] == "bm25"
+    (row,) = [row for row in payload["artifacts"]["top_rankings"]["rankings"] if row["query_id"] == next(iter(result.run))]
+    assert row["corpus_ids"] == list(next(iter(result.run.values())))[:100]  # bm25s's order, ties included
+    assert target.parent.parent.name == "bm25-hakari_regex"  # HAKARI's safe_path_part of the name
+    body = (tmp_path / "out" / "bm25-hakari_regex_results_pr.md").read_text()
+    assert f"| {NANO} | {payload['evaluation']['aggregate_metric_value']:.4f} | bm25_has_no_candidate_reranking |" in body
+
+
+def test_the_hakari_aggregate_is_hakaris_ndcg_at_10_of_the_same_run(results: dict):
+    """The record's nDCG@10 is HAKARI's: recomputed here from the run and qrels, ties by id ascending, every
+    query counted; the MTEB file keeps pytrec_eval's (the two differ only where the conventions differ)."""
+    result, paths = results["bm25"]
+    record = read_xz_json(hakari_record_path(paths["mteb"]))
+    positives = {query: [doc for doc, grade in judged.items() if grade > 0] for query, judged in result.data.qrels.items()}
+    ours = hakari_metrics(rankings_from_run(result.run), positives, metric_names=["ndcg@10"], query_ids=record["query_ids"])
+    assert record["metrics"][f"NanoR2MED_{NANO}_bm25-robertson_ndcg@10"] == pytest.approx(ours["ndcg@10"], abs=1e-15)
+    assert "ndcg@10" not in json.dumps(json.loads(paths["mteb"].read_text())["scores"])  # mteb's keys stay mteb's
+
+
+def test_hakari_export_refuses_a_reranked_result(tmp_path: Path):
+    with pytest.raises(ValueError, match="is a reranked result; the HAKARI export holds a retriever's full-corpus ranking"):
+        export_hakari([tmp_path], "cross-encoder/ms-marco|bm25-robertson|top_100", tmp_path / "out")
+
+
+def test_hakari_export_refuses_unproven_data_and_results_without_a_record(results: dict, tmp_path: Path):
+    with pytest.raises(ValueError, match="is not a hub commit of hakari-bench/NanoR2MED .* --allow-incomplete"):
+        export_hakari([results["folder"]], "org/hash-64", tmp_path / "a")
+    _, paths = results["encoder"]
+    hakari_record_path(paths["mteb"]).unlink()
+    with pytest.raises(ValueError, match=r"no HAKARI record beside it \(NanoR2MEDIIYiClinical.hakari.json.xz\); .* re-run"):
+        export_hakari([results["folder"]], "org/hash-64", tmp_path / "b", allow_incomplete=True)
+
+
+def test_a_hub_commit_is_hakaris_resolved_revision_and_a_result_without_a_revision_is_refused(tmp_path: Path):
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    record = ResultRecord(model="m", revision="r", task=NANO, scores={}, date=0.0, path=tmp_path / "x.json",
+                          dataset_revision=commit)
+    assert hakari_dataset_revision(record, allow_incomplete=False) == {"requested": None, "resolved": commit,
+                                                                        "source": "r2med-plugin"}
+    edited = ResultRecord(**{**record.__dict__, "dataset_revision": commit + "+unverified-files-abc"})
+    with pytest.raises(ValueError, match="not a hub commit"):
+        hakari_dataset_revision(edited, allow_incomplete=False)
+
+
+def test_the_cli_exports_to_each_venue_and_refuses_options_a_venue_does_not_read(results: dict, tmp_path: Path, capsys):
+    folder = str(results["folder"])
+    assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "mteb", "--out", str(tmp_path / "m")]) == 0
+    assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "hakari", "--allow-incomplete",
+                 "--out", str(tmp_path / "h")]) == 0
+    assert "hakari-bench__NanoR2MED" in capsys.readouterr().out
+    assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "hakari", "--model-size", "7B",
+                 "--out", str(tmp_path / "h2")]) == 2
+    assert "--model-size reaches no code here" in capsys.readouterr().err
+    assert main(["export", "--trec", folder, "--venue", "mteb", "--out", str(tmp_path / "t")]) == 2
+    assert "--venue reaches no code here" in capsys.readouterr().err
