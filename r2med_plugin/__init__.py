@@ -28,7 +28,7 @@ _EXPORTS = {
     "EvaluationRequest": "r2med_plugin.evaluation.request",
     "Scoring": "r2med_plugin.evaluation.request",
     "Outputs": "r2med_plugin.evaluation.request",
-    "RequestError": "r2med_plugin.evaluation.refusals",
+    "RequestError": "r2med_plugin.rules",
     "Bm25Spec": "r2med_plugin.evaluation.specs",
     "ModelSpec": "r2med_plugin.evaluation.specs",
     "RunFileSpec": "r2med_plugin.evaluation.specs",

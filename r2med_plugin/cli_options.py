@@ -6,6 +6,8 @@ import argparse
 import math
 from collections.abc import Callable, Sequence
 
+from r2med_plugin.rules import flag_of, integer_option
+
 
 def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
     """The dests of the options written on the command line (also when a value equals the default).
@@ -35,7 +37,7 @@ def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[s
 
 
 def flag_name(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
+    return flag_of(dest)
 
 
 def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
@@ -62,7 +64,7 @@ def bounded(kind: type, *, low: float, strict: bool = False, high: float | None 
     return parse
 
 
-positive_int = bounded(int, low=1, message="must be a positive integer, got {value}")
-non_negative_int = bounded(int, low=0, message="must be 0 or more, got {value}")
+positive_int = integer_option(1)
+non_negative_int = integer_option(0)
 positive_seconds = bounded(float, low=0, strict=True, message="must be a positive number of seconds, got {value}")
 price = bounded(float, low=0, message="must be a price of at least 0 (US dollars per million tokens), got {value}")

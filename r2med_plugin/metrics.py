@@ -21,10 +21,18 @@ def check_rerank_depth(depth: object, option: str = "rerank_depth (--rerank-dept
     """``depth`` if an evaluation can report a rerank that deep: a whole number of at least MIN_TOP_K, as the main
     score (ndcg_at_10) needs each query's reranked top 10 (the CLI, the Python API and sweep specs share this check,
     so a shallower rerank is refused before any request or model run); else a ValueError naming ``option``."""
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < MIN_TOP_K:
-        raise ValueError(f"{option} must be at least {MIN_TOP_K} documents per query: the main score is ndcg_at_10, which "
-                         f"a shallower rerank cannot report (the official depths are 10 and 100); got {depth!r}")
+    problem = rerank_depth_problem(depth)
+    if problem:
+        raise ValueError(f"{option} {problem}")
     return int(depth)
+
+
+def rerank_depth_problem(depth: object) -> str | None:
+    """What is wrong with ``depth`` as a rerank depth (see ``check_rerank_depth``); None if nothing."""
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < MIN_TOP_K:
+        return (f"must be at least {MIN_TOP_K} documents per query: the main score is ndcg_at_10, which a shallower rerank "
+                f"cannot report (the official depths are 10 and 100); got {depth!r}")
+    return None
 
 # mteb's retrieval cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official R2MED BM25 ones (25, 50).
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 20, 25, 50, 100, 1000)

@@ -25,7 +25,7 @@ from typing import Any
 from r2med_plugin.data.expansions import llm_name
 from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
-from r2med_plugin.evaluation.refusals import RequestError, refuse
+from r2med_plugin.rules import RequestError, whole_number_problem
 from r2med_plugin.types import TaskSpec
 
 
@@ -42,23 +42,17 @@ class Scoring:
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
         if self.hybrid and self.candidates_only:
-            raise refuse("hybrid scores (--hybrid) fuse full-corpus runs, which candidates_only (--candidates-only) skips: "
-                          "drop one of the two", "hybrid", "fuses full-corpus runs, which candidates_only skips",
-                          "drop one of the two",
-                          "--hybrid fuses full-corpus runs, which --candidates-only skips: drop one of the two")
+            raise RequestError("hybrid", "fuses full-corpus runs, which {candidates_only} skips", "drop one of the two")
         unknown = [name for name in self.candidates if name not in CANDIDATE_SUBSETS]
         if unknown:
-            raise refuse(f"unknown candidate subset(s) {unknown}; choose from {list(CANDIDATE_SUBSETS)}",
-                          "candidates", f"holds {unknown[0]!r}", f"choose from {list(CANDIDATE_SUBSETS)}",
-                          f"--candidates {unknown[0]}: unknown candidate subset; choose from {list(CANDIDATE_SUBSETS)}")
+            raise RequestError("candidates", f"holds {unknown[0]!r}",
+                               f"choose from the candidate subsets {list(CANDIDATE_SUBSETS)}")
         if self.candidates_only and not self.candidates:
-            raise refuse("candidates_only (--candidates-only) needs at least one candidate subset (--candidates bm25, "
-                          "dense or hybrid)", "candidates_only", "is true but `candidates` names no subset",
-                          "add candidates: [bm25, dense, hybrid] (the lists to rank), or remove candidates_only",
-                          "--candidates-only needs at least one candidate subset: add --candidates bm25, dense or hybrid")
-        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < MIN_TOP_K:
-            problem = f"must be at least {MIN_TOP_K}: the main score is nDCG@10; got {self.top_k}"
-            raise refuse(f"top_k (--top-k) {problem}", "top_k", problem, "raise it (default 1000)", f"--top-k {problem}")
+            raise RequestError("candidates_only", "needs at least one candidate subset (the lists to rank)",
+                               "add {candidates} bm25, dense or hybrid, or drop {candidates_only}")
+        if whole_number_problem(self.top_k, MIN_TOP_K):
+            raise RequestError("top_k", f"must be at least {MIN_TOP_K}: the main score is nDCG@10; got {self.top_k!r}",
+                               "raise it (default 1000)")
 
     def check_task(self, spec: TaskSpec) -> None:
         """The rules that depend on the task: stored candidate lists (NanoR2MED), released expansions (R2MED)."""
@@ -103,17 +97,12 @@ class Outputs:
 
     def __post_init__(self) -> None:
         if self.trec and not self.folder:
-            raise refuse("trec writes run files into the output folder: give folder=", "trec", "needs an output folder",
-                          "set output", "--trec writes run files into the --output folder: add --output DIR")
-        depth = self.trec_depth
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            problem = f"must be a positive number of documents per query, got {depth}"
-            raise refuse(f"trec_depth (--depth) {problem}", "trec_depth", problem, "give one, e.g. 100",
-                          f"--depth {problem}")
-        if depth != TREC_DEFAULT_DEPTH and not self.trec:
-            raise refuse("trec_depth (--depth) is the depth of TREC run files: set trec=True, or drop it", "trec_depth",
-                          "is the depth of TREC run files", "set trec: true, or drop it",
-                          "--depth is the depth of TREC run files: add --trec (and --output DIR), or drop --depth")
+            raise RequestError("trec", "writes run files into the {output} folder", "add {output} DIR")
+        if whole_number_problem(self.trec_depth, 1):
+            raise RequestError("trec_depth", f"must be a positive number of documents per query, got {self.trec_depth!r}",
+                               "give one, e.g. 100")
+        if self.trec_depth != TREC_DEFAULT_DEPTH and not self.trec:
+            raise RequestError("trec_depth", "is the depth of TREC run files", "add {trec} (and {output} DIR), or drop it")
 
     def uses(self, option: str) -> bool:
         return option in ("output", "trec") or (option == "depth" and self.trec)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from r2med_plugin.identifiers import BM25_NAMES
+from r2med_plugin.metrics import rerank_depth_problem
+from r2med_plugin.rules import RequestError, seconds_problem, whole_number
 
 NEUTRAL = {"neutral": True}  # field metadata: how a result is computed, never what it is
 
@@ -41,18 +43,9 @@ def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     return payload
 
 
-def unreached(name: str, problem: str, fix: str, why: str) -> Any:
-    """The refusal of a field set where it reaches no code, worded for the Python API, the CLI and a spec's key."""
-    from r2med_plugin.evaluation.refusals import RequestError
-
-    flag = "--" + name.replace("_", "-")
-    return RequestError(f"{name} ({flag}) reaches no code here: {why}; drop it", field=name, problem=problem, fix=fix,
-                        flag_message=f"{flag} reaches no code here: {why}; drop {flag}")
-
-
-def _positive(name: str, value: Any, minimum: int = 1) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-        raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
+def unreached(name: str, why: str) -> RequestError:
+    """The refusal of a field set where it reaches no code (``why``)."""
+    return RequestError(name, f"reaches no code here: {why}", "drop {%s}" % name)
 
 
 def check_retriever_name(name: str) -> None:
@@ -104,11 +97,10 @@ class EndpointSpec:
         from r2med_plugin.llm.config import extra_body_of
 
         object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body (--extra-body)"))
-        _positive("concurrency", self.concurrency)
-        _positive("max_retries", self.max_retries, 0)
-        timeout = self.timeout
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        whole_number("concurrency", self.concurrency, 1)
+        whole_number("max_retries", self.max_retries, 0)
+        if self.timeout is not None and seconds_problem(self.timeout):
+            raise ValueError(f"timeout {seconds_problem(self.timeout)}")
 
     def given(self, names: tuple[str, ...] = (*ENDPOINT_OPTIONS, *REQUEST_OPTIONS)) -> dict[str, Any]:
         """The settings that were set, among ``names``."""
@@ -173,7 +165,7 @@ class ModelSpec:
         check_retriever_name(self.name)  # "bm25-lucen" is a typo, not a hub model to download
         if self.revision is not None and not isinstance(self.revision, str):
             raise ValueError(f"revision {self.revision!r}: quote it as a string (a commit sha or a tag)")
-        _positive("batch_size", self.batch_size)
+        whole_number("batch_size", self.batch_size, 1)
         if self.display_name is not None:
             from r2med_plugin.models.checks import check_model_name
 
@@ -182,7 +174,7 @@ class ModelSpec:
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings=endpoint))
         refusal = self.ref.instruction_refusal
         if self.instruction and refusal is not None:
-            raise unreached("instruction", f"is set, but {refusal[0]}", refusal[1], f"{refusal[0]} ({refusal[1]})")
+            raise unreached("instruction", f"{refusal[0]} ({refusal[1]})")
 
     @property
     def label(self) -> str:
@@ -302,18 +294,12 @@ FirstStageSpec = Bm25Spec | ModelSpec | RunFileSpec | PrebuiltFirstStage
 
 
 def _check_depth(depth: Any) -> None:
-    from r2med_plugin.evaluation.refusals import RequestError
-    from r2med_plugin.metrics import check_rerank_depth
     from r2med_plugin.retrieval.rerank import check_depth
 
     check_depth(depth)
-    option = "rerank_depth (--rerank-depth)"
-    try:
-        check_rerank_depth(depth, option)
-    except ValueError as error:
-        problem = str(error).removeprefix(f"{option} ")
-        raise RequestError(str(error), field="depth", problem=problem, fix="raise it (10 or 100, as the official code)",
-                           flag_message=f"--rerank-depth {problem}") from None
+    problem = rerank_depth_problem(depth)
+    if problem:
+        raise RequestError("rerank_depth", problem, "raise it (10 or 100, as the official code)", key="depth")
 
 
 @dataclass(frozen=True)
@@ -337,7 +323,7 @@ class CrossEncoderSpec:
         if is_llm_reranker_name(self.name):
             raise ValueError(f"{self.name} is an LLM reranker: build it as LlmRerankerSpec (with its endpoint)")
         _check_depth(self.depth)
-        _positive("batch_size", self.batch_size)
+        whole_number("batch_size", self.batch_size, 1)
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings={}))
 
     @property
@@ -377,7 +363,7 @@ class LlmRerankerSpec:
             raise ValueError(f"{unknown[0]} is not an LLM reranker setting; use only {sorted(LLM_SETTING_USERS)}")
         for name, why in settings_unused_by(self.kind).items():
             if name in self.settings:
-                raise unreached(name, f"is set, but {self.name} is llm-{self.kind}", f"{why}: drop {name}", why)
+                raise unreached(name, f"{self.name} is llm-{self.kind}: {why}")
         if self.endpoint.dimensions is not None:
             raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
                              "and an LLM reranker asks for text; drop it")
@@ -441,7 +427,7 @@ class PrebuiltReranker:
 
     def __post_init__(self) -> None:
         _check_depth(self.depth)
-        _positive("batch_size", self.batch_size)
+        whole_number("batch_size", self.batch_size, 1)
 
     @property
     def label(self) -> str:

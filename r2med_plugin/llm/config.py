@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.rules import seconds_problem, whole_number
+
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
 DEFAULT_STEP = 10
 DEFAULT_REASONING_TOKENS = 8192  # Rank1's reasoning budget
@@ -88,8 +90,7 @@ class Endpoint:
     timeout: float = 600.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
+        whole_number("--concurrency", self.concurrency, 1)
 
 
 @dataclass(frozen=True)
@@ -127,20 +128,14 @@ class LLMRerankerConfig:
         if not isinstance(self.endpoint, Endpoint):
             raise TypeError("LLMRerankerConfig(endpoint=...) takes an Endpoint, e.g. Endpoint('http://localhost:8000/v1')")
         for name in ("window", "step"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name} must be a positive integer, got {value!r}")
+            whole_number(f"--{name}", getattr(self, name), 1)
         if self.window < 2:
             raise ValueError(f"--window must be at least 2 (a window ranks passages against each other), got {self.window}")
         if self.step >= self.window:
             raise ValueError(f"--step ({self.step}) must be smaller than --window ({self.window}): windows must overlap for a "
                              "passage to move up past a window's edge (RankGPT: --window 20 --step 10)")
-        for name, low, high in (("set_size", 2, MAX_SET_SIZE), ("setwise_k", 1, None)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-                bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer {bounds}, got {value!r}"
-                                 + (" (passages per setwise question, labelled A to W)" if name == "set_size" else ""))
+        whole_number("--set-size", self.set_size, 2, MAX_SET_SIZE, why="passages per setwise question, labelled A to W")
+        whole_number("--setwise-k", self.setwise_k, 1)
         if self.setwise_method not in SETWISE_METHODS:
             raise ValueError(f"--setwise-method must be one of {', '.join(SETWISE_METHODS)}, got {self.setwise_method!r}")
         self._check_groupwise()
@@ -148,19 +143,14 @@ class LLMRerankerConfig:
             raise ValueError(f"--show-scores is a switch (true or false), got {self.show_scores!r}")
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
             raise ValueError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, got {self.reasoning_effort!r}")
-        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1):
-            raise ValueError(f"--max-tokens must be a positive integer, got {self.max_tokens!r}")
+        whole_number("--max-tokens", self.max_tokens, 1)
 
     def _check_groupwise(self) -> None:
-        for name in ("group_size", "regroup"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer of at least 1, got {value!r}")
+        whole_number("--group-size", self.group_size, 1)
+        whole_number("--regroup", self.regroup, 1)
         if self.grouping not in GROUPINGS:
             raise ValueError(f"--grouping must be one of {', '.join(GROUPINGS)}, got {self.grouping!r}")
-        if self.group_seed is not None and (isinstance(self.group_seed, bool) or not isinstance(self.group_seed, int)
-                                            or self.group_seed < 0):
-            raise ValueError(f"--group-seed must be an integer of at least 0, got {self.group_seed!r}")
+        whole_number("--group-seed", self.group_seed, 0)
         if self.grouping == "first-stage":
             why = "--grouping first-stage cuts the first stage's order into consecutive groups, the same every time"
             if self.group_seed is not None:
@@ -244,10 +234,9 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
                                  ("concurrency", concurrency, 1), ("max_retries", max_retries, 0),
                                  ("set_size", set_size, 2), ("setwise_k", setwise_k, 1), ("group_size", group_size, 1),
                                  ("regroup", regroup, 1), ("group_seed", group_seed, 0)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-            raise ValueError(f"{name} must be an integer of at least {minimum}, got {value!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf")):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        whole_number(name, value, minimum)
+    if timeout is not None and seconds_problem(timeout):
+        raise ValueError(f"timeout {seconds_problem(timeout)}")
     if check_key:
         api_key(api_key_env)  # an unset variable is refused now (the key itself is not kept)
     if check_key if sends is None else sends:

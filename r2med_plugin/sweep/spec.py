@@ -267,7 +267,7 @@ def model_spec(name: str, revision: str | None, loading: Mapping[str, Any], inst
         return ModelSpec(name, revision, loader=loading.get("loader"), endpoint=EndpointSpec(**settings) if settings else None,
                          instruction=instruction)
     except RequestError as error:
-        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.field}`')}") from None
+        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.key}`')}") from None
     except ValueError as error:
         field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
         raise _fail(path, field_key, f"is {name!r}" if field_key == key else f"is {revision!r}",
@@ -295,7 +295,7 @@ def _scoring(path: Path, raw: Mapping[str, Any]) -> Scoring:
                        candidates=tuple(_as_list(path, "candidates", raw.get("candidates"))),
                        candidates_only=bool(_as_bool(path, "candidates_only", raw.get("candidates_only"))))
     except RequestError as error:
-        raise SpecError(f"{path}: {error.keyed(f'`{error.field}`')}") from None
+        raise SpecError(f"{path}: {error.keyed(f'`{error.key}`')}") from None
 
 
 def _check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[str | None]) -> None:
@@ -398,7 +398,7 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
     try:  # the kind's settings, each value, and the endpoint: checked by the type, as for the CLI and the Python API
         llm_reranker_spec(entry["model"], asks, requests, depth=entry.get("depth") or 10)
     except RequestError as error:
-        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.field}`')}") from None
+        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.key}`')}") from None
     except (TypeError, ValueError) as error:
         raise _fail(path, key, f"is {entry['model']!r}", str(error).replace("--", "")) from None
     return {"llm_reranker": asks, "llm_requests": requests}

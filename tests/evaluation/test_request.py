@@ -17,20 +17,34 @@ from r2med_plugin.sweep.spec import SpecError, parse_spec
 NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"
 
 
-@pytest.mark.parametrize("settings, field, api, flags", [
-    (dict(hybrid=True, candidates=("bm25",), candidates_only=True), "hybrid", "fuse full-corpus runs",
-     "--hybrid fuses full-corpus runs, which --candidates-only skips"),
-    (dict(candidates=("bm26",)), "candidates", "unknown candidate subset(s) ['bm26']", "--candidates bm26: unknown"),
-    (dict(candidates_only=True), "candidates_only", "needs at least one candidate subset",
-     "--candidates-only needs at least one candidate subset"),
-    (dict(top_k=5), "top_k", "top_k (--top-k) must be at least 10", "--top-k must be at least 10"),
+@pytest.mark.parametrize("settings, api, flags, keyed", [
+    (dict(hybrid=True, candidates=("bm25",), candidates_only=True),
+     "hybrid (--hybrid) fuses full-corpus runs, which candidates_only (--candidates-only) skips; drop one of the two",
+     "--hybrid fuses full-corpus runs, which --candidates-only skips; drop one of the two",
+     "`hybrid` fuses full-corpus runs, which candidates_only skips; drop one of the two"),
+    (dict(candidates=("bm26",)),
+     "candidates (--candidates) holds 'bm26'; choose from the candidate subsets ['bm25', 'dense', 'hybrid']",
+     "--candidates holds 'bm26'; choose from the candidate subsets ['bm25', 'dense', 'hybrid']",
+     "`candidates` holds 'bm26'; choose from the candidate subsets ['bm25', 'dense', 'hybrid']"),
+    (dict(candidates_only=True),
+     "candidates_only (--candidates-only) needs at least one candidate subset (the lists to rank); add candidates "
+     "(--candidates) bm25, dense or hybrid, or drop candidates_only (--candidates-only)",
+     "--candidates-only needs at least one candidate subset (the lists to rank); add --candidates bm25, dense or hybrid, "
+     "or drop --candidates-only",
+     "`candidates_only` needs at least one candidate subset (the lists to rank); add candidates bm25, dense or hybrid, "
+     "or drop candidates_only"),
+    (dict(top_k=5), "top_k (--top-k) must be at least 10: the main score is nDCG@10; got 5; raise it (default 1000)",
+     "--top-k must be at least 10: the main score is nDCG@10; got 5; raise it (default 1000)",
+     "`top_k` must be at least 10: the main score is nDCG@10; got 5; raise it (default 1000)"),
 ])
-def test_scoring_refuses_what_no_task_could_run(settings: dict, field: str, api: str, flags: str):
+def test_scoring_refuses_what_no_task_could_run(settings: dict, api: str, flags: str, keyed: str):
+    """One refusal, worded once, rendered for the Python API, the CLI and a sweep spec's key."""
     with pytest.raises(RequestError) as raised:
         Scoring(**settings)
     error = raised.value
-    assert error.field == field and api in str(error) and error.flag_message.startswith(flags)
-    assert error.keyed(f"`{field}`").startswith(f"`{field}` ")
+    field = keyed.split("`")[1]
+    assert error.field == field and str(error) == api and error.flag_message == flags
+    assert error.keyed(f"`{field}`") == keyed
 
 
 def test_scoring_checks_what_depends_on_the_task():
@@ -197,7 +211,7 @@ def test_an_llm_reranker_spec_owns_the_kinds_settings():
     with pytest.raises(RequestError) as raised:
         LlmRerankerSpec("llm-pointwise:m", EndpointSpec(base_url=URL), settings={"window": 4})
     assert raised.value.field == "window" and settings_unused_by("pointwise")["window"] in raised.value.flag_message
-    assert raised.value.keyed("`rerankers[0].window`").startswith("`rerankers[0].window` is set, but llm-pointwise:m")
+    assert raised.value.keyed("`rerankers[0].window`").startswith("`rerankers[0].window` reaches no code here: llm-pointwise:m is llm-pointwise")
     with pytest.raises(ValueError, match="needs an endpoint"):
         LlmRerankerSpec("llm-listwise:m", EndpointSpec())
     with pytest.raises(ValueError, match="dimensions"):

@@ -969,7 +969,7 @@ def test_setwise_settings_are_checked_and_named():
     endpoint = Endpoint("http://127.0.0.1:9/v1")
     for settings, words in (({"set_size": 1}, "--set-size must be an integer from 2 to 23"), ({"set_size": 24}, "from 2 to 23"),
                             ({"setwise_method": "quicksort"}, "--setwise-method must be one of heapsort, bubblesort"),
-                            ({"setwise_k": 0}, "--setwise-k must be an integer at least 1")):
+                            ({"setwise_k": 0}, "--setwise-k must be an integer of at least 1")):
         with pytest.raises(ValueError, match=words):
             LLMRerankerConfig(endpoint, **settings)
     reranker = as_reranker("llm-setwise:Qwen/Qwen3-8B", llm=LLMRerankerConfig(endpoint))

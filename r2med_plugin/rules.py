@@ -1,0 +1,100 @@
+"""The rules a setting's value follows, each written once, and a refusal worded once for every front end.
+
+A ``RequestError`` names the setting at fault (``field``) and says the problem and the fix once. ``{name}`` in them
+stands for another setting. It renders per front end from those words: the Python API's parameter
+(``top_k (--top-k) must be ...``), the CLI's flag (``--top-k must be ...``) and a sweep spec's key
+(```top_k` must be ...``). ``whole_number`` is the one "an integer, not a bool, of at least n" check; ``integer_option``
+is the same rule as an argparse type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+FrontEnd = Literal["api", "flag", "key"]
+_SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+
+
+# settings whose flag is not their name with dashes
+FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output"}
+
+
+def flag_of(name: str) -> str:
+    """The CLI flag of a setting: ``top_k`` -> ``--top-k``, ``trec_depth`` -> ``--depth``."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def label_of(name: str, front_end: FrontEnd) -> str:
+    """A setting as a front end names it in prose (a sweep spec's key is quoted by the caller, who knows its path)."""
+    if front_end == "api":
+        return f"{name} ({flag_of(name)})"
+    return flag_of(name) if front_end == "flag" else name
+
+
+def render(text: str, front_end: FrontEnd) -> str:
+    """``text`` with each ``{setting}`` written as ``front_end`` names it."""
+    return _SETTING.sub(lambda match: label_of(match.group(1), front_end), text)
+
+
+class RequestError(ValueError):
+    """A request that cannot run, found without any data: the setting at fault, the problem and the fix, worded once.
+    ``str(error)`` is the Python API's wording, ``flag_message`` the CLI's, ``keyed(label)`` a sweep spec's;
+    ``key`` is the setting's sweep-spec key where it differs from ``field`` (a reranker entry's ``depth``)."""
+
+    def __init__(self, field: str, problem: str, fix: str, *, key: str | None = None) -> None:
+        self.field, self.problem, self.fix, self.key = field, problem, fix, key or field
+        super().__init__(self.render("api"))
+
+    def render(self, front_end: FrontEnd, label: str | None = None) -> str:
+        head = label if label is not None else label_of(self.field, front_end)
+        return f"{head} {render(self.problem, front_end)}; {render(self.fix, front_end)}"
+
+    @property
+    def flag_message(self) -> str:
+        return self.render("flag")
+
+    def keyed(self, label: str) -> str:
+        """The refusal under a sweep spec's key (``label``, e.g. ```rerankers[0].depth```)."""
+        return self.render("key", label)
+
+
+def whole_number_problem(value: Any, minimum: int, maximum: int | None = None) -> str | None:
+    """What is wrong with ``value`` as an integer (a bool is not one) from ``minimum`` (to ``maximum``); None if nothing."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum is not None and value > maximum):
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
+        return f"must be an integer {bounds}, got {value!r}"
+    return None
+
+
+def whole_number(name: str, value: Any, minimum: int, maximum: int | None = None, *, why: str = "") -> Any:
+    """``value`` if it is an integer from ``minimum`` (to ``maximum``), else a ValueError naming ``name``; None passes
+    (an unset setting). ``why`` is added to the refusal ("passages per setwise question")."""
+    problem = None if value is None else whole_number_problem(value, minimum, maximum)
+    if problem:
+        raise ValueError(f"{name} {problem}" + (f" ({why})" if why else ""))
+    return value
+
+
+def seconds_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as a positive, finite number of seconds; None if nothing."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        return f"must be a positive number of seconds, got {value!r}"
+    return None
+
+
+def integer_option(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: the integer rule of ``whole_number``, read from the command line's text."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        problem = whole_number_problem(value, minimum, maximum)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+    return parse
