@@ -12,9 +12,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, price, refuse_unreached
+
+if TYPE_CHECKING:
+    from r2med_plugin.evaluation.result import TaskRunResult
 
 # the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
 # and output settings, where the data lives) -- each either reaches the part that uses it or is refused
@@ -429,33 +432,31 @@ def _run_plans(args: argparse.Namespace, plans: list) -> int:
     return 0
 
 
-def print_scores(result, keys: Sequence[str]) -> None:
-    shown = [key for key in keys if key in result.scores]
-    expansion = f" + {result.expansion}" if result.expansion else ""
+def print_scores(result: TaskRunResult, keys: Sequence[str]) -> None:
     from r2med_plugin.evaluation.naming import dataset_count_drift
-
-    unverified = "" if getattr(result, "dataset_revision_verified", True) else ", UNVERIFIED: the local mirror does not prove this commit"
     from r2med_plugin.identifiers import DatasetRevision
 
+    shown = [key for key in keys if key in result.scores]
+    expansion = f" + {result.expansion}" if result.expansion else ""
+    unverified = "" if result.dataset_revision_verified else ", UNVERIFIED: the local mirror does not prove this commit"
     if unverified and DatasetRevision.parse(str(result.dataset_revision)).local:
         unverified = ", UNVERIFIED: no commit recorded, a fingerprint of the mirror's files"
-    data = getattr(result, "data", None)
-    drift = "; COUNTS DIFFER from the dataset card (--accept-drift)" if data is not None and dataset_count_drift(data) else ""
+    drift = "; COUNTS DIFFER from the dataset card (--accept-drift)" if dataset_count_drift(result.data) else ""
     print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified}{drift})")
-    if getattr(result, "query_prompt", None):
+    if result.query_prompt:
         print(f"  query prompt: {result.query_prompt!r}")
-    if getattr(result, "hybrid_with", None):
+    if result.hybrid_with:
         print(f"  hybrid = RRF({result.retriever}{expansion}, {result.hybrid_with})")
     for key in shown:
         print(f"  {key:<48} {result.scores[key]:.5f}")
 
 
-def print_usage(result, price_in: float | None = None, price_out: float | None = None) -> None:
+def print_usage(result: TaskRunResult, price_in: float | None = None, price_out: float | None = None) -> None:
     """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing), and how
     its pairs (or listwise windows) were scored: by log-probabilities, labels or the said word, undecided, unparsed."""
     from r2med_plugin.llm.rerankers import ANSWER_COUNTS
 
-    usage = getattr(getattr(result, "rerank", None), "usage", None)
+    usage = result.rerank.usage if result.rerank is not None else None
     if usage:
         counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
         unit = next((unit for unit in ("comparisons", "groups", "windows", "pairs") if unit in usage),

@@ -10,6 +10,7 @@ is the same rule as an argparse type.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -98,3 +99,18 @@ def integer_option(minimum: int, maximum: int | None = None) -> Callable[[str], 
             raise argparse.ArgumentTypeError(problem)
         return value
     return parse
+
+
+# --- neutral fields -----------------------------------------------------------------------------------------------------
+
+NEUTRAL = {"neutral": True}  # field metadata: how a result is computed (devices, batch sizes, where data lives), not what
+
+
+def neutral(default: Any = None) -> Any:
+    """A dataclass field that changes no result: identities (a request's, a sweep job's) leave it out."""
+    return dataclasses.field(default=default, metadata=NEUTRAL)
+
+
+def neutral_fields(cls: type) -> tuple[str, ...]:
+    """The fields of the dataclass ``cls`` marked ``neutral``, in their order."""
+    return tuple(item.name for item in dataclasses.fields(cls) if item.metadata.get("neutral"))

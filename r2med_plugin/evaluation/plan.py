@@ -8,9 +8,9 @@ the first task loads. ``r2med_plugin.evaluation.runner.execute`` carries a plan 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.evaluation.first_stages import (
@@ -21,7 +21,7 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
-from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, hybrid_partner, scoring_of  # noqa: F401
+from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments, hybrid_partner  # noqa: F401
 from r2med_plugin.evaluation.specs import check_retriever_name  # noqa: F401 - also a name of this module
 from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
 from r2med_plugin.evaluation.rerankers import as_reranker
@@ -56,80 +56,61 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
-def check_arguments(
-    task: str, *, candidates: Sequence[str] = (), candidates_only: bool = False, expansion: str | None = None,
-    hybrid: bool = False, top_k: int = 1000,
-) -> Scoring:
-    """Every check of ``evaluate_task``'s arguments that needs no data (``Scoring`` owns them): run it for all tasks
-    before the first. Returns the checked scoring settings."""
-    scoring = scoring_of(top_k=top_k, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only,
-                         expansion=expansion)
+def check_arguments(task: str, **settings: Any) -> Scoring:
+    """Every check of ``evaluate_task``'s scoring arguments (candidates, candidates_only, expansion, hybrid, top_k) that
+    needs no data (``Scoring`` owns them): run it for all tasks before the first. Returns the checked settings."""
+    scoring = TaskArguments.of(settings, "check_arguments").scoring
     scoring.check_task(get_task_spec(task))
     return scoring
 
 
-def build_plan(
-    task: str,
-    retriever: str | Encoder | None = None,
-    *,
-    hybrid: bool = False,
-    candidates: Sequence[str] = (),
-    candidates_only: bool = False,
-    data_dir: str | os.PathLike | None = None,
-    accept_drift: bool | None = None,
-    top_k: int = 1000,
-    query_prompt: str | None = None,
-    expansion: str | None = None,
-    show_progress: bool = True,
-    rerank: object | None = None,
-    first_stage: object | None = None,
-    rerank_depth: int | None = None,
-    first_stage_name: str | None = None,
-    rerank_batch_size: int | None = None,
-    bm25_workers: int | None = None,
-) -> EvaluationPlan:
-    """The plan ``evaluate_task`` runs (see there): its keyword arguments as an EvaluationRequest (every error that
-    needs no data is raised while it is built), then ``plan_request``."""
-    request = request_of(task, retriever, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only,
-                         data_dir=data_dir, accept_drift=accept_drift, top_k=top_k, query_prompt=query_prompt,
-                         expansion=expansion, show_progress=show_progress, rerank=rerank, first_stage=first_stage,
-                         rerank_depth=rerank_depth, first_stage_name=first_stage_name,
-                         rerank_batch_size=rerank_batch_size, bm25_workers=bm25_workers)
-    return plan_request(request)
+def build_plan(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> EvaluationPlan:
+    """The plan ``evaluate_task`` runs (see there): a request, or its keyword arguments (``TaskArguments``) as an
+    EvaluationRequest (every error that needs no data is raised while it is built), then ``plan_request``."""
+    return plan_request(as_request(task, retriever, arguments, "build_plan"))
 
 
-def request_of(task: str, retriever: object = None, *, hybrid: bool = False, candidates: Sequence[str] = (),
-               candidates_only: bool = False, data_dir: str | os.PathLike | None = None, accept_drift: bool | None = None,
-               top_k: int = 1000, query_prompt: str | None = None, expansion: str | None = None,
-               show_progress: bool = True, rerank: object | None = None, first_stage: object | None = None,
-               rerank_depth: int | None = None, first_stage_name: str | None = None,
-               rerank_batch_size: int | None = None, bm25_workers: int | None = None) -> EvaluationRequest:
-    """``evaluate_task``'s keyword arguments as an EvaluationRequest; objects (an encoder, a reranker) are kept as given."""
-    scoring = scoring_of(top_k=top_k, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only,
-                         expansion=expansion)
-    environment = dict(data_dir=None if data_dir is None else os.fspath(data_dir), accept_drift=accept_drift,
-                       show_progress=show_progress, bm25_workers=bm25_workers)
-    if rerank is None:
-        if first_stage is not None:
+def as_request(task: str | EvaluationRequest, retriever: object, arguments: Mapping[str, Any],
+               what: str = "evaluate_task") -> EvaluationRequest:
+    """``task`` if it is an EvaluationRequest (then nothing else may be given), else ``request_of`` the arguments."""
+    if isinstance(task, EvaluationRequest):
+        if retriever is not None or arguments:
+            raise TypeError(f"{what}(request) takes the request alone: its settings are its own (dataclasses.replace "
+                            "changes one)")
+        return task
+    return request_of(task, retriever, TaskArguments.of(arguments, what))
+
+
+def request_of(task: str, retriever: object = None, arguments: TaskArguments = TaskArguments()) -> EvaluationRequest:
+    """``evaluate_task``'s arguments as an EvaluationRequest; objects (an encoder, a reranker) are kept as given."""
+    given = arguments
+    environment = dict(data_dir=None if given.data_dir is None else os.fspath(given.data_dir),
+                       accept_drift=given.accept_drift, show_progress=given.show_progress, bm25_workers=given.bm25_workers)
+    if given.rerank is None:
+        if given.first_stage is not None:
             raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
-        given = {"rerank_depth": rerank_depth, "first_stage_name": first_stage_name, "rerank_batch_size": rerank_batch_size}
-        unused = [name for name, value in given.items() if value is not None]
+        unused = [name for name in ("rerank_depth", "first_stage_name", "rerank_batch_size") if getattr(given, name) is not None]
         if unused:  # an option that would reach no code, as the CLI refuses it
             raise ValueError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
-        return EvaluationRequest(task, _retriever_spec(retriever, query_prompt), scoring=scoring, **environment)
-    if first_stage is None and retriever is None:
+        return EvaluationRequest(task, _retriever_spec(retriever, given.query_prompt), scoring=given.scoring, **environment)
+    if given.first_stage is None and retriever is None:
         raise ValueError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
-    if first_stage is not None and retriever is not None and first_stage != retriever:
+    if given.first_stage is not None and retriever is not None and given.first_stage != retriever:
         raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
-    source = first_stage if first_stage is not None else retriever
+    source = given.first_stage if given.first_stage is not None else retriever
+    return EvaluationRequest(task, _first_stage_spec(source, given.query_prompt), _reranker_spec(given),
+                             scoring=given.scoring, first_stage_name=given.first_stage_name, **environment)
+
+
+def _reranker_spec(given: TaskArguments) -> CrossEncoderSpec | LlmRerankerSpec | PrebuiltReranker:
+    """What the Python API reranks with: a spec (its depth and batch size are its own), a name or an object."""
+    rerank = given.rerank
     if isinstance(rerank, (CrossEncoderSpec, LlmRerankerSpec)):
-        reranker = rerank  # named by a spec: its depth and batch size are its own
-    else:
-        if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
-            rerank = as_reranker(rerank)
-        reranker = PrebuiltReranker(rerank, depth=10 if rerank_depth is None else rerank_depth, batch_size=rerank_batch_size)
-    return EvaluationRequest(task, _first_stage_spec(source, query_prompt), reranker, scoring=scoring,
-                             first_stage_name=first_stage_name, **environment)
+        return rerank
+    if is_llm_reranker_name(rerank):  # refused here, before any data loads: an LLM reranker needs its endpoint
+        rerank = as_reranker(rerank)
+    depth = 10 if given.rerank_depth is None else given.rerank_depth
+    return PrebuiltReranker(rerank, depth=depth, batch_size=given.rerank_batch_size)
 
 
 def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | PrebuiltFirstStage:

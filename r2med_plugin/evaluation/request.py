@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from r2med_plugin.data.expansions import llm_name
 from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
-from r2med_plugin.rules import RequestError, whole_number_problem
+from r2med_plugin.rules import RequestError, neutral, neutral_fields, whole_number_problem
 from r2med_plugin.types import TaskSpec
 
 
@@ -45,8 +46,8 @@ class Scoring:
             raise RequestError("hybrid", "fuses full-corpus runs, which {candidates_only} skips", "drop one of the two")
         unknown = [name for name in self.candidates if name not in CANDIDATE_SUBSETS]
         if unknown:
-            raise RequestError("candidates", f"holds {unknown[0]!r}",
-                               f"choose from the candidate subsets {list(CANDIDATE_SUBSETS)}")
+            raise RequestError("candidates", f"holds {unknown[0]!r}, an unknown candidate subset",
+                               f"choose from {list(CANDIDATE_SUBSETS)}")
         if self.candidates_only and not self.candidates:
             raise RequestError("candidates_only", "needs at least one candidate subset (the lists to rank)",
                                "add {candidates} bm25, dense or hybrid, or drop {candidates_only}")
@@ -74,11 +75,42 @@ class Scoring:
             raise KeyError(unknown_name_message("expansion", self.expansion, [*known, "all"]))
 
 
-def scoring_of(*, top_k: int = 1000, hybrid: bool = False, candidates: Sequence[str] = (), candidates_only: bool = False,
-               expansion: str | None = None) -> Scoring:
-    """``Scoring`` from ``evaluate_task``'s keyword arguments (a list of subsets is accepted as given)."""
-    return Scoring(top_k=top_k, hybrid=hybrid, candidates=tuple(candidates), candidates_only=candidates_only,
-                   expansion=expansion)
+@dataclass(frozen=True)
+class TaskArguments:
+    """``evaluate_task``'s and ``build_plan``'s keyword arguments: the Python API's way to state a request (see
+    ``evaluate_task`` for each). ``r2med_plugin.evaluation.plan.request_of`` turns them into an EvaluationRequest;
+    the fields marked neutral change no score (a sweep job's id leaves them out)."""
+
+    hybrid: bool = False
+    candidates: Sequence[str] = ()
+    candidates_only: bool = False
+    data_dir: str | os.PathLike | None = neutral()
+    accept_drift: bool | None = neutral()
+    top_k: int = 1000
+    query_prompt: str | None = None
+    expansion: str | None = None
+    show_progress: bool = neutral(True)
+    rerank: object | None = None
+    first_stage: object | None = None
+    rerank_depth: int | None = None
+    first_stage_name: str | None = None
+    rerank_batch_size: int | None = None
+    bm25_workers: int | None = None
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any], what: str = "evaluate_task") -> TaskArguments:
+        """The arguments given by keyword to ``what``; an unknown one is refused with the known ones."""
+        known = [item.name for item in fields(cls)]
+        unknown = sorted(set(arguments) - set(known))
+        if unknown:
+            raise TypeError(f"{what}() got an unexpected keyword argument {unknown[0]!r}; it takes task, retriever and "
+                            f"{', '.join(known)}")
+        return cls(**arguments)
+
+    @property
+    def scoring(self) -> Scoring:
+        return Scoring(top_k=self.top_k, hybrid=self.hybrid, candidates=tuple(self.candidates),
+                       candidates_only=self.candidates_only, expansion=self.expansion)
 
 
 # --- outputs ------------------------------------------------------------------------------------------------------------
@@ -128,10 +160,10 @@ class EvaluationRequest:
     scoring: Scoring = field(default_factory=Scoring)
     outputs: Outputs = field(default_factory=Outputs)
     first_stage_name: str | None = None  # the reranked first stage's name in result names
-    bm25_workers: int | None = field(default=None, metadata={"neutral": True})
-    data_dir: str | None = field(default=None, metadata={"neutral": True})
-    accept_drift: bool | None = field(default=None, metadata={"neutral": True})
-    show_progress: bool = field(default=True, metadata={"neutral": True})
+    bm25_workers: int | None = neutral()
+    data_dir: str | None = neutral()
+    accept_drift: bool | None = neutral()
+    show_progress: bool = neutral(True)
 
     def __post_init__(self) -> None:
         from r2med_plugin.catalog import get_task_spec
@@ -242,9 +274,8 @@ class EvaluationRequest:
                                    "scoring": asdict(self.scoring) | {"candidates": list(self.scoring.candidates)},
                                    "outputs": asdict(self.outputs),
                                    "first_stage_name": self.first_stage_name}
-        for name in ("bm25_workers", "data_dir", "accept_drift", "show_progress"):
-            if not results_only:
-                payload[name] = getattr(self, name)
+        if not results_only:
+            payload |= {name: getattr(self, name) for name in neutral_fields(type(self))}
         return payload
 
     @classmethod

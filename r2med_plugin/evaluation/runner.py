@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -21,8 +22,8 @@ from r2med_plugin.data.expansions import check_local_expansion_data, parse_expan
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, StoredCandidates
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
-from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
-from r2med_plugin.evaluation.request import scoring_of
+from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
+from r2med_plugin.evaluation.request import EvaluationRequest, Scoring
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
 from r2med_plugin.evaluation.hakari_record import hakari_record
@@ -56,40 +57,20 @@ __getattr__ = Moved(__name__, {
 })
 
 
-def evaluate_task(
-    task: str,
-    retriever: str | Encoder | None = None,
-    *,
-    hybrid: bool = False,
-    candidates: Sequence[str] = (),
-    candidates_only: bool = False,
-    data_dir: str | os.PathLike | None = None,
-    accept_drift: bool | None = None,
-    top_k: int = 1000,
-    query_prompt: str | None = None,
-    expansion: str | None = None,
-    show_progress: bool = True,
-    rerank: object | None = None,
-    first_stage: object | None = None,
-    rerank_depth: int | None = None,
-    first_stage_name: str | None = None,
-    rerank_batch_size: int | None = None,
-    bm25_workers: int | None = None,
-) -> TaskRunResult:
-    """Evaluate ``retriever`` ("bm25-lucene", "bm25-hakari", "bm25-robertson" or an encoder) on ``task``: full-corpus scores (main:
-    ndcg_at_10), ``hybrid_*`` (RRF with the task's BM25) when ``hybrid``, ``candidates_<subset>_*`` per stored list
-    (``candidates_only``: the lists only, an encoder encodes just their union). ``expansion`` ("method/llm", or
-    "local:<folder>/<method>/<llm>" from ``r2med generate``) combines the queries with an LLM expansion by the
-    official rules. ``rerank`` (a cross-encoder or its name) switches to the official reranker mode: the top
-    ``rerank_depth`` of ``first_stage`` (default ``retriever``; also a run file or folder, or a run dict) are
-    reranked and scored, the first stage's own scores as ``first_stage_*``. ``bm25_workers``: processes for
-    bm25-lucene's corpus analysis (default: all cores). Builds the plan (build_plan) and executes it."""
-    return execute(build_plan(
-        task, retriever, hybrid=hybrid, candidates=candidates, candidates_only=candidates_only, data_dir=data_dir,
-        accept_drift=accept_drift, top_k=top_k, query_prompt=query_prompt, expansion=expansion, show_progress=show_progress,
-        rerank=rerank, first_stage=first_stage, rerank_depth=rerank_depth, first_stage_name=first_stage_name,
-        rerank_batch_size=rerank_batch_size, bm25_workers=bm25_workers,
-    ))
+def evaluate_task(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> TaskRunResult:
+    """Evaluate ``retriever`` ("bm25-lucene", "bm25-hakari", "bm25-robertson" or an encoder) on ``task``, or run an
+    EvaluationRequest (``evaluate_task(request)``). The keyword arguments are ``TaskArguments``' fields:
+    full-corpus scores (main: ndcg_at_10, run ``top_k`` deep), ``hybrid_*`` (RRF with the task's BM25) when
+    ``hybrid``, ``candidates_<subset>_*`` per stored list (``candidates``; ``candidates_only``: the lists only, an
+    encoder encodes just their union). ``expansion`` ("method/llm", "all", or "local:<folder>/<method>/<llm>" from
+    ``r2med generate``) combines the queries with an LLM expansion by the official rules; ``query_prompt`` prefixes an
+    encoder's queries. ``rerank`` (a cross-encoder or its name) switches to the official reranker mode: the top
+    ``rerank_depth`` of ``first_stage`` (default ``retriever``; also a run file or folder, or a run dict) are reranked
+    (``rerank_batch_size`` pairs at a time) and scored, the first stage's own scores as ``first_stage_*``, named
+    ``first_stage_name``. ``bm25_workers``: processes for bm25-lucene's corpus analysis (default: all cores).
+    ``data_dir``, ``accept_drift`` and ``show_progress`` say where the data lives and how the run shows. Builds the plan
+    (build_plan) and executes it."""
+    return execute(plan_request(as_request(task, retriever, arguments)))
 
 
 def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunResult:
@@ -253,7 +234,7 @@ def score_candidate_lists(
     An encoder encodes only the union of the candidate documents, never the whole corpus.
     """
     data = task if isinstance(task, TaskData) else load_task(task, data_dir=data_dir)
-    scoring_of(candidates=[subset])  # an unknown subset is refused here
+    Scoring(candidates=(subset,))  # an unknown subset is refused here
     if not data.candidates:
         raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     lists = {query_id: ids for query_id, ids in data.candidates[subset].items() if query_id in data.qrels}

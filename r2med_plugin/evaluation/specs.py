@@ -23,14 +23,7 @@ from typing import Any, ClassVar
 
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.metrics import rerank_depth_problem
-from r2med_plugin.rules import RequestError, seconds_problem, whole_number
-
-NEUTRAL = {"neutral": True}  # field metadata: how a result is computed, never what it is
-
-
-def neutral(default: Any = None) -> Any:
-    return field(default=default, metadata=NEUTRAL)
-
+from r2med_plugin.rules import RequestError, neutral, seconds_problem, whole_number
 
 def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     """A spec's fields as plain JSON-able data, with its ``kind``; ``results_only`` leaves the neutral fields out."""

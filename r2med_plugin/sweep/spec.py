@@ -9,15 +9,14 @@ through the ``options`` key unchanged (they are checked against its signature be
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.evaluation.request import RequestError, Scoring
+from r2med_plugin.evaluation.request import RequestError, Scoring, TaskArguments
 from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
@@ -333,9 +332,8 @@ def _check_candidates(path: Path, tasks: Sequence[str], candidates: Sequence[str
 
 
 def evaluate_task_parameters() -> set[str]:
-    from r2med_plugin.evaluation.runner import evaluate_task
-
-    return set(inspect.signature(evaluate_task).parameters)
+    """evaluate_task's parameters: the task, the retriever and the keyword arguments (TaskArguments' fields)."""
+    return {"task", "retriever", *(item.name for item in fields(TaskArguments))}
 
 
 def _rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -528,6 +526,7 @@ def job_request(job: Job, models: dict[str, Any] | None = None) -> Any:
     """The EvaluationRequest a job runs, built from its plain form (models named, not loaded; ``models`` keeps the
     ModelSpecs built so far, so a model of many jobs is resolved once)."""
     from r2med_plugin.evaluation.plan import request_of
+    from r2med_plugin.evaluation.request import TaskArguments
     from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec
 
     options = {key: value for key, value in job.options.items() if key not in ("llm_reranker", "llm_requests")}
@@ -545,7 +544,7 @@ def job_request(job: Job, models: dict[str, Any] | None = None) -> Any:
         asks = job.options.get("llm_reranker")
         options["rerank"] = (llm_reranker_spec(options["rerank"], asks, job.options.get("llm_requests") or {}, depth=depth)
                              if asks is not None else CrossEncoderSpec(options["rerank"], depth=depth, batch_size=batch_size))
-    return request_of(job.task, first, show_progress=False, **options)
+    return request_of(job.task, first, TaskArguments.of({**options, "show_progress": False}, "a sweep job's evaluate_task"))
 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:

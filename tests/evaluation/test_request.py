@@ -23,9 +23,9 @@ NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"
      "--hybrid fuses full-corpus runs, which --candidates-only skips; drop one of the two",
      "`hybrid` fuses full-corpus runs, which candidates_only skips; drop one of the two"),
     (dict(candidates=("bm26",)),
-     "candidates (--candidates) holds 'bm26'; choose from the candidate subsets ['bm25', 'dense', 'hybrid']",
-     "--candidates holds 'bm26'; choose from the candidate subsets ['bm25', 'dense', 'hybrid']",
-     "`candidates` holds 'bm26'; choose from the candidate subsets ['bm25', 'dense', 'hybrid']"),
+     "candidates (--candidates) holds 'bm26', an unknown candidate subset; choose from ['bm25', 'dense', 'hybrid']",
+     "--candidates holds 'bm26', an unknown candidate subset; choose from ['bm25', 'dense', 'hybrid']",
+     "`candidates` holds 'bm26', an unknown candidate subset; choose from ['bm25', 'dense', 'hybrid']"),
     (dict(candidates_only=True),
      "candidates_only (--candidates-only) needs at least one candidate subset (the lists to rank); add candidates "
      "(--candidates) bm25, dense or hybrid, or drop candidates_only (--candidates-only)",

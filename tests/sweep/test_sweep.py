@@ -90,7 +90,7 @@ def test_benchmarks_and_all_expansions(tmp_path: Path):
         ({"tasks": ["NanoR2MEDBiolgy"], "retrievers": ["bm25-lucene"]}, r"`tasks` names 'NanoR2MEDBiolgy'.*Did you mean"),
         ({"tasks": ["R2MEDBiology"]}, r"`retrievers` is missing; list at least one"),
         ({"retrievers": ["bm25-lucene"]}, r"`tasks` is missing; name tasks"),
-        ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "candidates": ["bm26"]}, r"`candidates` holds 'bm26'; choose from"),
+        ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "candidates": ["bm26"]}, r"`candidates` holds 'bm26', an unknown candidate subset; choose from"),
         ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "top_k": 0}, r"`top_k` is 0; give an integer >= 1"),
         ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "hybrid": "yes"}, r"`hybrid` is 'yes'; write true or false"),
         ({"tasks": ["R2MEDBiology"], "retrievers": [{"model": "m", "revison": "x"}]}, r"`retrievers\[0\].revison` is not a model setting"),
