@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from r2med_plugin.evaluation.request import RequestError, Scoring, TaskArguments
+from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec
+from r2med_plugin.rules import neutral_fields
 from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
@@ -48,15 +50,19 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "load
               "concurrency", "extra_body"}
 # How a model loads (issue 22): --loader, and an openai:<model> endpoint's settings; kept in a job only when given
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
-NOT_IN_JOB_IDENTITY = ("devices", "batch_size", "api_key_env", "concurrency")  # how, not what, a job computes
 # An LLM reranker's settings (llm-listwise:<model>, ...): what it asks (in a job's identity), and how its requests go (not)
 LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body", "set_size", "setwise_method", "setwise_k",
                      "group_size", "grouping", "group_seed", "regroup", "show_scores", "reasoning_effort")
-LLM_REQUEST_KEYS = ("api_key_env", "concurrency", "timeout", "max_retries")
+LLM_REQUEST_KEYS = neutral_fields(EndpointSpec)  # how its requests go
 RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size", *LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS}
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
-# evaluate_task keyword arguments the sweep sets itself (a job's identity must not depend on where data lives)
-NOT_IN_IDENTITY = ("data_dir", "accept_drift", "show_progress", "llm_requests")
+
+
+# What a job's id leaves out, as the types mark it neutral: a retrievers entry's devices (ModelSpec.device, one per
+# worker), batch size and endpoint sending settings; evaluate_task's neutral arguments (where the data lives, progress
+# bars) and an LLM reranker's ``llm_requests`` (EndpointSpec's neutral fields: the key's variable, concurrency, ...).
+NEUTRAL_MODEL_KEYS = frozenset({"devices", *neutral_fields(ModelSpec), *neutral_fields(EndpointSpec)})
+NEUTRAL_OPTIONS = frozenset({*neutral_fields(TaskArguments), "llm_requests"})
 
 
 class SpecError(ValueError):
@@ -112,8 +118,8 @@ def job_identity(job: Job) -> str:
     size, API key variable or concurrency, which change no score) and options are what the job computes with (never
     where the data lives: data_dir, accept_drift, show_progress). Pinned by tests/test_sweep_trust.py: ids of fixed
     specs never change."""
-    retriever = {key: value for key, value in (job.retriever or {}).items() if key not in NOT_IN_JOB_IDENTITY}
-    options = {key: value for key, value in job.options.items() if key not in NOT_IN_IDENTITY}
+    retriever = {key: value for key, value in (job.retriever or {}).items() if key not in NEUTRAL_MODEL_KEYS}
+    options = {key: value for key, value in job.options.items() if key not in NEUTRAL_OPTIONS}
     payload = json.dumps([job.task, retriever, job.instruction, options], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 

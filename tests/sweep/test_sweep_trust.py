@@ -146,7 +146,7 @@ def test_env_null_unsets_a_variable_in_the_jobs(fixture_mirror: Path, tmp_path: 
          r"`candidates` is \['bm25'\], which reaches no task: stored candidate lists exist for the NanoR2MED tasks only.*"
          r"\(R2MEDBiology, R2MEDPMCClinical\) have none; remove `candidates`"),
         ({"tasks": ["NanoR2MEDBiology"], "retrievers": ["bm25-lucene"], "candidates_only": True},
-         r"`candidates_only` is true but `candidates` names no subset"),
+         r"`candidates_only` needs at least one candidate subset \(the lists to rank\); add candidates bm25"),
     ],
 )
 def test_spec_errors_before_any_job_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: dict, message: str):
