@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from r2med_plugin.identifiers import BM25_NAMES
+from r2med_plugin.llm.config import Endpoint
 from r2med_plugin.metrics import rerank_depth_problem
-from r2med_plugin.rules import RequestError, neutral, seconds_problem, whole_number
+from r2med_plugin.rules import RequestError, neutral, whole_number
 
 def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     """A spec's fields as plain JSON-able data, with its ``kind``; ``results_only`` leaves the neutral fields out."""
@@ -72,32 +73,7 @@ ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency", "ext
 REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint's requests
 
 
-@dataclass(frozen=True)
-class EndpointSpec:
-    """An OpenAI-compatible endpoint: where requests go and what they carry (``extra_body``: part of the results'
-    identity), and how they are sent (the key's variable, concurrency, retries, timeout: neutral)."""
-
-    KIND: ClassVar[str] = "endpoint"
-    base_url: str | None = None
-    extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
-    dimensions: int | None = None
-    api_key_env: str | None = neutral()
-    concurrency: int | None = neutral()
-    max_retries: int | None = neutral()
-    timeout: float | None = neutral()
-
-    def __post_init__(self) -> None:
-        from r2med_plugin.llm.config import extra_body_of
-
-        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body (--extra-body)"))
-        whole_number("concurrency", self.concurrency, 1)
-        whole_number("max_retries", self.max_retries, 0)
-        if self.timeout is not None and seconds_problem(self.timeout):
-            raise ValueError(f"timeout {seconds_problem(self.timeout)}")
-
-    def given(self, names: tuple[str, ...] = (*ENDPOINT_OPTIONS, *REQUEST_OPTIONS)) -> dict[str, Any]:
-        """The settings that were set, among ``names``."""
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+EndpointSpec = Endpoint  # the one endpoint type (r2med_plugin.llm.config), by the name the other specs go by
 
 
 # --- first stages -----------------------------------------------------------------------------------------------------

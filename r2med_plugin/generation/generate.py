@@ -153,7 +153,7 @@ def generate(
 ) -> GenerationReport:
     """``generate_expansions`` with its settings as a GenerationConfig (what the expansions depend on) and an
     Endpoint (where requests go)."""
-    spec = _generation_spec(task)
+    spec, endpoint = _generation_spec(task), endpoint.with_defaults()
     method, llm, base_url, name = config.method, config.llm, endpoint.base_url, config.folder_name
     host = api.endpoint_host(base_url)
     key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV

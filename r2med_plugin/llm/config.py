@@ -6,11 +6,11 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from r2med_plugin.rules import seconds_problem, whole_number
+from r2med_plugin.rules import neutral, seconds_problem, whole_number
 
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
 DEFAULT_STEP = 10
@@ -79,18 +79,42 @@ RERANKER_REQUEST_FIELDS = {
 }
 
 
+DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT = 8, 6, 600.0  # an LLM endpoint's, where none is given
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """An OpenAI-compatible endpoint; the key is read from ``api_key_env`` (default OPENAI_API_KEY), never stored."""
+    """An OpenAI-compatible endpoint (the one type: an LLM reranker's, ``r2med generate``'s, an embedding endpoint's):
+    where requests go and what they carry (``base_url``, ``extra_body``, ``dimensions`` of an embedding endpoint: part
+    of a result's identity), and how they are sent (the key's variable, default OPENAI_API_KEY, never the key; concurrency,
+    retries, timeout: neutral). Unset sending settings take their defaults where requests are sent (``with_defaults``)."""
 
-    base_url: str
-    api_key_env: str | None = None
-    concurrency: int = 8
-    max_retries: int = 6
-    timeout: float = 600.0
+    KIND: ClassVar[str] = "endpoint"
+    base_url: str | None = None
+    extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
+    dimensions: int | None = None
+    api_key_env: str | None = neutral()
+    concurrency: int | None = neutral()
+    max_retries: int | None = neutral()
+    timeout: float | None = neutral()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body (--extra-body)"))
         whole_number("--concurrency", self.concurrency, 1)
+        whole_number("--max-retries", self.max_retries, 0)
+        if self.timeout is not None and seconds_problem(self.timeout):
+            raise ValueError(f"--timeout {seconds_problem(self.timeout)}")
+
+    def given(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """The settings that were set, among ``names``."""
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+    def with_defaults(self) -> Endpoint:
+        """This endpoint with the sending settings left unset at their defaults (8 concurrent requests, 6 retries,
+        600 s)."""
+        return replace(self, concurrency=DEFAULT_CONCURRENCY if self.concurrency is None else self.concurrency,
+                       max_retries=DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries,
+                       timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout)
 
 
 @dataclass(frozen=True)
@@ -125,8 +149,10 @@ class LLMRerankerConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body"))
         refuse_reserved(self.extra_body, RERANKER_REQUEST_FIELDS, "extra_body (--extra-body)")
-        if not isinstance(self.endpoint, Endpoint):
-            raise TypeError("LLMRerankerConfig(endpoint=...) takes an Endpoint, e.g. Endpoint('http://localhost:8000/v1')")
+        if not isinstance(self.endpoint, Endpoint) or not self.endpoint.base_url:
+            raise TypeError("LLMRerankerConfig(endpoint=...) takes an Endpoint with its URL, e.g. "
+                            "Endpoint('http://localhost:8000/v1')")
+        object.__setattr__(self, "endpoint", self.endpoint.with_defaults())
         for name in ("window", "step"):
             whole_number(f"--{name}", getattr(self, name), 1)
         if self.window < 2:
@@ -241,8 +267,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
         api_key(api_key_env)  # an unset variable is refused now (the key itself is not kept)
     if check_key if sends is None else sends:
         require_openai(what)
-    requests = {name: value for name, value in (("max_retries", max_retries), ("timeout", timeout)) if value is not None}
-    endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency or 8, **requests)
+    endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries,
+                        timeout=timeout)
     asks = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),
                                             ("extra_body", extra_body), ("set_size", set_size),
                                             ("setwise_method", setwise_method), ("setwise_k", setwise_k),
