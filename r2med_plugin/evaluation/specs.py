@@ -9,7 +9,8 @@ Every type names the options it has a field for (``OPTIONS``, the CLI's option n
 and says which of them it uses in its configuration (``uses``) and, where it knows better than the generic words, why
 not (``why_not``): an option that no part of a request uses reaches no code, and the front ends refuse it from that.
 Fields that change no result (devices, batch sizes, concurrency, the API key's variable, timeouts, retries) are marked
-``NEUTRAL``: a request's identity leaves them out.
+``neutral`` (r2med_plugin.rules): a request's identity, and a sweep job's id, leave them out. The endpoint type is
+``r2med_plugin.llm.config.Endpoint`` (``EndpointSpec`` here).
 """
 
 from __future__ import annotations
@@ -21,8 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.data.runs import read_run_file
+from r2med_plugin.evaluation.first_stages import task_run_file
+from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.identifiers import BM25_NAMES
-from r2med_plugin.llm.config import Endpoint
+from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
+from r2med_plugin.llm.rerankers import is_llm_reranker_name
+from r2med_plugin.models.checks import check_model_name
+from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
+from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
+from r2med_plugin.retrieval.rerank import check_depth
 from r2med_plugin.metrics import rerank_depth_problem
 from r2med_plugin.rules import RequestError, neutral, whole_number
 
@@ -127,8 +137,6 @@ class ModelSpec:
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.models.registry import resolve
-
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a model is named by a non-empty string, got {self.name!r}")
         check_retriever_name(self.name)  # "bm25-lucen" is a typo, not a hub model to download
@@ -136,8 +144,6 @@ class ModelSpec:
             raise ValueError(f"revision {self.revision!r}: quote it as a string (a commit sha or a tag)")
         whole_number("batch_size", self.batch_size, 1)
         if self.display_name is not None:
-            from r2med_plugin.models.checks import check_model_name
-
             check_model_name(self.display_name)
         endpoint = self.endpoint.given(ENDPOINT_OPTIONS) if self.endpoint is not None else {}
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings=endpoint))
@@ -151,13 +157,9 @@ class ModelSpec:
 
     @property
     def is_endpoint(self) -> bool:
-        from r2med_plugin.models.registry import endpoint_options_of
-
         return bool(endpoint_options_of(self.name))
 
     def uses(self, option: str) -> bool:
-        from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
-
         takes = endpoint_options_of(self.name)
         if option in ENDPOINT_OPTIONS:
             return option in takes
@@ -217,13 +219,8 @@ class RunFileSpec:
 
     def check_task(self, task: str) -> None:
         """A folder of run files must hold this task's, readable (checked for every task before the first runs)."""
-        from pathlib import Path
-
         if not Path(self.path).is_dir():
             return
-        from r2med_plugin.catalog import get_task_spec
-        from r2med_plugin.data.runs import read_run_file
-        from r2med_plugin.evaluation.first_stages import task_run_file
 
         spec = get_task_spec(task)
         read_run_file(task_run_file(Path(self.path), spec.name, spec.hub_name))
@@ -240,8 +237,6 @@ class PrebuiltFirstStage:
     query_prompt: str | None = None
 
     def __post_init__(self) -> None:
-        from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
-
         if self.query_prompt and not isinstance(self.value, Encoder):
             raise ValueError(f"a query prompt (--instruction) is for encoders; {self.label} would ignore it: leave it out")
 
@@ -263,8 +258,6 @@ FirstStageSpec = Bm25Spec | ModelSpec | RunFileSpec | PrebuiltFirstStage
 
 
 def _check_depth(depth: Any) -> None:
-    from r2med_plugin.retrieval.rerank import check_depth
-
     check_depth(depth)
     problem = rerank_depth_problem(depth)
     if problem:
@@ -286,9 +279,6 @@ class CrossEncoderSpec:
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.llm.rerankers import is_llm_reranker_name
-        from r2med_plugin.models.registry import resolve
-
         if is_llm_reranker_name(self.name):
             raise ValueError(f"{self.name} is an LLM reranker: build it as LlmRerankerSpec (with its endpoint)")
         _check_depth(self.depth)
@@ -323,8 +313,6 @@ class LlmRerankerSpec:
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        from r2med_plugin.llm.config import LLM_SETTING_USERS, settings_unused_by
-
         object.__setattr__(self, "settings", {key: value for key, value in dict(self.settings).items() if value is not None})
         _check_depth(self.depth)
         unknown = sorted(set(self.settings) - set(LLM_SETTING_USERS))
@@ -336,14 +324,10 @@ class LlmRerankerSpec:
         if self.endpoint.dimensions is not None:
             raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
                              "and an LLM reranker asks for text; drop it")
-        from r2med_plugin.evaluation.rerankers import as_reranker
-
         as_reranker(self.name, llm=self.config(check_key=False))  # the kind's name and every value, before any data loads
 
     @property
     def kind(self) -> str:
-        from r2med_plugin.llm.config import llm_reranker_kind
-
         return llm_reranker_kind(self.name)
 
     @property
@@ -352,18 +336,12 @@ class LlmRerankerSpec:
 
     @classmethod
     def options(cls) -> tuple[str, ...]:
-        from r2med_plugin.llm.config import LLM_SETTING_USERS
-
         return ("rerank_depth", "base_url", "api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS, *LLM_SETTING_USERS)
 
     def uses(self, option: str) -> bool:
-        from r2med_plugin.llm.config import settings_unused_by
-
         return option in self.options() and option not in settings_unused_by(self.kind)
 
     def why_not(self, option: str) -> str | None:
-        from r2med_plugin.llm.config import settings_unused_by
-
         reasons = {"rerank_revision": "an LLM endpoint serves one revision of its model; it is recorded by the prompt and settings",
                    "batch_size": "LLM requests go --concurrency at a time",
                    "device": "the LLM runs behind --base-url"}
@@ -371,16 +349,12 @@ class LlmRerankerSpec:
 
     def config(self, *, check_key: bool = True, sends: bool | None = None) -> Any:
         """The LLMRerankerConfig (llm.config.build_reranker_config: the one way it is built)."""
-        from r2med_plugin.llm.config import build_reranker_config
-
         endpoint = self.endpoint.given(("api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS))
         return build_reranker_config(self.endpoint.base_url, what=f"--rerank {self.name}", check_key=check_key,
                                      sends=sends, **endpoint, **self.settings)
 
     def load(self, *, sends: bool = True) -> Any:
         """The reranker; ``sends=False`` for one that only estimates its requests (no openai client needed)."""
-        from r2med_plugin.evaluation.rerankers import as_reranker
-
         return as_reranker(self.name, llm=self.config(sends=sends))
 
 

@@ -24,8 +24,11 @@ class _Stop(Exception):
 
 
 def _fake_result(task: str) -> SimpleNamespace:
+    """A TaskRunResult's printed fields (the CLI reads them as fields, not by probing)."""
+    data = SimpleNamespace(report=SimpleNamespace(synthetic_sample=False, count_drift={}))
     return SimpleNamespace(task=task, retriever="r", expansion=None, dataset_revision="rev", scores={"ndcg_at_10": 0.5},
-                           main_score="ndcg_at_10", data=None, query_prompt=None, hybrid_with=None)
+                           main_score="ndcg_at_10", data=data, query_prompt=None, hybrid_with=None,
+                           dataset_revision_verified=True, rerank=None)
 
 
 @pytest.fixture()
