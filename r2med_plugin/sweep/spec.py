@@ -18,7 +18,7 @@ from typing import Any
 
 from r2med_plugin.evaluation.request import RequestError, Scoring, TaskArguments
 from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec
-from r2med_plugin.rules import neutral_fields
+from r2med_plugin.rules import neutral_fields, whole_number_problem
 from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
@@ -170,8 +170,9 @@ def _as_bool(path: Path, key: str, value: Any, default: bool | None = False) -> 
 def _as_int(path: Path, key: str, value: Any, default: int, minimum: int) -> int:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _fail(path, key, f"is {value!r}", f"give an integer >= {minimum}")
+    problem = whole_number_problem(value, minimum)
+    if problem:
+        raise _fail(path, key, problem, f"write a whole number, e.g. {key.rsplit('.', 1)[-1]}: {max(default, minimum)}")
     return value
 
 

@@ -292,3 +292,25 @@ def test_documents_with_one_text_share_one_score_on_both_search_paths(monkeypatc
         assert len(set(shared)) <= 1
         listed = [d for d in run if d in ("d1", "d3", "d6")]
         assert listed == sorted(listed, reverse=True)  # ties go to the larger id, as pytrec_eval orders them
+
+
+def test_evaluate_task_takes_a_request_or_its_keyword_arguments(mirror_env: Path):
+    """One list of keyword arguments (TaskArguments): evaluate_task(task, retriever, **arguments) builds the same
+    request as evaluate_task(request) runs; an unknown keyword is refused with the known ones."""
+    from r2med_plugin.evaluation.plan import as_request, request_of
+    from r2med_plugin.evaluation.request import TaskArguments
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    request = request_of(NANO, "bm25-lucene", TaskArguments(top_k=20, candidates=("bm25",)))
+    assert request.scoring == Scoring(top_k=20, candidates=("bm25",))
+    assert as_request(NANO, "bm25-lucene", {"top_k": 20, "candidates": ["bm25"]}) == request
+    assert as_request(request, None, {}) is request
+    by_keywords = evaluate_task(NANO, "bm25-lucene", top_k=20, candidates=["bm25"], show_progress=False)
+    by_request = evaluate_task(EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), scoring=Scoring(top_k=20, candidates=("bm25",)),
+                                                 show_progress=False))
+    assert by_keywords.scores == by_request.scores and by_keywords.scores["ndcg_at_10"] > 0
+    with pytest.raises(TypeError, match=r"evaluate_task\(\) got an unexpected keyword argument 'top_kk'; it takes task, "
+                                        r"retriever and hybrid, candidates"):
+        evaluate_task(NANO, "bm25-lucene", top_kk=5)
+    with pytest.raises(TypeError, match=r"build_plan\(request\) takes the request alone"):
+        build_plan(request, top_k=30)

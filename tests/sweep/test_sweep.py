@@ -91,7 +91,7 @@ def test_benchmarks_and_all_expansions(tmp_path: Path):
         ({"tasks": ["R2MEDBiology"]}, r"`retrievers` is missing; list at least one"),
         ({"retrievers": ["bm25-lucene"]}, r"`tasks` is missing; name tasks"),
         ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "candidates": ["bm26"]}, r"`candidates` holds 'bm26', an unknown candidate subset; choose from"),
-        ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "top_k": 0}, r"`top_k` is 0; give an integer >= 1"),
+        ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "top_k": 0}, r"`top_k` must be an integer of at least 1, got 0; write a whole number, e.g. top_k: 1000"),
         ({"tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "hybrid": "yes"}, r"`hybrid` is 'yes'; write true or false"),
         ({"tasks": ["R2MEDBiology"], "retrievers": [{"model": "m", "revison": "x"}]}, r"`retrievers\[0\].revison` is not a model setting"),
         ({"tasks": ["R2MEDBiology"], "retrievers": [{"model": "m", "revision": 123}]}, r"`retrievers\[0\].revision` is 123; quote it"),
