@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.data.expansions import is_local
 from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 from r2med_plugin.sweep.spec import Job
@@ -123,7 +124,7 @@ def _job_stamps(job: Job) -> dict[str, str]:
         elif isinstance(job.options.get(key), str):
             stamps[key] = model_stamp(job.options[key], None)
     expansion = job.options.get("expansion")
-    if isinstance(expansion, str) and expansion.startswith("local:"):  # released expansions are in the dataset repo
+    if is_local(expansion):  # released expansions are in the dataset repo
         stamps["expansion"] = _local_expansion_stamp(job.task, expansion)
     return stamps
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from r2med_plugin.evaluation.request import RequestError, Scoring, TaskArguments
 from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec
+from r2med_plugin.data.expansions import is_local
 from r2med_plugin.rules import neutral_fields, whole_number_problem
 from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
@@ -286,7 +287,7 @@ def _expansions(path: Path, raw: Mapping[str, Any]) -> list[str | None]:
     for value in values:
         if value is None or value == "none":
             chosen.append(None)
-        elif isinstance(value, str) and (value == "all" or value.startswith("local:") or "/" in value):
+        elif isinstance(value, str) and (value == "all" or is_local(value) or "/" in value):
             chosen.append(value)
         else:
             raise _fail(path, "expansions", f"holds {value!r}", "write none, all, method/llm (e.g. hyde/o3-mini) or local:FOLDER")
@@ -309,12 +310,12 @@ def _check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[str
     requires), and the spec must have an R2MED task for it to reach."""
     from r2med_plugin.data.expansions import list_expansions
 
-    released = [value for value in expansions if value is not None and value != "all" and not value.startswith("local:")]
+    released = [value for value in expansions if value is not None and value != "all" and not is_local(value)]
     if not released and "all" not in expansions:
         return
     r2med = [task for task in tasks if get_task_spec(task).kind == "r2med"]
     if not r2med:
-        given = next(value for value in expansions if value is not None and not value.startswith("local:"))
+        given = next(value for value in expansions if value is not None and not is_local(value))
         raise _fail(
             path, "expansions", f"holds {given!r}, which reaches no task: released expansions exist for the R2MED tasks only, "
             f"and this spec's tasks ({', '.join(tasks)}) are NanoR2MED tasks",
@@ -575,7 +576,7 @@ def _task_expansions(task: str, expansions: Sequence[str | None]) -> list[str | 
     spec = get_task_spec(task)
     chosen: list[str | None] = []
     for expansion in expansions:
-        if expansion is None or expansion.startswith("local:"):
+        if expansion is None or is_local(expansion):
             chosen.append(expansion)
         elif spec.kind == "r2med":
             if expansion == "all":
