@@ -115,8 +115,10 @@ class LLMReranker(RerankerBase):
         """``parameters`` as the requester sends them (``extra_body`` merged in): a worst case's questions."""
         return dict(parameters) | ({"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {})
 
-    def _task(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], depth: int) -> RerankTask:
-        """Each query's top ``depth`` documents, every text present (else a clear error)."""
+    def rerank_task(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *,
+                    depth: int) -> RerankTask:
+        """What a rerank of ``first_stage``'s top ``depth`` works on: each query's top documents, every text present (else
+        a clear error)."""
         lists = top_document_ids(first_stage, depth)
         missing = [query_id for query_id in lists if query_id not in queries]
         if missing:
@@ -133,7 +135,7 @@ class LLMReranker(RerankerBase):
 
     def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
                show_progress: bool = True) -> Run:
-        task = self._task(first_stage, queries, documents, depth)
+        task = self.rerank_task(first_stage, queries, documents, depth=depth)
         estimated = self._estimate_before_run(task, show_progress)
         requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path), extra_body=self.config.extra_body)
         task.rules = requester.rules
@@ -174,14 +176,14 @@ class LLMReranker(RerankerBase):
         """What reranking ``first_stage``'s top ``depth`` would cost (requests, prompt tokens, completion budget),
         without sending a request. ``tokenizer``: a local tokenizer folder or cached hub name (default: the model's
         own where it is local, else tiktoken, else 4 characters per token)."""
-        task = self._task(first_stage, queries, documents, depth)
+        task = self.rerank_task(first_stage, queries, documents, depth=depth)
         return self._estimate(task, token_counter(self.model, tokenizer), show_progress)
 
     def plan_requests(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
                       tokenizer: str | None = None) -> RequestPlan:
         """The requests a rerank would send, asked by this kind's own ``questions`` with nothing sent (RequestPlan:
         the questions, whether they are exact, and a worst case where they depend on the answers)."""
-        task = self._task(first_stage, queries, documents, depth)
+        task = self.rerank_task(first_stage, queries, documents, depth=depth)
         return self._plan(task, token_counter(self.model, tokenizer))
 
     def _estimate_before_run(self, task: RerankTask, show_progress: bool) -> dict[str, Any] | None:
