@@ -1,5 +1,7 @@
 """LLM rerankers (listwise, pointwise, reasoning, setwise, groupwise), the OpenAI-compatible client they share with
-``r2med generate``, and what their requests cost before they are sent (``LLMReranker.estimate_cost``, r2med_plugin.llm.cost).
+``r2med generate``, and what their requests cost before they are sent (``LLMReranker.estimate_cost``,
+r2med_plugin.llm.cost). A kind is one class on ``LLMReranker`` whose ``questions`` generator yields its requests
+(r2med_plugin.llm.strategy), registered by ``register_llm_reranker``.
 
 Nothing here imports ``openai`` at import time; it is loaded when a request is first sent.
 """
@@ -10,15 +12,17 @@ from r2med_plugin.llm.rerankers import (
     LLM_RERANKER_KINDS,
     GroupwiseLLMReranker,
     ListwiseLLMReranker,
+    LLMReranker,
     PointwiseLLMReranker,
     ReasoningLLMReranker,
     RerankReport,
     SetwiseLLMReranker,
     llm_reranker,
+    register_llm_reranker,
 )
 
 __all__ = [
-    "CostEstimate", "Endpoint", "GroupwiseLLMReranker", "LLMRerankerConfig", "LLM_RERANKER_KINDS", "ListwiseLLMReranker",
-    "PointwiseLLMReranker", "ReasoningLLMReranker", "RequestPlan", "RerankReport", "SetwiseLLMReranker", "llm_reranker",
-    "token_counter",
+    "CostEstimate", "Endpoint", "GroupwiseLLMReranker", "LLMReranker", "LLMRerankerConfig", "LLM_RERANKER_KINDS",
+    "ListwiseLLMReranker", "PointwiseLLMReranker", "ReasoningLLMReranker", "RequestPlan", "RerankReport", "SetwiseLLMReranker", "llm_reranker",
+    "register_llm_reranker", "token_counter",
 ]

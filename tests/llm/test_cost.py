@@ -1,4 +1,4 @@
-"""Cost before and after (issue 33, item 5): `--estimate-cost` and the Python estimates against loopback servers.
+"""What LLM requests cost (r2med_plugin.llm.cost): `--estimate-cost` and the Python estimates against loopback servers.
 
 The estimate is checked against what a real run sends to the same server: the request count exactly where it is
 fixed (listwise, pointwise, reasoning, generate), a true upper bound where it depends on the answers (setwise); the
@@ -48,13 +48,6 @@ def minilm_prompt_tokens(messages: list[dict]) -> int:
 
 def chars_rule(messages: list[dict]) -> int:
     return sum(math.ceil(len(message["content"]) / CHARS_PER_TOKEN) for message in messages)
-
-
-@pytest.fixture()
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "cache"
-    monkeypatch.setenv("R2MED_CACHE_DIR", str(path))
-    return path
 
 
 def _toy(count: int = 30, queries: int = 3) -> tuple[dict, dict, dict]:

@@ -1,10 +1,8 @@
-"""Issue 33, items 2-4, against loopback OpenAI-compatible servers that answer by a fixed key: groupwise scoring
-(GroupRank), first-stage scores in the listwise prompt (InsertRank), and listwise reasoning models (reasoning set
-apart, windows without a ranking counted, traces kept, ``reasoning_effort`` sent)."""
+"""``llm-groupwise`` (GroupRank) against loopback OpenAI-compatible servers that answer by a fixed key: scores read,
+groupings, regroupings, fallbacks, the cache, the CLI and sweep specs."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -13,76 +11,35 @@ import pytest
 
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.rerankers import as_reranker
-from r2med_plugin.llm import Endpoint, GroupwiseLLMReranker, LLMRerankerConfig, ListwiseLLMReranker
+from r2med_plugin.llm import Endpoint, GroupwiseLLMReranker, LLMRerankerConfig
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
-from r2med_plugin.llm.prompting import groupwise_messages, listwise_messages, parse_group_scores
-from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config, trec_rankings
-
-TASK = "NanoR2MEDBiology"
-
-
-@pytest.fixture()
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Answers cached in this test's folder only (the session cache would answer another test's prompts)."""
-    path = tmp_path / "cache"
-    monkeypatch.setenv("R2MED_CACHE_DIR", str(path))
-    return path
-
-
-def _digest(text: str) -> int:
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16)
-
-
-def key(text: str) -> float:
-    """The server's fixed relevance key of a passage: 0 to 6 (many ties among 30 passages)."""
-    return float(_digest(text) % 7)
-
-
-def _host(server: LoopbackOpenAI) -> str:
-    return server.base_url.split("://", 1)[1].split("/", 1)[0].replace(":", "-")
-
-
-_config = reranker_config
-
-
-def _toy(count: int = 30, queries: int = 2) -> tuple[dict, dict, dict]:
-    documents = {f"d{i:02d}": f"passage {i} about gene {i * 7 % 11} and protein {i * 3}" for i in range(count)}
-    texts = {f"q{j}": f"which gene {j} binds protein {j}" for j in range(queries)}
-    first_stage = {query_id: {doc_id: 12.345678 - rank / 3 for rank, doc_id in enumerate(documents)} for query_id in texts}
-    return first_stage, texts, documents
-
-
-def group_passages(body: dict) -> list[str]:
-    """The passages of a groupwise question, in their [1], [2], ... order."""
-    content = body["messages"][-1]["content"]
-    listed = content.split("\n\n", 2)[2].rsplit("\n\nGive every one of the", 1)[0]
-    return [part.split("] ", 1)[1] for part in listed.split("\n\n")]
+from r2med_plugin.llm.prompting import groupwise_messages, parse_group_scores
+from tests.llm.keyed_replies import (
+    config_for,
+    group_passages,
+    key,
+    keyed_order,
+    keyed_scores,
+    server_host,
+    TASK,
+    text_digest,
+    toy_data,
+)
+from tests.support.loopback_openai import LoopbackOpenAI, trec_rankings
 
 
 def group_query(body: dict) -> str:
     return body["messages"][-1]["content"].split("\n", 1)[0].removeprefix("Search query: ")
 
 
-def keyed_scores(body: dict) -> str:
-    """A well-behaved groupwise answer: every passage's key, as a JSON object."""
-    return json.dumps({str(number): key(passage) for number, passage in enumerate(group_passages(body), start=1)})
-
-
 def noisy_score(body: dict, passage: str) -> float:
     """The key plus noise that depends on the whole group (another group, another score)."""
-    return key(passage) + (_digest(passage + json.dumps(body["messages"])) % 400) / 100  # 0 to 9.99: on the 0-10 scale
+    return key(passage) + (text_digest(passage + json.dumps(body["messages"])) % 400) / 100  # 0 to 9.99: on the 0-10 scale
 
 
 def noisy_scores(body: dict) -> str:
     return "\n".join(f"[{number}] {noisy_score(body, passage):.2f}" for number, passage in enumerate(group_passages(body), start=1))
 
-
-def _keyed_order(first_stage: dict, documents: dict, query_id: str) -> list[str]:
-    """The key's order of a query's documents, ties in the first stage's order."""
-    return sorted(first_stage[query_id], key=lambda doc_id: -key(documents[doc_id]))
-
-
-# --- groupwise: pure logic -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("answer, expected", [
     ('{"1": 7.5, "2": 3, "3": 0}', {0: 7.5, 1: 3.0, 2: 0.0}),
@@ -174,18 +131,16 @@ def test_groupwise_settings_are_checked_and_named():
     assert "InsertRank" in settings_unused_by("groupwise")["show_scores"]
 
 
-# --- groupwise: against the server ------------------------------------------------------------------------------------
-
 @pytest.mark.parametrize("settings", [
     {"grouping": "first-stage"}, {"grouping": "first-stage", "group_size": 7}, {"group_seed": 0}, {"group_seed": 1},
     {"group_seed": 5, "group_size": 7}, {"group_size": 30}, {"group_size": 1, "group_seed": 2},
     {"group_seed": 3, "group_size": 7, "regroup": 3},
 ])
 def test_groupwise_order_is_the_keys_order_for_any_grouping(own_cache: Path, monkeypatch, settings: dict):
-    first_stage, queries, documents = _toy(count=30, queries=2)
+    first_stage, queries, documents = toy_data(count=30, queries=2)
     with LoopbackOpenAI(reply=keyed_scores) as server:
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, **settings))
+        reranker = GroupwiseLLMReranker("test-llm", config_for(server, **settings))
         run = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
         bodies = server.completions()
     size, regroup = settings.get("group_size", 20), settings.get("regroup", 1)
@@ -193,7 +148,7 @@ def test_groupwise_order_is_the_keys_order_for_any_grouping(own_cache: Path, mon
     assert len(bodies) == 2 * regroup * groups == reranker.last_report.usage["groups"]
     assert all(len(group_passages(body)) <= size for body in bodies)
     for query_id, ranked in run.items():
-        assert list(ranked) == _keyed_order(first_stage, documents, query_id)  # ties in the first stage's order
+        assert list(ranked) == keyed_order(first_stage, documents, query_id)  # ties in the first stage's order
         assert list(ranked.values()) == [float(30 - rank) for rank in range(30)]
     assert (reranker.last_report.usage["missing_scores"], reranker.last_report.usage["unparsed_answers"]) == (0, 0)
     if settings.get("grouping") == "first-stage":  # consecutive slices of the first stage's order
@@ -204,14 +159,14 @@ def test_groupwise_order_is_the_keys_order_for_any_grouping(own_cache: Path, mon
 def test_random_groupings_differ_by_seed_and_regroup_only_adds_groupings(own_cache: Path, monkeypatch):
     """--regroup R asks R groupings (the first is --regroup 1's, its answers reused from the cache); with a consistent
     key the order is the same; --group-seed draws other groups."""
-    first_stage, queries, documents = _toy(count=30, queries=2)
+    first_stage, queries, documents = toy_data(count=30, queries=2)
     with LoopbackOpenAI(reply=keyed_scores) as server:
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
         runs, groups = {}, {}
         for name, settings in (("one", {"group_size": 10}), ("three", {"group_size": 10, "regroup": 3}),
                                ("seed", {"group_size": 10, "group_seed": 9})):
             before = len(server.completions())
-            reranker = GroupwiseLLMReranker("test-llm", _config(server, **settings))
+            reranker = GroupwiseLLMReranker("test-llm", config_for(server, **settings))
             runs[name] = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
             groups[name] = {tuple(group_passages(body)) for body in server.completions()[before:]}
             usage = reranker.last_report.usage
@@ -226,14 +181,14 @@ def test_random_groupings_differ_by_seed_and_regroup_only_adds_groupings(own_cac
 def test_regroup_averages_the_scores_of_each_grouping(own_cache: Path, monkeypatch, tmp_path: Path):
     """A noisy key (each score depends on the whole group): the order is that of each document's mean score over the
     R groupings the server was asked, and the traces hold those scores."""
-    first_stage, queries, documents = _toy(count=30, queries=3)
+    first_stage, queries, documents = toy_data(count=30, queries=3)
     by_text = {text: doc_id for doc_id, text in documents.items()}
     by_query = {text: query_id for query_id, text in queries.items()}
     with LoopbackOpenAI(reply=noisy_scores) as server:
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        single = GroupwiseLLMReranker("test-llm", _config(server, group_size=8)).rerank(
+        single = GroupwiseLLMReranker("test-llm", config_for(server, group_size=8)).rerank(
             first_stage, queries, documents, depth=30, show_progress=False)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, group_size=8, regroup=4, group_seed=2))
+        reranker = GroupwiseLLMReranker("test-llm", config_for(server, group_size=8, regroup=4, group_seed=2))
         run = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
         asked = [body for body in server.completions()]
     sent: dict[str, dict[str, list[float]]] = {query_id: {} for query_id in queries}
@@ -258,7 +213,7 @@ def garbled(body: dict) -> str:
     """One group in four answered with nothing, one with prose, one with two passages' scores missing or unreadable,
     one well."""
     passages = group_passages(body)
-    choice = _digest(json.dumps(body["messages"])) % 4
+    choice = text_digest(json.dumps(body["messages"])) % 4
     if choice == 0:
         return ""
     if choice == 1:
@@ -280,15 +235,15 @@ def _fallback_scores(body: dict) -> dict[str, float]:
 
 
 def test_garbled_and_missing_scores_are_counted_and_fall_back(own_cache: Path, monkeypatch, caplog):
-    first_stage, queries, documents = _toy(count=30, queries=3)
+    first_stage, queries, documents = toy_data(count=30, queries=3)
     by_text = {text: doc_id for doc_id, text in documents.items()}
     with LoopbackOpenAI(reply=garbled) as server:
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, group_size=5, regroup=2))
+        reranker = GroupwiseLLMReranker("test-llm", config_for(server, group_size=5, regroup=2))
         run = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
         bodies = server.completions()
     usage = reranker.last_report.usage
-    choices = [_digest(json.dumps(body["messages"])) % 4 for body in bodies]
+    choices = [text_digest(json.dumps(body["messages"])) % 4 for body in bodies]
     assert usage["groups"] == len(bodies) == 36 and {0, 1, 2, 3} <= set(choices)
     assert usage["empty_answers"] == choices.count(0) and usage["unparsed_answers"] == choices.count(1)
     assert usage["missing_scores"] == 5 * (choices.count(0) + choices.count(1)) + 2 * choices.count(2)
@@ -303,7 +258,7 @@ def test_garbled_and_missing_scores_are_counted_and_fall_back(own_cache: Path, m
     assert missing["scores"][1] is None and missing["fallback"] == min(score for score in missing["scores"] if score is not None)
     with LoopbackOpenAI(reply=lambda body: "no idea") as server:  # every answer unreadable: the first stage's order
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, own_cache / "none", group_size=5))
+        reranker = GroupwiseLLMReranker("test-llm", config_for(server, own_cache / "none", group_size=5))
         with caplog.at_level("WARNING"):
             run = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
     assert all(list(ranked) == list(first_stage[query_id]) for query_id, ranked in run.items())
@@ -318,11 +273,11 @@ def beyond_the_scale(body: dict) -> str:
 
 
 def test_scores_outside_the_scale_are_counted_warned_and_fall_back(own_cache: Path, monkeypatch, caplog):
-    first_stage, queries, documents = _toy(count=30, queries=2)
+    first_stage, queries, documents = toy_data(count=30, queries=2)
     by_text = {text: doc_id for doc_id, text in documents.items()}
     with LoopbackOpenAI(reply=beyond_the_scale) as server:
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, group_size=5))
+        reranker = GroupwiseLLMReranker("test-llm", config_for(server, group_size=5))
         with caplog.at_level("WARNING"):
             run = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
         bodies = server.completions()
@@ -345,11 +300,11 @@ def test_scores_outside_the_scale_are_counted_warned_and_fall_back(own_cache: Pa
 
 
 def test_groupwise_answers_are_cached_and_a_rerun_sends_nothing(own_cache: Path, monkeypatch):
-    first_stage, queries, documents = _toy(count=30, queries=3)
+    first_stage, queries, documents = toy_data(count=30, queries=3)
     documents["d29"] = documents["d28"]  # a twin: the same question may come twice
     with LoopbackOpenAI(reply=keyed_scores) as server:
         monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, group_size=6, regroup=2))
+        reranker = GroupwiseLLMReranker("test-llm", config_for(server, group_size=6, regroup=2))
         first = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
         sent, first_usage = len(server.completions()), reranker.last_report.usage
         again = reranker.rerank(first_stage, queries, documents, depth=30, show_progress=False)
@@ -371,7 +326,7 @@ def test_groupwise_end_to_end_from_the_cli(mirror_env: Path, own_cache: Path, tm
         assert main(argv) == 0
         again = capsys.readouterr().out
         assert len(server.completions()) == sent
-    name = f"test-llm (groupwise @{_host(server)} g8 random seed4 regroup2)"
+    name = f"test-llm (groupwise @{server_host(server)} g8 random seed4 regroup2)"
     (path,) = (tmp_path / "out" / "results").glob(f"{name.replace(' ', '_')}--bm25-robertson--top_20/*/{TASK}.json")
     provenance = json.loads(path.read_text())["r2med_provenance"]
     assert provenance["reranker"] == name and provenance["reranker_revision"].startswith("groupwise-prompt-")
@@ -439,171 +394,3 @@ def test_groupwise_and_listwise_sweep_settings_are_refused_where_unread(tmp_path
     entry = {"first_stage": "bm25-robertson", "base_url": "http://127.0.0.1:9/v1"} | entry
     with pytest.raises(SpecError, match=words):
         load_spec(_sweep_spec(tmp_path, {name: value for name, value in entry.items() if value is not None}))
-
-
-# --- InsertRank: first-stage scores in the listwise prompt ------------------------------------------------------------
-
-def rankgpt_reply(body: dict) -> str:
-    passages = listwise_passages(body)
-    order = sorted(range(len(passages)), key=lambda i: _digest(passages[i].split(") ", 1)[-1]))
-    return " > ".join(f"[{i + 1}]" for i in order)
-
-
-def test_insertrank_prompts_hold_the_first_stage_scores_and_change_the_cache_key(own_cache: Path, monkeypatch):
-    first_stage, queries, documents = _toy(count=30, queries=2)
-    with LoopbackOpenAI(reply=rankgpt_reply) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        plain = ListwiseLLMReranker("test-llm", _config(server))
-        plain_run = plain.rerank(first_stage, queries, documents, depth=30, show_progress=False)
-        sent = len(server.completions())
-        shown = ListwiseLLMReranker("test-llm", _config(server, show_scores=True))
-        shown_run = shown.rerank(first_stage, queries, documents, depth=30, show_progress=False)
-        bodies = server.completions()[sent:]
-        shown.rerank(first_stage, queries, documents, depth=30, show_progress=False)
-        assert len(server.completions()) == 2 * sent  # its own answers, cached: a rerun sends nothing
-    assert len(bodies) == sent == 4 and shown.last_report.usage["requests"] == 0  # none served from the plain run's cache
-    assert shown_run == plain_run  # the scores are in the prompt; this key ranks by text alone
-    by_text = {text: doc_id for doc_id, text in documents.items()}
-    for body in bodies:
-        assert "Each passage comes with the score the first-stage retriever gave it" in body["messages"][1]["content"]
-        query_id = next(query_id for query_id, text in queries.items() if f"query: {text}." in body["messages"][1]["content"])
-        turns = [m["content"] for m in body["messages"] if m["role"] == "user" and m["content"].startswith("[")]
-        for rank, turn in enumerate(turns, start=1):
-            head, passage = turn.split(") ", 1)
-            score = head.removeprefix(f"[{rank}] (first-stage score: ")
-            assert score == f"{first_stage[query_id][by_text[passage]]:.4f}" and len(score.split(".")[1]) == 4
-    assert "first-stage score" not in json.dumps(server.completions()[:sent])
-    assert shown.name == f"test-llm (listwise @{_host(server)} w20s10 scores.4f)" != plain.name
-    assert shown.revision != plain.revision and shown.revision.startswith("listwise-prompt-")
-    assert shown.last_report.usage["first_stage_scores"] == ".4f" and "first_stage_scores" not in plain.last_report.usage
-
-
-def test_insertrank_scores_travel_with_their_passages():
-    messages = listwise_messages("q", ["alpha", "beta"], 20, [3.14159, -0.5])
-    assert [m["content"] for m in messages if m["content"].startswith("[")] == [
-        "[1] (first-stage score: 3.1416) alpha", "[2] (first-stage score: -0.5000) beta"]
-    with pytest.raises(ValueError, match="one score per passage"):
-        listwise_messages("q", ["alpha", "beta"], 20, [1.0])
-    assert listwise_messages("q", ["alpha"], 20) == listwise_messages("q", ["alpha"], 20, None)
-
-
-def test_insertrank_from_the_cli_names_the_result(mirror_env: Path, own_cache: Path, tmp_path: Path, monkeypatch, capsys):
-    with LoopbackOpenAI(reply=rankgpt_reply) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:test-llm", "--first-stage", "bm25-robertson",
-                "--base-url", server.base_url, "--output", str(tmp_path / "out"), "--quiet"]
-        assert main(argv) == 0 and main(argv + ["--show-scores"]) == 0
-        plain, shown = server.completions()[:len(server.completions()) // 2], server.completions()[len(server.completions()) // 2:]
-    assert len(plain) == len(shown) > 0 and all("first-stage score: " in json.dumps(body) for body in shown)
-    results = sorted(path.parent.parent.name for path in (tmp_path / "out" / "results").glob(f"*/*/{TASK}.json"))
-    host = _host(server)
-    assert results == sorted([f"test-llm_(listwise_@{host}_w20s10)--bm25-robertson--top_10",
-                              f"test-llm_(listwise_@{host}_w20s10_scores.4f)--bm25-robertson--top_10"])
-
-
-# --- listwise reasoning models ------------------------------------------------------------------------------------------
-
-def reasoning_listwise(body: dict) -> dict:
-    """A reasoning model's listwise answers, by the window's first passage: a ranking after its reasoning; the budget
-    spent while reasoning (no answer); prose after the reasoning; an inline thought with identifiers and no answer."""
-    passages = listwise_passages(body)
-    ranking = " > ".join(f"[{i + 1}]" for i in sorted(range(len(passages)), key=lambda i: _digest(passages[i])))
-    kind = _digest(passages[0]) % 4
-    if kind == 0:
-        return {"reasoning_content": "Passage [2] mentions the gene; [1] does not.", "content": ranking}
-    if kind == 1:
-        return {"reasoning_content": "Let me compare [1] with [2] and [3]", "content": None, "finish_reason": "length"}
-    if kind == 2:
-        return {"reasoning_content": "[3] then [1].", "content": "They are all relevant."}
-    return {"content": "<think>[2] is better than [1]</think>\n"}
-
-
-def test_listwise_reasoning_is_set_apart_and_windows_without_a_ranking_are_counted(own_cache: Path, monkeypatch, caplog):
-    documents = {f"d{i:02d}": f"passage {i} on gene {i * 5}" for i in range(40)}
-    queries = {f"q{j}": f"gene {j}?" for j in range(12)}
-    first_stage = {query_id: {doc_id: float(-int(doc_id[1:])) for doc_id in list(documents)[j:j + 3]}
-                   for j, query_id in enumerate(queries)}  # each query its own three passages: one window
-    with LoopbackOpenAI(reply=reasoning_listwise) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = ListwiseLLMReranker("test-llm", _config(server, max_tokens=4096, reasoning_effort="medium"))
-        with caplog.at_level("WARNING"):
-            run = reranker.rerank(first_stage, queries, documents, depth=3, show_progress=False)
-        bodies = server.completions()
-    assert {(body["max_tokens"], body["reasoning_effort"]) for body in bodies} == {(4096, "medium")}
-    kinds = {query_id: _digest(documents[next(iter(first_stage[query_id]))]) % 4 for query_id in queries}
-    assert set(kinds.values()) == {0, 1, 2, 3}
-    usage = reranker.last_report.usage
-    unranked = sum(kind != 0 for kind in kinds.values())
-    assert (usage["no_ranking_after_reasoning"], usage["unparsed_answers"], usage["empty_answers"]) == (unranked, 0, 0)
-    for query_id, ranked in run.items():
-        first = list(first_stage[query_id])
-        expected = sorted(first, key=lambda doc_id: _digest(documents[doc_id])) if kinds[query_id] == 0 else first
-        assert list(ranked) == expected  # a window with no ranking after the reasoning keeps its order
-    traces = reranker.last_report.traces
-    assert reranker.last_report.traces_name == "reasoning" and len(traces) == len(queries)
-    by_query = {trace["query_id"]: trace for trace in traces}
-    for query_id, kind in kinds.items():
-        trace = by_query[query_id]
-        assert trace["ranked"] is (kind == 0) and trace["doc_ids"] == list(first_stage[query_id]) and trace["window"] == 0
-        assert trace["reasoning"] == {0: "Passage [2] mentions the gene; [1] does not.", 1: "Let me compare [1] with [2] and [3]",
-                                      2: "[3] then [1].", 3: "[2] is better than [1]"}[kind]
-        ranking = " > ".join(f"[{list(first_stage[query_id]).index(doc_id) + 1}]" for doc_id in run[query_id])
-        assert trace["answer"] == {0: ranking, 1: "", 2: "They are all relevant.", 3: ""}[kind]
-    assert unranked == 9 and (f"{reranker.name}: 9 of 12 windows (75%) were unparsed or empty (9 held no ranking after the "
-                              "reasoning) (each kept the first stage's order)") in caplog.text
-
-
-def test_a_plain_listwise_model_keeps_no_traces(own_cache: Path, monkeypatch):
-    first_stage, queries, documents = _toy(count=10, queries=2)
-    with LoopbackOpenAI(reply=rankgpt_reply) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = ListwiseLLMReranker("test-llm", _config(server))
-        reranker.rerank(first_stage, queries, documents, depth=10, show_progress=False)
-        assert all("reasoning_effort" not in body for body in server.completions())
-    assert reranker.last_report.traces is None and reranker.last_report.usage["no_ranking_after_reasoning"] == 0
-
-
-def test_listwise_reasoning_from_the_cli_writes_traces_and_counts(mirror_env: Path, own_cache: Path, tmp_path: Path,
-                                                                  monkeypatch, capsys):
-    with LoopbackOpenAI(reply=reasoning_listwise) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:test-llm", "--first-stage", "bm25-robertson",
-                "--max-tokens", "2048", "--reasoning-effort", "high", "--base-url", server.base_url,
-                "--output", str(tmp_path / "out"), "--quiet"]
-        assert main(argv) == 0
-        printed = capsys.readouterr().out
-        windows = len(server.completions())
-        assert {body["reasoning_effort"] for body in server.completions()} == {"high"}
-    name = f"test-llm (listwise @{_host(server)} w20s10 max2048 effort-high)"
-    (path,) = (tmp_path / "out" / "results").glob(f"{name.replace(' ', '_')}--bm25-robertson--top_10/*/{TASK}.json")
-    usage = json.loads(path.read_text())["r2med_provenance"]["rerank_usage"]
-    traces = [json.loads(line) for line in path.with_name(f"{TASK}.reasoning.jsonl").read_text().splitlines()]
-    assert len(traces) == windows and usage["windows"] == windows
-    assert usage["no_ranking_after_reasoning"] == sum(not trace["ranked"] for trace in traces) > 0
-    assert f"{usage['no_ranking_after_reasoning']} no_ranking_after_reasoning" in printed
-
-
-def test_a_reasoning_effort_the_endpoint_refuses_is_left_out_and_recorded(own_cache: Path, monkeypatch, caplog):
-    first_stage, queries, documents = _toy(count=12, queries=2)
-    with LoopbackOpenAI(reply=keyed_scores, unsupported=("reasoning_effort",)) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = GroupwiseLLMReranker("test-llm", _config(server, concurrency=1, group_size=6, reasoning_effort="low"))
-        with caplog.at_level("WARNING"):
-            run = reranker.rerank(first_stage, queries, documents, depth=12, show_progress=False)
-        answered = [body for body in server.completions() if "reasoning_effort" not in body]
-    assert len(server.completions()) == len(answered) + 1 and len(answered) == 4  # refused once, then left out
-    assert reranker.last_report.usage["unsupported_parameters"] == ["reasoning_effort"]
-    assert "refused 'reasoning_effort'" in caplog.text
-    for query_id, ranked in run.items():
-        assert list(ranked) == _keyed_order(first_stage, documents, query_id)
-
-
-@pytest.mark.parametrize("kind", ["llm-setwise", "llm-reasoning"])
-def test_reasoning_effort_reaches_the_other_reasoning_kinds(own_cache: Path, monkeypatch, kind: str):
-    first_stage, queries, documents = _toy(count=4, queries=1)
-    with LoopbackOpenAI(reply=lambda body: "Passage A" if kind == "llm-setwise" else "true") as server:
-        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
-        reranker = as_reranker(f"{kind}:test-llm", llm=_config(server, reasoning_effort="minimal"))
-        reranker.rerank(first_stage, queries, documents, depth=4, show_progress=False)
-        assert {body["reasoning_effort"] for body in server.completions()} == {"minimal"}
-    assert reranker.name.endswith(" effort-minimal)")
