@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import gzip
-import shutil
-import uuid
 from collections.abc import Set
 from pathlib import Path
 
 from r2med_plugin.audit.training import TrainingSource, text_lines
-from r2med_plugin.io import atomic_write
+from r2med_plugin.io import atomic_folder, atomic_write
 
 
 def write_clean(source: TrainingSource, dropped: Set[int], target: Path) -> dict:
@@ -63,17 +61,11 @@ def _clean_arrow(source: TrainingSource, dropped: Set[int], target: Path) -> int
 
     dataset = datasets.load_from_disk(str(source.path))
     keep = np.setdiff1d(np.arange(len(dataset)), np.fromiter(dropped, dtype=np.int64, count=len(dropped)))
-    temporary = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
     bars = datasets.is_progress_bar_enabled()
     try:
         datasets.disable_progress_bars()
-        dataset.select(keep).save_to_disk(str(temporary))
-        if target.exists():
-            shutil.rmtree(target)
-        temporary.replace(target)
+        atomic_folder(target, lambda folder: dataset.select(keep).save_to_disk(str(folder)))
     finally:
         if bars:
             datasets.enable_progress_bars()
-        if temporary.exists():
-            shutil.rmtree(temporary)
     return len(dataset)

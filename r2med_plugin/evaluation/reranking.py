@@ -14,8 +14,7 @@ What the official code (R2MED/R2MED ``src/eval_reranker.py``) does, and what the
 Here the first stage is also any retriever this package runs (its top 1000, as its own result: the
 reranker takes its top k, ``first_stage_*`` equals the own result's scores), a TREC run or an in-memory run. The mode is a plan like any other:
 a first stage (r2med_plugin.evaluation.first_stages), a reranker (.rerankers), the ``Reranked`` scorer
-(.scorers) and the writers (.writers). This module keeps the functions earlier releases exported;
-the names it re-exported warn (r2med_plugin._moved) and come from their homes.
+(.scorers) and the writers (.writers). This module keeps the functions earlier releases exported.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from r2med_plugin._moved import Moved
 from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, RankedRun, as_first_stage, task_run_file
 from r2med_plugin.evaluation.plan import build_plan
 from r2med_plugin.evaluation.result import TaskRunResult
@@ -32,26 +30,9 @@ from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.types import TaskData
 
 __all__ = [
-    "FIRST_STAGE_PREFIX", "OFFICIAL_RERANKER_K_VALUES", "OFFICIAL_TOPK_DOCS_DEPTH", "PUBLISHED_KEY_NAMES", "FirstStage",
-    "OfficialLayout", "RerankInfo", "evaluate_reranked", "official_reranker_results", "official_reranker_scores",
-    "published_to_ours", "reranked_model_name", "reranked_revision", "resolve_first_stage", "run_file_for", "task_run_file",
-    "write_official_reranker_results", "write_reranked_outputs",
+    "OFFICIAL_TOPK_DOCS_DEPTH", "evaluate_reranked", "resolve_first_stage", "run_file_for", "task_run_file",
+    "write_reranked_outputs",
 ]
-# What earlier releases imported from here, from its home now.
-__getattr__ = Moved(__name__, {
-    "FIRST_STAGE_PREFIX": "r2med_plugin.evaluation.scorers.FIRST_STAGE_PREFIX",
-    "OFFICIAL_RERANKER_K_VALUES": "r2med_plugin.evaluation.official.OFFICIAL_RERANKER_K_VALUES",
-    "PUBLISHED_KEY_NAMES": "r2med_plugin.reporting.official_files.PUBLISHED_KEY_NAMES",
-    "FirstStage": "r2med_plugin.evaluation.first_stages.RankedRun",
-    "OfficialLayout": "r2med_plugin.reporting.official_files.RerankerFileLayout",
-    "RerankInfo": "r2med_plugin.evaluation.result.RerankInfo",
-    "official_reranker_results": "r2med_plugin.reporting.official_files.official_reranker_results",
-    "official_reranker_scores": "r2med_plugin.evaluation.official.official_reranker_scores",
-    "published_to_ours": "r2med_plugin.reporting.official_files.published_to_ours",
-    "reranked_model_name": "r2med_plugin.evaluation.naming.reranked_model_name",
-    "reranked_revision": "r2med_plugin.evaluation.naming.reranked_revision",
-    "write_official_reranker_results": "r2med_plugin.reporting.official_files.write_official_reranker_results",
-})
 
 
 def resolve_first_stage(

@@ -17,7 +17,6 @@ from typing import Any
 
 import polars as pl
 
-from r2med_plugin._moved import Moved, same_names
 from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, StoredCandidates
@@ -40,21 +39,9 @@ from r2med_plugin.types import Run, TaskData
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "BM25_RETRIEVERS", "CANDIDATE_SUBSETS", "EvaluationPlan", "TaskRunResult", "build_plan", "check_arguments",
-    "check_retriever_name", "dataset_count_drift", "evaluate_task", "execute", "hybrid_partner", "official_query_prompt",
-    "prompt_suffix", "provenance", "rerank_candidates", "result_model_name", "score_candidate_lists", "within_depth",
-    "write_outputs",
+    "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute", "rerank_candidates",
+    "score_candidate_lists",
 ]
-# Names earlier callers imported from here, from their homes now (each warns).
-__getattr__ = Moved(__name__, {
-    **same_names("r2med_plugin.evaluation.first_stages", ["BM25_RETRIEVERS"]),
-    **same_names("r2med_plugin.identifiers", ["CANDIDATE_SUBSETS"]),
-    **same_names("r2med_plugin.evaluation.plan", ["check_arguments", "check_retriever_name", "hybrid_partner"]),
-    **same_names("r2med_plugin.evaluation.naming", ["dataset_count_drift", "official_query_prompt", "prompt_suffix",
-                                                    "result_model_name"]),
-    **same_names("r2med_plugin.evaluation.writers", ["provenance", "write_outputs"]),
-    **same_names("r2med_plugin.evaluation.scorers", ["within_depth"]),
-})
 
 
 def evaluate_task(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> TaskRunResult:

@@ -35,6 +35,7 @@ from mteb.types.statistics import (
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.integrations import mteb as integration
+from r2med_plugin.types import TaskSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "descriptive_stats"
 SPLIT = "test"
@@ -102,12 +103,9 @@ def _texts_counted(text_stats: dict[str, Any]) -> int:
     return round(text_stats["total_text_length"] / text_stats["average_text_length"])
 
 
-def from_mteb(task_name: str, *, today: str | None = None) -> dict[str, Any]:
-    """The statistics mteb ships for its own task on the same repository and revision, corrected.
-
-    Raises ValueError when mteb's task reads another revision, or when a count other than the known-wrong
-    ``num_queries`` disagrees with the dataset card: then they are not statistics of our task's data."""
-    spec = get_task_spec(task_name)
+def _builtin_stats(task_name: str, spec: TaskSpec) -> dict[str, Any]:
+    """A copy of the test-split statistics mteb ships for ``spec``'s built-in task, refused unless they describe our
+    revision and the dataset card's document and qrel counts."""
     if spec.kind != "r2med" or not spec.mteb_builtin_task:
         raise ValueError(f"{task_name}: mteb ships no statistics for this data; use from_data or from_dataset_card")
     builtin = mteb.get_task(spec.mteb_builtin_task).metadata
@@ -125,20 +123,30 @@ def from_mteb(task_name: str, *, today: str | None = None) -> dict[str, Any]:
     wanted = {"num_documents": expected["documents"], "num_relevant_docs": expected["qrels"]}
     if found != wanted:
         raise ValueError(f"{task_name}: mteb's statistics count {found}, the dataset card {wanted}: not the same data")
+    return stats
 
-    corrections, caveats = [], []
-    if stats["num_queries"] != expected["queries"]:
+
+def _corrected_counts(stats: dict[str, Any], queries: int) -> list[str]:
+    """Set ``num_queries`` to the card's count and ``num_samples`` to mteb's definition in ``stats``; what changed."""
+    corrections = []
+    if stats["num_queries"] != queries:
         corrections.append(
-            f"num_queries: mteb ships {stats['num_queries']}; the dataset card and the loader count {expected['queries']} "
+            f"num_queries: mteb ships {stats['num_queries']}; the dataset card and the loader count {queries} "
             "(the catalog records mteb's num_queries for R2MED as wrong); set to the card's count"
         )
-        stats["num_queries"] = expected["queries"]
+        stats["num_queries"] = queries
     if stats["num_samples"] != stats["num_documents"] + stats["num_queries"]:
         corrections.append(
             f"num_samples: mteb ships {stats['num_samples']}; set to num_documents + num_queries "
             f"= {stats['num_documents'] + stats['num_queries']} (mteb's definition)"
         )
         stats["num_samples"] = stats["num_documents"] + stats["num_queries"]
+    return corrections
+
+
+def _text_statistics_caveats(stats: dict[str, Any]) -> list[str]:
+    """The text statistics that describe another number of texts than the (corrected) counts, left as shipped."""
+    caveats = []
     for part, count in (("documents", stats["num_documents"]), ("queries", stats["num_queries"])):
         counted = _texts_counted(stats[f"{part}_text_statistics"])
         if counted != count:
@@ -147,6 +155,18 @@ def from_mteb(task_name: str, *, today: str | None = None) -> dict[str, Any]:
                 f"(total_text_length / average_text_length), not the {count} {part}: left as mteb ships them; "
                 f"the text statistics of all {count} {part} are unknown until computed from the data"
             )
+    return caveats
+
+
+def from_mteb(task_name: str, *, today: str | None = None) -> dict[str, Any]:
+    """The statistics mteb ships for its own task on the same repository and revision, corrected.
+
+    Raises ValueError when mteb's task reads another revision, or when a count other than the known-wrong
+    ``num_queries`` disagrees with the dataset card: then they are not statistics of our task's data."""
+    spec = get_task_spec(task_name)
+    stats = _builtin_stats(task_name, spec)
+    corrections = _corrected_counts(stats, spec.expected_counts["queries"])
+    caveats = _text_statistics_caveats(stats)
     exact = ["num_documents", "num_queries", "num_samples"]
     provenance = _provenance(
         task_name,
@@ -180,19 +200,10 @@ def _text_stats_from_card(mean: float) -> dict[str, Any]:
     return stats
 
 
-def from_dataset_card(task_name: str, *, today: str | None = None) -> dict[str, Any]:
-    """What the NanoR2MED dataset card states, in mteb's schema; every other field null (unknown).
-
-    Derived as mteb derives them: num_samples = documents + queries, average_relevant_docs_per_query =
-    positives / queries (every NanoR2MED query has a positive: the card's minimum is 1), and for the
-    reranking tasks the reranking_hybrid list lengths (100, or 101 with the safeguard row)."""
-    spec = get_task_spec(spec_name(task_name))
-    if spec.kind != "nano":
-        raise ValueError(f"{task_name}: only NanoR2MED statistics are taken from the dataset card")
-    reranking = task_name != spec.name
-    counts, card = spec.expected_counts, spec.card_stats
-    positives = card["positives_per_query"]
-    queries, documents, qrels = counts["queries"], counts["documents"], counts["qrels"]
+def _card_relevant_docs(task_name: str, spec: TaskSpec) -> dict[str, Any]:
+    """mteb's relevant-docs statistics from the card: every NanoR2MED query has a positive (the card's minimum is 1)."""
+    counts, positives = spec.expected_counts, spec.card_stats["positives_per_query"]
+    queries, qrels = counts["queries"], counts["qrels"]
     if positives["min"] < 1:
         raise ValueError(f"{task_name}: the card lists queries without positives; mteb's average needs the data")
     average_positives = qrels / queries
@@ -206,32 +217,43 @@ def from_dataset_card(task_name: str, *, today: str | None = None) -> dict[str, 
         max_relevant_docs_per_query=positives["max"],
         queries_with_all_gold_black_or_white=0,  # mteb's value for a task without images
     )
-    top_ranked = None
-    if reranking:
-        profile = spec.candidate_profiles[integration.RERANKING_CANDIDATES]
-        long_rows = profile.get("rows_with_101_candidates", 0)
-        if profile["query_count"] != queries or profile["candidate_count_min"] != profile["top_k"]:
-            raise ValueError(f"{task_name}: the hybrid profile does not give every list's length")
-        total = profile["top_k"] * queries + long_rows
-        if abs(total / queries - profile["candidate_count_mean"]) > 5e-6:
-            raise ValueError(f"{task_name}: hybrid list lengths disagree with the card's mean")
-        top_ranked = _fields(TopRankedStatistics)
-        top_ranked.update(
-            num_top_ranked=total,
-            min_top_ranked_per_query=profile["candidate_count_min"],
-            average_top_ranked_per_query=total / queries,
-            max_top_ranked_per_query=profile["candidate_count_max"],
-        )
+    return relevant
+
+
+def _card_top_ranked(task_name: str, spec: TaskSpec) -> dict[str, Any]:
+    """mteb's top-ranked statistics of a reranking task: the reranking_hybrid lists of 100, or 101 with the safeguard row."""
+    queries = spec.expected_counts["queries"]
+    profile = spec.candidate_profiles[integration.RERANKING_CANDIDATES]
+    long_rows = profile.get("rows_with_101_candidates", 0)
+    if profile["query_count"] != queries or profile["candidate_count_min"] != profile["top_k"]:
+        raise ValueError(f"{task_name}: the hybrid profile does not give every list's length")
+    total = profile["top_k"] * queries + long_rows
+    if abs(total / queries - profile["candidate_count_mean"]) > 5e-6:
+        raise ValueError(f"{task_name}: hybrid list lengths disagree with the card's mean")
+    top_ranked = _fields(TopRankedStatistics)
+    top_ranked.update(
+        num_top_ranked=total,
+        min_top_ranked_per_query=profile["candidate_count_min"],
+        average_top_ranked_per_query=total / queries,
+        max_top_ranked_per_query=profile["candidate_count_max"],
+    )
+    return top_ranked
+
+
+def _card_stats(spec: TaskSpec, relevant: dict[str, Any], top_ranked: dict[str, Any] | None) -> dict[str, Any]:
+    """The card's numbers in mteb's retrieval statistics schema (refused when the installed mteb changed it)."""
+    queries, documents = spec.expected_counts["queries"], spec.expected_counts["documents"]
+    text_means = spec.card_stats["text_stats_chars"]
     stats: dict[str, Any] = {
         "num_samples": documents + queries,
         "num_queries": queries,
         "num_documents": documents,
         "number_of_characters": None,
-        "documents_text_statistics": _text_stats_from_card(card["text_stats_chars"]["document_mean"]),
+        "documents_text_statistics": _text_stats_from_card(text_means["document_mean"]),
         "documents_image_statistics": None,
         "documents_audio_statistics": None,
         "documents_video_statistics": None,
-        "queries_text_statistics": _text_stats_from_card(card["text_stats_chars"]["query_mean"]),
+        "queries_text_statistics": _text_stats_from_card(text_means["query_mean"]),
         "queries_image_statistics": None,
         "queries_audio_statistics": None,
         "queries_video_statistics": None,
@@ -240,6 +262,11 @@ def from_dataset_card(task_name: str, *, today: str | None = None) -> dict[str, 
     }
     if set(stats) != RetrievalDescriptiveStatistics.__required_keys__:
         raise ValueError(f"mteb {version('mteb')} changed its retrieval statistics schema; update {__name__}")
+    return stats
+
+
+def _unknown_fields(stats: dict[str, Any], reranking: bool) -> list[str]:
+    """The null fields the card does not give (image, audio and video statistics are null for a text task)."""
     unknown = [key for key, value in stats.items() if value is None and not key.endswith(("_image_statistics", "_audio_statistics", "_video_statistics"))]
     unknown += [
         f"{part}.{key}"
@@ -249,6 +276,21 @@ def from_dataset_card(task_name: str, *, today: str | None = None) -> dict[str, 
     ]
     if not reranking:
         unknown.remove("top_ranked_statistics")  # a retrieval task has no candidate lists: null is mteb's value
+    return unknown
+
+
+def from_dataset_card(task_name: str, *, today: str | None = None) -> dict[str, Any]:
+    """What the NanoR2MED dataset card states, in mteb's schema; every other field null (unknown).
+
+    Derived as mteb derives them: num_samples = documents + queries, average_relevant_docs_per_query =
+    positives / queries (every NanoR2MED query has a positive: the card's minimum is 1), and for the
+    reranking tasks the reranking_hybrid list lengths (100, or 101 with the safeguard row)."""
+    spec = get_task_spec(spec_name(task_name))
+    if spec.kind != "nano":
+        raise ValueError(f"{task_name}: only NanoR2MED statistics are taken from the dataset card")
+    reranking = task_name != spec.name
+    relevant = _card_relevant_docs(task_name, spec)
+    stats = _card_stats(spec, relevant, _card_top_ranked(task_name, spec) if reranking else None)
     provenance = _provenance(
         task_name,
         "from_dataset_card",
@@ -270,7 +312,7 @@ def from_dataset_card(task_name: str, *, today: str | None = None) -> dict[str, 
             "documents_text_statistics.average_text_length (card: 6 decimals)",
             "queries_text_statistics.average_text_length (card: 6 decimals)",
         ],
-        unknown=unknown,
+        unknown=_unknown_fields(stats, reranking),
     )
     return {SPLIT: {**stats, PROVENANCE: provenance}}
 

@@ -21,17 +21,11 @@ from typing import Any
 
 import polars as pl
 
-from r2med_plugin._moved import Moved
 from r2med_plugin.integrations.compat import mteb_running_evaluation
 from r2med_plugin.metrics import evaluate_run_per_query
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, top_ranked, write_per_query
 
 logger = logging.getLogger(__name__)
-__getattr__ = Moved(__name__, {  # earlier names
-    "mteb_result_path": f"{__name__}.running_result_path",
-    "CALLER_MODULE": "r2med_plugin.integrations.compat.MTEB_EVALUATE_MODULE",
-    "CALLER_FUNCTION": "r2med_plugin.integrations.compat.MTEB_EVALUATE_FUNCTION",
-})
 
 
 def running_result_path(task_name: str) -> Path | None:

@@ -105,8 +105,16 @@ class RetrieverRef:
 
 
 @runtime_checkable
-class PlainModelLoader(Protocol):
-    """What a third-party loader needs (``ModelLoader`` less the two members with defaults)."""
+class ModelLoader(Protocol):
+    """A way to load models by name, beside sentence-transformers (mteb's registry, an embedding endpoint).
+
+    ``name``: what ``loader=`` / ``--loader`` calls it. ``scheme``: names of the form ``<scheme>:<id>`` are
+    its own (None: none). ``auto``: whether ``loader="auto"`` offers it plain hub names first.
+    ``claim(name, revision, settings)`` returns a RetrieverRef (kind "plugin", loader=self.name) for a name
+    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load.
+    ``endpoint_options(name)``: the endpoint settings a ``<scheme>:<id>`` name takes; ``unclaimed_hint(name)``:
+    the message for a name it does not claim under ``--loader`` (None: a generic one). Subclass
+    ``ModelLoaderBase``, which gives these two their defaults (all of ``ENDPOINT_SETTINGS``; None)."""
 
     name: str
     scheme: str | None
@@ -120,27 +128,13 @@ class PlainModelLoader(Protocol):
 
     def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any: ...
 
-
-@runtime_checkable
-class ModelLoader(PlainModelLoader, Protocol):
-    """A way to load models by name, beside sentence-transformers (mteb's registry, an embedding endpoint).
-
-    ``name``: what ``loader=`` / ``--loader`` calls it. ``scheme``: names of the form ``<scheme>:<id>`` are
-    its own (None: none). ``auto``: whether ``loader="auto"`` offers it plain hub names first.
-    ``claim(name, revision, settings)`` returns a RetrieverRef (kind "plugin", loader=self.name) for a name
-    it can load, else None; it must be cheap (no weights loaded). ``stamp(ref)`` identifies what would load.
-    ``endpoint_options(name)``: the endpoint settings a ``<scheme>:<id>`` name takes (default: all of
-    ``ENDPOINT_SETTINGS``); ``unclaimed_hint(name)``: the message for a name it does not claim under ``--loader``
-    (default None: a generic one). ``ModelLoaderBase`` gives these defaults; a loader without them is adapted
-    when registered (``as_model_loader``)."""
-
     def endpoint_options(self, name: str) -> tuple[str, ...]: ...
 
     def unclaimed_hint(self, name: str) -> str | None: ...
 
 
 class ModelLoaderBase:
-    """The defaults of ``ModelLoader``'s ``endpoint_options`` and ``unclaimed_hint``."""
+    """The base of every model loader: the defaults of ``ModelLoader``'s ``endpoint_options`` and ``unclaimed_hint``."""
 
     name: str
     scheme: str | None = None
@@ -153,42 +147,15 @@ class ModelLoaderBase:
         return None
 
 
-class AdaptedLoader(ModelLoaderBase):
-    """A third-party loader (``PlainModelLoader``) with the defaults, or its own ``endpoint_options`` and
-    ``unclaimed_hint`` where it has them (read here, nowhere else)."""
-
-    def __init__(self, loader: PlainModelLoader) -> None:
-        self.loader = loader
-        self.name, self.scheme, self.auto = loader.name, loader.scheme, loader.auto
-
-    def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
-        return self.loader.claim(name, revision, settings)
-
-    def stamp(self, ref: RetrieverRef) -> str:
-        return self.loader.stamp(ref)
-
-    def load_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
-        return self.loader.load_encoder(ref, **options)
-
-    def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
-        return self.loader.load_cross_encoder(ref, **options)
-
-    def endpoint_options(self, name: str) -> tuple[str, ...]:
-        own = getattr(self.loader, "endpoint_options", None)
-        return tuple(own(name)) if callable(own) else super().endpoint_options(name)
-
-    def unclaimed_hint(self, name: str) -> str | None:
-        own = getattr(self.loader, "unclaimed_hint", None)
-        return own(name) if callable(own) else None
-
-
-def as_model_loader(loader: object) -> ModelLoader:
-    """``loader`` as a ``ModelLoader``: ours as they are, a third-party one adapted once, when registered."""
-    if isinstance(loader, ModelLoaderBase):
+def checked_loader(loader: object) -> ModelLoader:
+    """``loader`` when it is a ``ModelLoader``; else a TypeError naming what it lacks and the fix."""
+    if isinstance(loader, ModelLoader):
         return loader
-    if isinstance(loader, PlainModelLoader):
-        return AdaptedLoader(loader)
-    raise TypeError(f"{type(loader).__name__} is not a ModelLoader (name, scheme, auto, claim, stamp, load_encoder, load_cross_encoder)")
+    members = ("name", "scheme", "auto", "claim", "stamp", "load_encoder", "load_cross_encoder", "endpoint_options",
+               "unclaimed_hint")
+    lacking = [member for member in members if not hasattr(loader, member)]
+    raise TypeError(f"{type(loader).__name__} is not a ModelLoader: it lacks {', '.join(lacking)}; subclass "
+                    "r2med_plugin.models.registry.ModelLoaderBase (it gives endpoint_options and unclaimed_hint their defaults)")
 
 
 _LOADERS: dict[str, ModelLoader] = {}
@@ -197,7 +164,7 @@ _DISCOVERED = False
 
 def register_loader(loader: ModelLoader) -> None:
     """Add (or replace) a model loader under ``loader.name`` (entry points do this for the package's own)."""
-    loader = as_model_loader(loader)
+    loader = checked_loader(loader)
     if loader.name in (AUTO, SENTENCE_TRANSFORMERS):
         raise ValueError(f"the loader name {loader.name!r} is reserved")
     _LOADERS[loader.name] = loader
@@ -212,7 +179,7 @@ def loaders() -> dict[str, ModelLoader]:
 
         for point in entry_points(group=ENTRY_POINT_GROUP):
             if point.name not in _LOADERS:
-                _LOADERS.setdefault(point.name, as_model_loader(point.load()))
+                _LOADERS.setdefault(point.name, checked_loader(point.load()))
     return dict(_LOADERS)
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import lzma
-import os
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from r2med_plugin.identifiers import HAKARI_BM25, is_hakari_bm25
+from r2med_plugin.io import atomic_write
 
 HAKARI_RECORD_FORMAT = "r2med-hakari/1"
 HAKARI_DATASET_NAME = "NanoR2MED"
@@ -35,16 +34,13 @@ def write_hakari_record(record: dict, mteb_path: Path) -> Path:
 
 
 def write_xz_json(path: Path, payload: Mapping) -> Path:
-    """An lzma-compressed JSON object (HAKARI's ``.json.xz``), written whole: a temporary file, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}-{time.time_ns()}")
-    try:
-        with lzma.open(partial, "wt", encoding="utf-8") as handle:
+    """An lzma-compressed JSON object (HAKARI's ``.json.xz``), written atomically."""
+
+    def write(temporary: Path) -> None:
+        with lzma.open(temporary, "wt", encoding="utf-8") as handle:
             json.dump(payload, handle, ensure_ascii=False)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
-    return path
+
+    return atomic_write(path, write)
 
 
 def read_xz_json(path: Path) -> dict:

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from r2med_plugin._moved import Moved
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
 from r2med_plugin.identifiers import OfficialLayoutName
@@ -29,7 +28,6 @@ _FAMILIES = (("ndcg_cut", "ndcg_at"), ("map_cut", "map_at"), ("recall", "recall_
 # The key names of the published results/reranker files (an earlier eval_reranker.py) for ours.
 PUBLISHED_KEY_NAMES = {"ndcg_at": "NDCG@", "map_at": "MAP@", "recall_at": "Recall@", "precision_at": "P@"}
 RerankerFileLayout = Literal["code", "published"]  # what src/eval_reranker.py writes, or the published files' keys
-__getattr__ = Moved(__name__, {"OfficialLayout": f"{__name__}.RerankerFileLayout"})  # its earlier name
 
 # The official code's short retriever names (src/run.py --retriever_name), by the model each one loads
 # (src/eval_retrieval.py model_path_dict). Results are filed under these names.

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,7 +11,7 @@ from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName, judged_files
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
-from r2med_plugin.io import write_json_atomic
+from r2med_plugin.io import atomic_folder, write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
 from r2med_plugin.reporting.leaderboard import (
     SYNTHETIC_REVISION, split_model_name, grouped_records, read_result_folders, rank_rows, render, user_rows,
@@ -63,53 +60,57 @@ def export_submission(
     always refused (it may be a results folder)."""
     records = [r for r in read_result_folders(folders) if r.model == model]
     by_task = {spec.name: spec for spec in list_tasks("r2med")}
-    builtin = {spec.mteb_builtin_task for spec in by_task.values()}
     ours = _one_revision_set(records, model)
     if not ours:
-        hint = " (only mteb's built-in R2MED*Retrieval results were found: they lack @25/@50; run our R2MED<Domain> tasks)" if any(
-            r.task in builtin for r in records) else ""
-        nano = {spec.name for spec in list_tasks("nano")}
-        if not hint and any(r.task in nano for r in records):
-            hint = (" (only NanoR2MED results were found: NanoR2MED ranks 10,000-document samples of each corpus, so its "
-                    "scores are not comparable with the R2MED leaderboard, which takes the full corpora; run "
-                    "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
-        known = sorted({r.model for r in read_result_folders(folders)})
-        raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
+        _refuse_no_results(records, model, folders, by_task)
+    _refuse_drift(ours, model)
+    missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
+    unverified = sorted(name for name, record in ours.items() if DatasetRevision.parse(record.dataset_revision).unverified)
+    if (missing or unverified) and not allow_incomplete:
+        _refuse_incomplete(ours, model, missing, unverified, len(by_task))
+    out = Path(out_dir)
+    _check_submission_folder(out, model, {f"{spec.hub_name}.json" for spec in by_task.values()} | set(SUBMISSION_FILES), force)
+    relative: list[Path] = []
+
+    def write(folder: Path) -> None:
+        written = _write_submission(folder, ours, by_task, model, missing, unverified, model_size, uses_llm, description)
+        relative.extend(path.relative_to(folder) for path in written)
+
+    atomic_folder(out, write)
+    return [out / path for path in relative]
+
+
+def _refuse_no_results(records: list, model: str, folders: Iterable[str | Path], by_task: dict) -> None:
+    builtin = {spec.mteb_builtin_task for spec in by_task.values()}
+    hint = " (only mteb's built-in R2MED*Retrieval results were found: they lack @25/@50; run our R2MED<Domain> tasks)" if any(
+        r.task in builtin for r in records) else ""
+    nano = {spec.name for spec in list_tasks("nano")}
+    if not hint and any(r.task in nano for r in records):
+        hint = (" (only NanoR2MED results were found: NanoR2MED ranks 10,000-document samples of each corpus, so its "
+                "scores are not comparable with the R2MED leaderboard, which takes the full corpora; run "
+                "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
+    known = sorted({r.model for r in read_result_folders(folders)})
+    raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
+
+
+def _refuse_drift(ours: dict, model: str) -> None:
     drifted = {name: record for name, record in ours.items() if record.count_drift or DatasetRevision.parse(record.dataset_revision).count_drift}
     if drifted:
         described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
         raise ValueError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
                          f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
-    missing = [spec.hub_name for name, spec in by_task.items() if name not in ours]
-    unverified = sorted(name for name, record in ours.items() if DatasetRevision.parse(record.dataset_revision).unverified)
-    if (missing or unverified) and not allow_incomplete:
-        problems = []
-        if missing:
-            problems.append(f"no results for {', '.join(missing)} (the leaderboard ranks a model on all {len(by_task)} tasks)")
-        if unverified:
-            problems.append(f"{', '.join(unverified)} ran on mirror files that do not prove the pinned commit "
-                            f"({'; '.join(str(ours[name].path) for name in unverified)})")
-        raise ValueError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
-                         "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
-                         "--allow-incomplete to write it anyway (its README says what it lacks)")
-    out = Path(out_dir)
-    _check_submission_folder(out, model, {f"{spec.hub_name}.json" for spec in by_task.values()} | set(SUBMISSION_FILES), force)
-    staging = _sibling(out, "partial")
-    try:
-        written = _write_submission(staging, ours, by_task, model, missing, unverified, model_size, uses_llm, description)
-        _replace_folder(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return [out / path.relative_to(staging) for path in written]
 
 
-def _sibling(out: Path, kind: str) -> Path:
-    """A new hidden folder beside ``out`` (same file system, so it can be renamed into place)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    folder = out.parent / f".{out.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    return folder
+def _refuse_incomplete(ours: dict, model: str, missing: list[str], unverified: list[str], task_count: int) -> None:
+    problems = []
+    if missing:
+        problems.append(f"no results for {', '.join(missing)} (the leaderboard ranks a model on all {task_count} tasks)")
+    if unverified:
+        problems.append(f"{', '.join(unverified)} ran on mirror files that do not prove the pinned commit "
+                        f"({'; '.join(str(ours[name].path) for name in unverified)})")
+    raise ValueError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
+                     "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
+                     "--allow-incomplete to write it anyway (its README says what it lacks)")
 
 
 def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool) -> None:
@@ -139,17 +140,6 @@ def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool)
         raise ValueError(f"--out {out} holds {model!r}'s submission and also {', '.join(others[:5])}"
                          f"{' ...' if len(others) > 5 else ''}, which are no part of it; move them away, or add --force "
                          "to replace the folder whole")
-
-
-def _replace_folder(staging: Path, out: Path) -> None:
-    """Put the written folder in place of ``out`` (moved aside first, deleted last): never half of each."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    old = _sibling(out, "old")
-    os.replace(out, old / out.name)
-    os.replace(staging, out)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_submission(out: Path, ours: dict, by_task: dict, model: str, missing: list[str], unverified: list[str],

@@ -243,10 +243,7 @@ def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int,
     first; the others with the DFA on their runs of DFA-only characters); NUL is no token character
     and a safe cut, so it separates the texts' tokens, and a text holding one goes the per-text way.
     """
-    if not _SESSION or _SESSION[0].session != session or session is None:
-        _SESSION[:] = [_TokenIds(session)]
-        _SESSION[0]["\0"] = -2
-    token_ids = _SESSION[0]
+    token_ids = _session_token_ids(session)
     first_new = len(token_ids.terms)
     t = tables()
     plain, other, single = [], [], []
@@ -274,28 +271,47 @@ def analyze_compact(texts: list[str], session: object = None) -> tuple[int, int,
         counts = np.diff(np.concatenate([[-1], separators, [len(ids)]])) - 1
         pieces.append((np.asarray(indices, dtype=np.int64), ids[ids != -2], counts))
     if single:
-        ids_single: list[int] = []
-        counts = np.empty(len(single), dtype=np.int64)
-        for n, i in enumerate(single):
-            text = texts[i]
-            tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
-            counts[n] = len(tokens)
-            ids_single.extend(map(token_ids.__getitem__, tokens))
-        pieces.append((np.asarray(single, dtype=np.int64), np.asarray(ids_single, dtype=np.int32), counts))
+        pieces.append(_one_by_one(texts, single, token_ids))
+    all_ids, all_counts = _in_text_order(pieces, len(texts))
+    kept = all_ids >= 0
+    bounds = np.concatenate([[0], np.cumsum(all_counts)])
+    kept_before = np.concatenate([[0], np.cumsum(kept)])
+    lengths = kept_before[bounds[1:]] - kept_before[bounds[:-1]]
+    return os.getpid(), first_new, token_ids.terms[first_new:], all_ids[kept], lengths.astype(np.int64)
+
+
+def _session_token_ids(session: object) -> _TokenIds:
+    """The token cache of ``session``: this process's current one, or a new one (NUL, the text separator, is -2)."""
+    if not _SESSION or _SESSION[0].session != session or session is None:
+        _SESSION[:] = [_TokenIds(session)]
+        _SESSION[0]["\0"] = -2
+    return _SESSION[0]
+
+
+def _one_by_one(texts: list[str], single: list[int], token_ids: _TokenIds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The piece of the texts tokenized one at a time (those holding NUL, or a token too long for the joined pass)."""
+    ids_single: list[int] = []
+    counts = np.empty(len(single), dtype=np.int64)
+    for n, i in enumerate(single):
+        text = texts[i]
+        tokens = tokenize(text.lower()) if text.isascii() else tokenize(text)
+        counts[n] = len(tokens)
+        ids_single.extend(map(token_ids.__getitem__, tokens))
+    return np.asarray(single, dtype=np.int64), np.asarray(ids_single, dtype=np.int32), counts
+
+
+def _in_text_order(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], text_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces' term ids (concatenated) and term counts, put back in the order of the texts."""
     order_of_text = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
     all_ids = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int32)
     all_counts = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
     if len(pieces) > 1 or (len(order_of_text) and np.any(np.diff(order_of_text) < 0)):
         owner = np.repeat(order_of_text, all_counts)
         all_ids = all_ids[np.argsort(owner, kind="stable")]
-        counts_by_text = np.zeros(len(texts), dtype=np.int64)
+        counts_by_text = np.zeros(text_count, dtype=np.int64)
         counts_by_text[order_of_text] = all_counts
         all_counts = counts_by_text
-    kept = all_ids >= 0
-    bounds = np.concatenate([[0], np.cumsum(all_counts)])
-    kept_before = np.concatenate([[0], np.cumsum(kept)])
-    lengths = kept_before[bounds[1:]] - kept_before[bounds[:-1]]
-    return os.getpid(), first_new, token_ids.terms[first_new:], all_ids[kept], lengths.astype(np.int64)
+    return all_ids, all_counts
 
 
 def analyze_many(texts: Iterable[str]) -> list[list[str]]:

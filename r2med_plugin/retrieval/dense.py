@@ -23,19 +23,11 @@ import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
-from r2med_plugin._moved import Moved, same_names
 from r2med_plugin.cache import cached_array, key_of, remove_array
 from r2med_plugin.models import protocols
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
 
-__getattr__ = Moved(__name__, {  # model families and protocols live in r2med_plugin.models
-    **same_names("r2med_plugin.models.protocols", ["Encoder", "EncodeKind"]),
-    **same_names("r2med_plugin.models.checks", ["check_device", "check_model_name"]),
-    "bound_to_task": "r2med_plugin.models.protocols.bound_to_task",
-    "SentenceTransformerEncoder": "r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder",
-    "HashingEncoder": "r2med_plugin.models.hashing.HashingEncoder",
-})
 FAISS_MIN_DOCUMENTS = 5000
 E5_TEMPLATE = "Instruct: {instruction}\nQuery: "
 CHUNK_ENV = "R2MED_ENCODE_CHUNK_TEXTS"

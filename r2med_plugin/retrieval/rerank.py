@@ -14,17 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 from tqdm.auto import tqdm
 
-from r2med_plugin._moved import Moved, same_names
 from r2med_plugin.models import cross_encoder
 from r2med_plugin.types import Run
 
-__getattr__ = Moved(__name__, {
-    "top_ranked": f"{__name__}.top_document_ids",  # its earlier name
-    "PairScorer": "r2med_plugin.models.protocols.PairScorer",
-    **same_names("r2med_plugin.models.official.naming", ["OFFICIAL_RERANKER_NAMES", "official_reranker_name"]),
-    **same_names("r2med_plugin.models.cross_encoder", ["SentenceTransformerCrossEncoder", "raw_logits",
-                                                       "as_pair_scorer", "reranker_name", "reranker_revision"]),
-})
 
 def top_document_ids(run: Mapping[str, Mapping[str, float]], depth: int) -> dict[str, list[str]]:
     """Each query's first ``depth`` document ids, in the run's own (ranking) order."""

@@ -11,7 +11,7 @@ import r2med_plugin
 PACKAGE = Path(r2med_plugin.__file__).parent
 # Lower numbers are lower layers; a module may import its own layer or lower ones.
 LAYERS = {
-    "version": 0, "types": 0, "io": 0, "quiet": 0, "names": 0, "identifiers": 0, "_moved": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
+    "version": 0, "types": 0, "io": 0, "quiet": 0, "identifiers": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
     "data": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
     "integrations": 6, "generation": 6, "sweep": 7, "cli": 8, "cli_options": 8, "cli_compare": 8, "cli_audit": 8, "cli_evaluate": 8, "cli_generate": 8, "": 9,
 }
@@ -134,7 +134,7 @@ def test_no_module_imports_a_private_name_of_another():
 DECLARED_MEMBERS = {"for_task", "query_prompt", "cache_identity", "encode_expansions", "expansion_mean_dtype",
                     "instructions", "last_report", "close", "output_dtype", "endpoint_options", "unclaimed_hint"}
 # Where probing stays legitimate: the adapters of a user's (third-party) object, read once at the boundary.
-ADAPTERS = {"models/protocols.py", "models/registry.py"}
+ADAPTERS = {"models/protocols.py"}  # a loader is a ModelLoader when registered (models/registry.py probes none)
 NOT_A_MODEL = {("cli.py", "query_prompt"), ("cli_evaluate.py", "query_prompt")}  # a result's field, not a model's member
 
 
@@ -178,3 +178,43 @@ def test_signatures_are_inspected_only_on_third_party_objects():
     found = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
              if "inspect.signature(" in path.read_text(encoding="utf-8")}
     assert sorted(found - {"models/cross_encoder.py", "models/protocols.py", "sweep/spec.py"}) == []
+
+
+# --- issue 43: short functions, no moved-name shims ---------------------------------------------------------
+
+MAX_FUNCTION_LINES = 60
+
+
+def test_no_function_is_over_60_lines():
+    """Measured as Python's ast gives a function: from its ``def`` line to its last line (methods and nested ones too)."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                long.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert long == []
+
+
+def test_no_moved_name_shim_anywhere():
+    """Names that moved are imported from their home: no ``Moved`` redirect, no ``_moved`` module, and no module-level
+    ``__getattr__`` besides the two lazy re-exports that keep ``import r2med_plugin`` and mteb's import cheap."""
+    roots = [PACKAGE, PACKAGE.parent / "tests", PACKAGE.parent / "benchmarks", PACKAGE.parent / "scripts"]
+    found, getters = [], []
+    for path in [file for root in roots for file in sorted(root.rglob("*.py"))]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Name) and node.id == "Moved") or (isinstance(node, ast.alias) and "_moved" in node.name):
+                found.append(f"{path.relative_to(PACKAGE.parent).as_posix()}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_moved"):
+                found.append(f"{path.relative_to(PACKAGE.parent).as_posix()}:{node.lineno}")
+        if path.is_relative_to(PACKAGE):
+            getters += [_module_name(path) for node in tree.body
+                        if isinstance(node, (ast.FunctionDef, ast.Assign)) and "__getattr__" in _defined_names(node)]
+    assert found == [] and not (PACKAGE / "_moved.py").exists()
+    assert sorted(getters) == ["r2med_plugin", "r2med_plugin.integrations.mteb"]
+
+
+def _defined_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.FunctionDef):
+        return [node.name]
+    return [target.id for target in node.targets if isinstance(target, ast.Name)]

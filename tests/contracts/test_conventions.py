@@ -454,3 +454,21 @@ def test_the_nano_chart_draws_a_real_row_before_the_demo_sample(tmp_path: Path, 
     assert [row.synthetic for row in rows if row.source == "yours"] == [True, False]  # the demo's row comes first
     path, dropped = plot_leaderboard(rows, tmp_path / "nano.svg", benchmark="nano")
     assert "NanoR2MED: org/real" in _svg_text(path) and dropped == ["demo/minilm (synthetic sample)"]
+
+
+def test_importing_the_package_and_running_commands_warns_nothing_of_ours(mirror_env: Path, tmp_path: Path):
+    code = (
+        "import sys, r2med_plugin\n"
+        "for name in r2med_plugin.__all__: getattr(r2med_plugin, name)\n"
+        "from r2med_plugin.cli import main\n"
+        f"out = {str(tmp_path / 'out')!r}\n"
+        "codes = [main(['evaluate', '--task', 'NanoR2MEDBiology', '--retriever', 'bm25-lucene', '--hybrid', '--output', out, '--trec']),\n"
+        "         main(['leaderboard', out]), main(['tasks', '--kind', 'nano'])]\n"
+        "print(codes)\n"
+    )
+    # not --quiet, which ignores DeprecationWarnings; PYTHONWARNINGS also covers what the .pth autoload imports at start
+    env = os.environ | {"PYTHONWARNINGS": "always::DeprecationWarning"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "[0, 0, 0]", out.stderr[-3000:]
+    ours = [line for line in out.stderr.splitlines() if "DeprecationWarning" in line and "r2med_plugin" in line]
+    assert ours == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,43 @@ def test_api_reference_is_what_all_generates_and_names_every_public_name():
     for entry in entries:  # each entry names the object the package re-exports under that name
         module, name = entry.rsplit(".", 1)
         assert getattr(importlib.import_module(module), name) is getattr(r2med_plugin, name), entry
+
+
+def test_every_dotted_reference_in_the_package_readme_and_docs_resolves():
+    """Docstrings, comments, README and the docs site name modules and objects that exist (no path of a moved name)."""
+    import tomllib
+
+    package = ROOT / "r2med_plugin"
+    groups = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"])
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    texts = {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8") for path in [*package.rglob("*.py"), *documents]}
+    references = {(name, found.rstrip(".")) for name, text in texts.items()
+                  for found in re.findall(r"\br2med_plugin(?:\.[A-Za-z_]\w*)+", text)}
+    dangling = sorted(f"{name}: {reference}" for name, reference in references
+                      if reference not in groups and not _resolves(reference))
+    assert dangling == []
+
+
+def test_every_entry_point_names_an_object_that_exists():
+    import tomllib
+
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    targets = [target for group in groups.values() for target in group.values()]
+    targets += tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"].values()
+    assert targets and [target for target in targets if not _resolves(target.replace(":", "."))] == []
+
+
+def _resolves(reference: str) -> bool:
+    """Whether ``reference`` is a module, or an attribute path under the longest importable module prefix."""
+    parts = reference.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False

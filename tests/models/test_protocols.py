@@ -302,28 +302,41 @@ def own_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "_LOADERS", dict(registry.loaders()))
 
 
-def test_a_plain_model_loader_gets_the_loader_defaults(own_loaders):
-    from r2med_plugin.models.registry import ENDPOINT_SETTINGS, AdaptedLoader, endpoint_options_of, register_loader, resolve
+class _PlainLoader:
+    """A third-party loader with the five members every loader needs and neither default."""
 
-    class Plain:
-        name, scheme, auto = "plain-loader", "plainloader", False
+    name, scheme, auto = "plain-loader", "plainloader", False
 
-        def claim(self, name, revision, settings):
-            return None
+    def claim(self, name, revision, settings):
+        return None
 
-        def stamp(self, ref):
-            return "plain"
+    def stamp(self, ref):
+        return "plain"
 
-        def load_encoder(self, ref, **options):
-            return PlainEncoder()
+    def load_encoder(self, ref, **options):
+        return PlainEncoder()
 
-        def load_cross_encoder(self, ref, **options):
-            raise ValueError("no")
+    def load_cross_encoder(self, ref, **options):
+        raise ValueError("no")
 
-    register_loader(Plain())
-    from r2med_plugin.models.registry import loaders
 
-    assert isinstance(loaders()["plain-loader"], AdaptedLoader)
+def test_a_loader_without_the_loader_defaults_is_refused_with_the_fix(own_loaders):
+    from r2med_plugin.models.registry import loaders, register_loader
+
+    with pytest.raises(TypeError, match=re.escape("_PlainLoader is not a ModelLoader: it lacks endpoint_options, unclaimed_hint; "
+                                                  "subclass r2med_plugin.models.registry.ModelLoaderBase")):
+        register_loader(_PlainLoader())
+    assert "plain-loader" not in loaders()
+
+
+def test_a_loader_on_the_base_class_gets_the_loader_defaults(own_loaders):
+    from r2med_plugin.models.registry import ENDPOINT_SETTINGS, ModelLoaderBase, endpoint_options_of, loaders, register_loader, resolve
+
+    class BasedLoader(_PlainLoader, ModelLoaderBase):
+        pass
+
+    register_loader(BasedLoader())
+    assert isinstance(loaders()["plain-loader"], BasedLoader)
     assert endpoint_options_of("plainloader:model") == ENDPOINT_SETTINGS
     with pytest.raises(ValueError, match=re.escape("the plain-loader loader does not know the model 'm'")):
         resolve("m", loader="plain-loader")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med_plugin.models.registry import RetrieverRef, loader_choices, register_loader, resolve
+from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, loader_choices, register_loader, resolve
 from tests.offline_model import MODEL_NAME, MODEL_REVISION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_loaders_are_plugins_registered_by_name(mirror_env: Path):
     from r2med_plugin import evaluate_task
     from r2med_plugin.models.hashing import HashingEncoder
 
-    class Toy:
+    class Toy(ModelLoaderBase):
         name, scheme, auto = "toy", "toy", False
 
         def claim(self, name, revision, settings):

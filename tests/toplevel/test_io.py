@@ -47,3 +47,48 @@ def test_files_get_the_umask_permissions_and_interrupted_writes_leave_nothing(tm
     with pytest.raises(KeyboardInterrupt):
         write_text_atomic(tmp_path / "a" / "c.txt", "y")
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b.txt"]
+
+
+def _write_folder(files: dict[str, str]):
+    def write(folder: Path) -> None:
+        for name, text in files.items():
+            (folder / name).write_text(text)
+    return write
+
+
+def test_a_folder_is_replaced_whole_and_an_interrupted_write_keeps_the_old_one(tmp_path: Path):
+    from r2med_plugin.io import atomic_folder
+
+    target = tmp_path / "out"
+    atomic_folder(target, _write_folder({"a.json": "1", "b.json": "2"}))
+    atomic_folder(target, _write_folder({"c.json": "3"}))
+    assert {path.name: path.read_text() for path in target.iterdir()} == {"c.json": "3"}  # nothing of the old folder
+
+    def interrupted(folder: Path) -> None:
+        (folder / "d.json").write_text("4")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_folder(target, interrupted)
+    assert {path.name: path.read_text() for path in target.iterdir()} == {"c.json": "3"}
+    assert [path.name for path in tmp_path.iterdir()] == ["out"]  # no temporary or set-aside folder left
+
+
+def test_a_folder_replaces_a_file_and_a_failed_rename_puts_the_old_folder_back(tmp_path: Path, monkeypatch):
+    from r2med_plugin.io import atomic_folder
+
+    target = tmp_path / "out"
+    target.write_text("a file")
+    atomic_folder(target, _write_folder({"a.json": "1"}))
+    assert [path.name for path in target.iterdir()] == ["a.json"] and [p.name for p in tmp_path.iterdir()] == ["out"]
+    real_replace = Path.replace
+
+    def failing_replace(self: Path, other):
+        if self.name.endswith(".tmp") and Path(other) == target:
+            raise OSError("disk gone")
+        return real_replace(self, other)
+
+    monkeypatch.setattr(Path, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk gone"):
+        atomic_folder(target, _write_folder({"b.json": "2"}))
+    assert [path.name for path in target.iterdir()] == ["a.json"] and [p.name for p in tmp_path.iterdir()] == ["out"]
