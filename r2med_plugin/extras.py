@@ -18,21 +18,22 @@ class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the extra that installs it."""
 
 
-def missing_extra_message(module: str, needed_for: str) -> str:
+def missing_extra_message(module: str, needed_for: str, extra: str | None = None) -> str:
     top = module.partition(".")[0]
-    extra = EXTRAS[top]
+    extra = extra or EXTRAS[top]
     return (f"{needed_for} needs {top}, which the base install leaves out; install the {extra!r} extra: "
             f"pip install 'r2med-plugin[{extra}]'")
 
 
-def require_extra(module: str, needed_for: str) -> None:
-    """Raise MissingExtraError unless ``module`` is installed (found, not imported: the check costs nothing)."""
+def require_extra(module: str, needed_for: str, extra: str | None = None) -> None:
+    """Raise MissingExtraError unless ``module`` is installed (found, not imported: the check costs nothing); the
+    message names ``extra`` (default: the one EXTRAS lists for the module)."""
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # blocked by an import hook, or a module set to None in sys.modules
         found = False
     if not found:
-        raise MissingExtraError(missing_extra_message(module, needed_for), name=module)
+        raise MissingExtraError(missing_extra_message(module, needed_for, extra), name=module)
 
 
 def import_extra(module: str, needed_for: str) -> ModuleType:
