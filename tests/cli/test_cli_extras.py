@@ -122,3 +122,15 @@ def test_present_extras_pass_the_check():
     require_datasketch()
     require_matplotlib()
     assert issubclass(MissingExtraError, ImportError)
+
+
+def test_base_dependencies_leave_the_optional_features_out():
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    base = {requirement.split(">")[0].split("[")[0] for requirement in project["dependencies"]}
+    extras = {name: {requirement.split(">")[0] for requirement in group} for name, group in project["optional-dependencies"].items()}
+    assert not base & {"matplotlib", "statsmodels", "datasketch"}
+    assert {"mteb", "ir_datasets", "faiss-cpu", "sentence-transformers", "polars", "bm25s", "PyStemmer", "nltk"} <= base
+    assert extras["plots"] == {"matplotlib"} and extras["audit"] == {"datasketch"} and "matplotlib" in extras["demo"]
+    assert {"matplotlib", "datasketch", "statsmodels"} <= extras["test"]
