@@ -12,6 +12,7 @@ from pathlib import Path
 
 from r2med_plugin.cli_evaluate import progress_line  # noqa: F401 - part of the CLI module's names
 from r2med_plugin.cli_options import given_options, positive_int, price, refuse_unreached
+from r2med_plugin.extras import MissingExtraError
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -55,6 +56,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
         refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
     elif Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
+    else:
+        from r2med_plugin.reporting.plots import require_matplotlib
+
+        require_matplotlib()
     if args.html:  # refused before any result is read
         from r2med_plugin.reporting.leaderboard_page import check_page_folder
 
@@ -143,7 +148,9 @@ def _cache_packaged_model(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from r2med_plugin.integrations.demo import run_demo
+    from r2med_plugin.reporting.plots import require_matplotlib
 
+    require_matplotlib("demo")  # the demo ends with a chart: refused before it evaluates anything
     if args.quiet:
         from r2med_plugin.quiet import silence_libraries
 
@@ -372,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Result files are written atomically: an interrupted run leaves no partial file behind.
         print("r2med: interrupted (Ctrl-C); files already written are complete, none is partial", file=sys.stderr)
         return 130
-    except (KeyError, ValueError, FileNotFoundError, ConnectionError) as error:
+    except (KeyError, ValueError, FileNotFoundError, ConnectionError, MissingExtraError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"r2med: error: {message}", file=sys.stderr)
         return 2

@@ -70,6 +70,9 @@ def _audit(args: argparse.Namespace) -> int:
             raise ValueError("r2med audit needs TRAIN (training files or folders), or --model NAME for mteb's declared data")
         refuse_unreached(args, TRAINING_OPTIONS)
         return _declared_only(args.model)
+    from r2med_plugin.audit.minhash import require_datasketch
+
+    require_datasketch()  # before mteb's declared data or any training file is read
     declared = None
     if args.model:
         from r2med_plugin.integrations.mteb_training import declared_training_data

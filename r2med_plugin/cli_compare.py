@@ -75,6 +75,10 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
+    if args.plot:
+        from r2med_plugin.reporting.plots import require_matplotlib
+
+        require_matplotlib()
     if args.out and Path(args.out).is_dir():
         raise ValueError(f"--out {args.out} is a folder; give a file name, e.g. {Path(args.out) / 'compare.md'}")
     report = compare_results(args.results, metric=args.metric, baseline=args.baseline, test=args.test, correction=args.correction,

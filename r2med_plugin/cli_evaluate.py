@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, price, refuse_unreached
+from r2med_plugin.cli_options import LazyChoices, non_negative_int, positive_int, positive_seconds, price, refuse_unreached
 
 if TYPE_CHECKING:
     from r2med_plugin.evaluation.result import TaskRunResult
@@ -44,9 +44,22 @@ def _run_options(evaluate: argparse.ArgumentParser) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings (errors still print)")
 
 
-def _first_options(evaluate: argparse.ArgumentParser) -> None:
-    from r2med_plugin.models.registry import loader_choices
+def _loader_choices() -> list[str]:
+    from r2med_plugin.models.registry import loader_choices  # imports polars and numpy: only when --loader is checked
 
+    return loader_choices()
+
+
+def _loader_metavar() -> str:
+    """{auto,sentence-transformers,<the installed loader plugins>}, read from the entry points' names without loading
+    any (a loader added with register_loader is accepted, only not listed here)."""
+    from importlib.metadata import entry_points
+
+    plugins = sorted(entry_points(group="r2med_plugin.model_loaders").names)  # registry.ENTRY_POINT_GROUP
+    return "{" + ",".join(["auto", "sentence-transformers", *plugins]) + "}"
+
+
+def _first_options(evaluate: argparse.ArgumentParser) -> None:
     first = evaluate.add_argument_group("first stage: BM25 or a model (--retriever; with --rerank, --first-stage)")
     first.add_argument("--retriever", default=None,
                        help="bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
@@ -59,7 +72,7 @@ def _first_options(evaluate: argparse.ArgumentParser) -> None:
     first.add_argument("--device", default="cpu", help="device for the model: cpu (default), cuda, cuda:1, mps")
     first.add_argument("--batch-size", type=positive_int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
     first.add_argument("--workers", type=positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
-    first.add_argument("--loader", default=None, choices=loader_choices(),
+    first.add_argument("--loader", default=None, choices=LazyChoices(_loader_choices), metavar=_loader_metavar(),
                        help="how --retriever / --rerank models load (default auto: through mteb when mteb's registry has the "
                             "name, with its prompts and revision; else sentence-transformers)")
 

@@ -68,3 +68,27 @@ positive_int = integer_option(1)
 non_negative_int = integer_option(0)
 positive_seconds = bounded(float, low=0, strict=True, message="must be a positive number of seconds, got {value}")
 price = bounded(float, low=0, message="must be a price of at least 0 (US dollars per million tokens), got {value}")
+
+
+class LazyChoices:
+    """argparse ``choices`` computed on first use (checking a value, or listing them in an error or a help page), not
+    when the parser is built: building it for ``r2med --help`` then loads nothing. Give the option a ``metavar``, as
+    argparse lists the choices to validate the metavar when the option is added."""
+
+    def __init__(self, compute: Callable[[], Sequence[str]]) -> None:
+        self._compute = compute
+        self._values: list[str] | None = None
+
+    def _all(self) -> list[str]:
+        if self._values is None:
+            self._values = list(self._compute())
+        return self._values
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._all()
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())

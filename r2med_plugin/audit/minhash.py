@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from r2med_plugin.audit.text import fmix64
+from r2med_plugin.extras import import_extra, require_extra
 
 NUM_PERM = 128
 SEED = 1
 SCHEME = "affine32"
 # LSH bands chosen for recall: a missed near-copy is worse than a candidate that exact Jaccard then rejects
 LSH_WEIGHTS = (0.1, 0.9)  # (false positive, false negative)
+NEEDS_DATASKETCH = "the train/eval overlap audit (r2med audit, r2med_plugin.audit.run_audit)"
 _CHUNK = 1 << 15  # shingles per numpy block (NUM_PERM x CHUNK uint32 values: 16 MiB)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _STEP = np.uint64(0x9E3779B97F4A7C15)
@@ -41,9 +43,7 @@ class MinHasher:
     permutations: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from datasketch import MinHash
-
-        object.__setattr__(self, "permutations", MinHash(num_perm=self.num_perm, seed=self.seed, scheme=SCHEME).permutations)
+        object.__setattr__(self, "permutations", _datasketch().MinHash(num_perm=self.num_perm, seed=self.seed, scheme=SCHEME).permutations)
 
     def signatures(self, shingles: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """One row of ``num_perm`` uint32 values per text, from the texts' 64-bit shingle hashes end to end
@@ -64,9 +64,16 @@ class MinHasher:
 
     def minhash(self, signature: np.ndarray):
         """A datasketch MinHash holding ``signature`` (what MinHashLSH inserts and queries)."""
-        from datasketch import MinHash
+        return _datasketch().MinHash(hashvalues=signature, permutations=self.permutations, scheme=SCHEME)
 
-        return MinHash(hashvalues=signature, permutations=self.permutations, scheme=SCHEME)
+
+def require_datasketch() -> None:
+    """MissingExtraError (naming the ``audit`` extra) unless datasketch is installed; checked before any work."""
+    require_extra("datasketch", NEEDS_DATASKETCH)
+
+
+def _datasketch():
+    return import_extra("datasketch", NEEDS_DATASKETCH)
 
 
 def _blocks(counts: np.ndarray) -> list[tuple[int, int]]:
@@ -98,9 +105,7 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def lsh_index(threshold: float, num_perm: int = NUM_PERM):
     """An empty datasketch MinHashLSH for Jaccard ``threshold``, its bands weighted towards recall."""
-    from datasketch import MinHashLSH
-
-    return MinHashLSH(threshold=threshold, num_perm=num_perm, weights=LSH_WEIGHTS)
+    return _datasketch().MinHashLSH(threshold=threshold, num_perm=num_perm, weights=LSH_WEIGHTS)
 
 
 def candidate_probability(similarity: float, bands: int, rows: int) -> float:

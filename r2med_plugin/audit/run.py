@@ -14,7 +14,7 @@ from r2med_plugin.audit.beir_pairs import CORPUS_FILE, QUERIES_FILE, beir_folder
 from r2med_plugin.audit.clean import write_clean
 from r2med_plugin.audit.index import CORPUS, PAIR, QUERY, RELEVANT, EvalIndex, build_index, task_entries, task_positives, task_totals
 from r2med_plugin.audit.matching import row_hits
-from r2med_plugin.audit.minhash import candidate_probability
+from r2med_plugin.audit.minhash import candidate_probability, require_datasketch
 from r2med_plugin.audit.report import AUDIT_FORMAT, HITS_FILE, REPORT_FILE, SUMMARY_FILE, render_report, task_rows
 from r2med_plugin.audit.training import TrainingSource, open_training, read_rows
 from r2med_plugin.io import atomic_write, write_json_atomic, write_text_atomic
@@ -99,6 +99,7 @@ def run_audit(train: Sequence[str | Path], *, out: str | Path = "r2med-audit", t
     """Audit the training sets ``train`` against ``tasks``; writes audit.json, hits.jsonl and report.md (and clean/
     with ``write_clean_copy``) under ``out`` and returns the summary (what audit.json holds)."""
     _check_settings(threshold, ngram)
+    require_datasketch()
     if not train:
         raise ValueError("no training set given: name TRAIN files or folders (or only --model, for mteb's declared data)")
     sources = [source for path in train for source in open_training(path, columns)]  # every input checked first

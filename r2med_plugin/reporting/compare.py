@@ -472,15 +472,11 @@ def render_report(report: ComparisonReport, fmt: str = "md") -> str:
 
 def plot_report(report: ComparisonReport, path: str | Path) -> Path:
     """Per-task (and pooled) differences from the baseline with their intervals, one marker per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from r2med_plugin.reporting.plots import PLOT_SUFFIXES, save_figure
+    from r2med_plugin.reporting.plots import PLOT_SUFFIXES, pyplot, save_figure
 
     if Path(path).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"--plot {path}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
+    plt = pyplot()
     scopes = list(dict.fromkeys(c.scope for c in report.comparisons))
     models = [m for m in report.models if m != report.baseline]
     if not scopes:

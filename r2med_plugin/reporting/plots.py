@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
+from r2med_plugin.extras import import_extra, require_extra
 from r2med_plugin.reporting.leaderboard import LeaderboardRow, row_label, task_columns
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+NEEDS_MATPLOTLIB = "drawing a chart (--plot, r2med demo, r2med_plugin.reporting.plots)"
 DEFAULT_USER_ROWS = 6  # rows of yours in a default R2MED chart; the rest are named as dropped, never silently
 
 
@@ -52,13 +56,20 @@ class _Series:
     hatch: str | None = None
 
 
+def require_matplotlib(extra: str | None = None) -> None:
+    """MissingExtraError (naming the ``plots`` extra, or ``extra``) unless matplotlib is installed; checked before any work."""
+    require_extra("matplotlib", NEEDS_MATPLOTLIB, extra)
+
+
+def pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend (files only, no window), or MissingExtraError naming the ``plots`` extra."""
+    import_extra("matplotlib", NEEDS_MATPLOTLIB).use("Agg")
+    return importlib.import_module("matplotlib.pyplot")
+
+
 def _grouped_bars(columns: list[str], series: Sequence[_Series], title: str, path: str | Path) -> Path:
     """One group of bars per column, one bar per series, the value printed on each bar, legend below."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     width = 0.8 / len(series)
     figure, axis = plt.subplots(figsize=(max(10, 1.6 * len(columns)), 5.2))
     for index, item in enumerate(series):
