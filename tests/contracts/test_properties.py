@@ -14,13 +14,7 @@ from hypothesis import strategies as st
 from r2med_plugin import evaluate_run, evaluate_run_per_query
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.retrieval.fusion import rrf, score_fusion
-
-doc_ids = st.sampled_from([f"d{i}" for i in range(12)])
-query_ids = st.sampled_from([f"q{i}" for i in range(5)])
-scores = st.floats(min_value=-100, max_value=100, allow_nan=False, allow_infinity=False)
-qrels_strategy = st.dictionaries(query_ids, st.dictionaries(doc_ids, st.integers(0, 3), min_size=1, max_size=6), min_size=1, max_size=5)
-run_strategy = st.dictionaries(query_ids, st.dictionaries(doc_ids, scores, min_size=1, max_size=12), max_size=5)
-printable = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30).filter(lambda s: s.strip())
+from tests.support.strategies import printable, qrels_strategy, run_strategy
 
 
 @settings(max_examples=150, deadline=None)

@@ -11,7 +11,7 @@ import pytest
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.reporting.leaderboard import build_leaderboard, render
 from r2med_plugin.reporting.submission import export_submission
-from tests.support.builders import official_row, write_result
+from tests.support.builders import official_row, two_mirrors, write_result
 
 R2MED = list_tasks("r2med")
 NANO = list_tasks("nano")
@@ -20,18 +20,8 @@ NANO = list_tasks("nano")
 # --- item 2: results on two different mirror files never share a row, and are never picked silently --------
 
 
-def _two_mirrors(tmp_path: Path) -> tuple[Path, Path]:
-    """mirror A's results for every task; mirror B differs in Biology's files only (a second output folder)."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    for spec in R2MED:
-        write_result(a, "org/m", spec.name, official_row(0.3322), f"{spec.revision}+unverified-files-c1f3a2b4{spec.name[:4].lower()}", date=1.0)
-    biology = R2MED[0]
-    write_result(b, "org/m", biology.name, official_row(0.4812), f"{biology.revision}+unverified-files-48bb0000", date=2.0)
-    return a, b
-
-
 def test_leaderboard_shows_one_row_per_set_of_mirror_files(tmp_path: Path):
-    a, b = _two_mirrors(tmp_path)
+    a, b = two_mirrors(tmp_path)
     for order in ([a, b], [b, a]):  # whichever folder comes first
         rows = build_leaderboard(order)
         biology = R2MED[0].hub_name
@@ -46,7 +36,7 @@ def test_leaderboard_shows_one_row_per_set_of_mirror_files(tmp_path: Path):
 
 
 def test_submission_refuses_results_of_one_task_on_two_mirror_files_and_names_both(tmp_path: Path):
-    a, b = _two_mirrors(tmp_path)
+    a, b = two_mirrors(tmp_path)
     with pytest.raises(ValueError, match="2 different revision sets") as raised:
         export_submission([a, b], "org/m", tmp_path / "out")
     message = str(raised.value)
@@ -84,7 +74,7 @@ def test_the_row_says_which_model_revision_it_shows_when_another_exists(tmp_path
 def test_ir_datasets_counts_of_a_drifted_mirror_are_its_real_counts_before_and_after_iteration(
         mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
-    from tests.data_package.test_mirror_revisions import _fresh_dataset
+    from tests.data.test_mirror_revisions import _fresh_dataset
 
     import r2med_plugin
 
