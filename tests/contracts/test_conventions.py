@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+import r2med_plugin
 from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
@@ -454,3 +455,14 @@ def test_the_nano_chart_draws_a_real_row_before_the_demo_sample(tmp_path: Path, 
     assert [row.synthetic for row in rows if row.source == "yours"] == [True, False]  # the demo's row comes first
     path, dropped = plot_leaderboard(rows, tmp_path / "nano.svg", benchmark="nano")
     assert "NanoR2MED: org/real" in _svg_text(path) and dropped == ["demo/minilm (synthetic sample)"]
+
+
+def test_no_loading_scripts_or_remote_code_in_the_package():
+    package = Path(r2med_plugin.__file__).parent
+    sources = "\n".join(p.read_text() for p in package.rglob("*.py"))
+    assert "load_dataset(" not in sources
+    # Remote code runs in one place only: NV-Embed-v2's own encode (official:nv), loaded as the official code and mteb load it.
+    remote = {p.relative_to(package).as_posix(): p.read_text().count("trust_remote_code=True") for p in package.rglob("*.py")}
+    assert {path: count for path, count in remote.items() if count} == {"models/official/recipes.py": 1}
+    nv_recipe = (package / "models" / "official" / "recipes.py").read_text().split("class NVEmbedRecipe")[1].split("\nclass ")[0]
+    assert "trust_remote_code=True" in nv_recipe
