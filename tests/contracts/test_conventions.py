@@ -1,4 +1,4 @@
-"""Issue 12: conventions a user expects from the `r2med` command, and charts that draw only what was computed."""
+"""Conventions a user expects from the `r2med` command, and charts that draw only what was computed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 32: the docs site. Its generated pages equal what the package generates, and it builds strictly."""
+"""The docs site. Its generated pages equal what the package generates, and it builds strictly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Golden result files of every evaluation mode, pinned before the stage redesign (issue 21).
+"""Golden result files of every evaluation mode, pinned before the stage redesign.
 
 Every mode runs on the fixture mirror: plain, hybrid, candidate subsets, candidates-only, a released
 and a local expansion, a query prompt, and reranking from each first-stage kind (BM25 name, encoder,

@@ -1,4 +1,4 @@
-"""Issue 12 item 6: a mirror that records no commit never serves stale derived data, and an R2MED mirror
+"""A mirror that records no commit never serves stale derived data, and an R2MED mirror
 without download metadata is reported as unverified, never as the checked pinned commit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 12 items 1 and 2: the query prompt reaches the encoder and is recorded; the embedding cache key
+"""The query prompt reaches the encoder and is recorded; the embedding cache key
 changes with everything that changes an embedding (weights, tokenizer, max length, pooling, prompt, text);
 a hub model's revision is the commit loaded, the one `mteb run` records.
 
