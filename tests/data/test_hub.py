@@ -18,11 +18,7 @@ from tests.support.loopback_hub import HostedRepo, LoopbackHub
 
 
 NANO_COMMIT = "c0ffee" + "0" * 34
-
-
 TOKEN = "hf_SecretTokenForTests0123456789"
-
-
 CHILD = """
 import json, sys, logging
 logging.basicConfig(level=logging.INFO)
