@@ -152,12 +152,12 @@ def test_registration_is_idempotent_and_never_overwrites(monkeypatch: pytest.Mon
 def test_ir_datasets_counts_of_a_drifted_mirror_are_its_real_counts_before_and_after_iteration(
         mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
-    from tests.data.test_mirror_revisions import _fresh_dataset
+    from tests.support.fresh_ir_dataset import fresh_dataset
 
     import r2med_plugin
 
     data = r2med_plugin.load_task("NanoR2MEDBiology")
-    dataset = _fresh_dataset("nano-r2med/biology")
+    dataset = fresh_dataset("nano-r2med/biology")
     qrels = sum(len(judged) for judged in data.qrels.values())
     before = (dataset.docs_count(), dataset.queries_count(), dataset.qrels_count())
     assert before == (data.corpus.height, data.queries.height, qrels)  # not the dataset card's 10000 documents
