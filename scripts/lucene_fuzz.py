@@ -1,7 +1,7 @@
 """Seeded differential fuzz of the analyzer against real Lucene 9.9.1 (the lucene-oracle).
 
     # make the committed vectors (texts from the seeded generator, terms from real Lucene):
-    python scripts/lucene_fuzz.py --seed 13 --out tests/data/lucene_fuzz_vectors.jsonl.gz
+    python scripts/lucene_fuzz.py --seed 13 --out tests/fixtures/lucene_fuzz_vectors.jsonl.gz
     # check our analyzer on a fresh sample against the live oracle, table by class:
     python scripts/lucene_fuzz.py --seed 99 --scale 0.2 --compare
 

@@ -1,6 +1,6 @@
 """A small corpus holding every fuzz class, with real Lucene's terms, for the BM25 equality test.
 
-    python scripts/make_bm25_oracle_corpus.py --out tests/data/bm25_oracle_corpus.json.gz
+    python scripts/make_bm25_oracle_corpus.py --out tests/fixtures/bm25_oracle_corpus.json.gz
 
 Documents and queries mix medical/chemical fragments (kg/m², PaCO₂, 10⁹, ½, ©, ®, ™, Ⓐ, ˂, Hebrew
 geresh, Barre\\u0301's, soft hyphen, emoji sequences, Thai/Tai Tham/Ahom, 々 〆, >255-unit tokens)
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--docs", type=int, default=400)
     parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "data" / "bm25_oracle_corpus.json.gz")
+    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "bm25_oracle_corpus.json.gz")
     args = parser.parse_args()
     documents, queries = corpus_texts(args.seed, args.docs, args.queries)
     tokens = lucene_tokens(documents + queries)

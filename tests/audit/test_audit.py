@@ -1,4 +1,4 @@
-"""Issue 34: the train/eval overlap audit (`r2med audit`, `r2med leaderboard --audit`).
+"""The train/eval overlap audit (`r2med audit`, `r2med leaderboard --audit`).
 
 A synthetic training set is built from the fixture mirror with planted cases at known rows: exact copies
 (case, whitespace and NFKC changes), near-copies (words dropped, reordered or changed at known rates),

@@ -56,3 +56,24 @@ def test_a_command_over_several_tasks_says_how_long_is_left(mirror_env: Path, ca
     lines = [line for line in capsys.readouterr().out.splitlines() if " tasks done in " in line]
     assert len(lines) == 2 and lines[0].startswith("1/2 tasks done in ") and "left (estimated by corpus size)" in lines[0]
     assert lines[1].startswith("2/2 tasks done in ") and "left" not in lines[1]
+
+
+def test_clear_errors_name_the_argument_and_the_fix(mirror_env: Path, tmp_path: Path, capsys):
+    from r2med_plugin.cli import main
+
+    cases = [
+        (["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "org/m", "--device", "banana"],
+         "--device 'banana' is not a device torch knows"),
+        (["generate", "--task", "R2MEDBiology", "--method", "hyde", "--llm", "m", "--base-url", "http://127.0.0.1:9/v1",
+          "--extra-body", "{bad json"], "--extra-body is not valid JSON"),
+        (["leaderboard", str(tmp_path), "--plot", str(tmp_path / "x.jpg")], "--plot"),
+        (["evaluate", "--task", "NanoR2MEDBiologyReranking", "--retriever", "bm25-lucene"],
+         "mteb run -t NanoR2MEDBiologyReranking -m <cross-encoder>"),
+    ]
+    for argv, expected in cases:
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert expected in captured.err and "Traceback" not in captured.err, captured.err
+        assert captured.out == ""  # e.g. no leaderboard table printed before --plot is refused
+    assert main(["evaluate", "--task", "NanoR2MEDBiologyReranking", "--retriever", "bm25-lucene"]) == 2
+    assert "--candidates hybrid --candidates-only" in capsys.readouterr().err

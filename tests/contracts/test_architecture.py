@@ -1,4 +1,4 @@
-"""The package's shape (issue 21): layers import downwards only, no module imports one that imports it back,
+"""The package's shape: layers import downwards only, no module imports one that imports it back,
 the core never imports a host library, and evaluate_task stays a thin builder over the plan."""
 
 from __future__ import annotations

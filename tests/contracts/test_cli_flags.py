@@ -1,4 +1,4 @@
-"""Every option of every `r2med` command either reaches the code that uses it, or is refused (issue 20).
+"""Every option of every `r2med` command either reaches the code that uses it, or is refused.
 
 Each option is written once on top of a base command line; the calls the command makes (to
 build_plan, the encoder, write_outputs, generate_expansions, ...) are recorded by stand-ins. An

@@ -1,4 +1,4 @@
-"""Issue 12: conventions a user expects from the `r2med` command, and charts that draw only what was computed."""
+"""Conventions a user expects from the `r2med` command, and charts that draw only what was computed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+import r2med_plugin
 from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
@@ -472,3 +473,14 @@ def test_importing_the_package_and_running_commands_warns_nothing_of_ours(mirror
     assert out.returncode == 0 and out.stdout.splitlines()[-1] == "[0, 0, 0]", out.stderr[-3000:]
     ours = [line for line in out.stderr.splitlines() if "DeprecationWarning" in line and "r2med_plugin" in line]
     assert ours == []
+
+
+def test_no_loading_scripts_or_remote_code_in_the_package():
+    package = Path(r2med_plugin.__file__).parent
+    sources = "\n".join(p.read_text() for p in package.rglob("*.py"))
+    assert "load_dataset(" not in sources
+    # Remote code runs in one place only: NV-Embed-v2's own encode (official:nv), loaded as the official code and mteb load it.
+    remote = {p.relative_to(package).as_posix(): p.read_text().count("trust_remote_code=True") for p in package.rglob("*.py")}
+    assert {path: count for path, count in remote.items() if count} == {"models/official/recipes.py": 1}
+    nv_recipe = (package / "models" / "official" / "recipes.py").read_text().split("class NVEmbedRecipe")[1].split("\nclass ")[0]
+    assert "trust_remote_code=True" in nv_recipe

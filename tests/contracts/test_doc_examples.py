@@ -1,4 +1,4 @@
-"""Issue 32: every command and Python block of README.md and docs/ runs, offline, on the fixture mirror.
+"""Every command and Python block of README.md and docs/ runs, offline, on the fixture mirror.
 
 Each page is one test. Its ```bash, ```console (the ``$ `` lines) and ```python blocks run in order in a
 working folder of their own, with ``R2MED_DATA_DIR`` set to the fixture mirror (all 16 tasks in the hub

@@ -1,4 +1,4 @@
-"""Issue 32: the docs site. Its generated pages equal what the package generates, and it builds strictly."""
+"""The docs site. Its generated pages equal what the package generates, and it builds strictly."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.writers import write_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI") == "true"
@@ -173,3 +176,28 @@ def _resolves(reference: str) -> bool:
             found = getattr(found, attribute)
         return True
     return False
+
+
+def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: Path):
+    root = Path(__file__).resolve().parents[2]
+    # the result paths moved from README.md to the docs site's file-format reference (issue 32): both are read
+    readme = "\n".join((root / name).read_text(encoding="utf-8") for name in ("README.md", "docs/reference/file-formats.md"))
+    result = evaluate_task("NanoR2MEDBiology", "bm25-robertson", candidates=["hybrid"], show_progress=False)
+    written = write_outputs(result, tmp_path / "DIR", trec=True)
+    only = evaluate_task("NanoR2MEDBiology", "bm25-robertson", candidates=["hybrid"], candidates_only=True, show_progress=False)
+    written_only = write_outputs(only, tmp_path / "DIR", trec=True)
+    documented = {
+        "mteb": "DIR/results/<model>/<revision>/<Task>.json",
+        "official": "DIR/official/<model>/<revision>/<Task>.json",
+        "trec": "DIR/runs/<model>/<revision>/<Task>.trec",
+    }
+    for kind, pattern in documented.items():
+        assert f"`{pattern}`" in readme
+        actual = written[kind].relative_to(tmp_path).as_posix()
+        assert actual == pattern.replace("<model>", "bm25-robertson").replace("<revision>", result.model_revision).replace(
+            "<Task>", "NanoR2MEDBiology")
+    assert "`DIR/candidates-only/<model>/<revision>/<Task>.json`" in readme
+    assert written_only["mteb"].relative_to(tmp_path).as_posix() == f"DIR/candidates-only/bm25-robertson/{only.model_revision}/NanoR2MEDBiology.json"
+    assert "`runs/<model>/<revision>/<Task>.candidates-only.trec`" in readme
+    assert written_only["trec"].name == "NanoR2MEDBiology.candidates-only.trec"
+    assert "`results/<model>/<revision>/<Task>.json`, readable" not in readme  # the old, wrong claim

@@ -1,10 +1,10 @@
-"""Golden result files of every evaluation mode, pinned before the stage redesign (issue 21).
+"""Golden result files of every evaluation mode, pinned before the stage redesign.
 
 Every mode runs on the fixture mirror: plain, hybrid, candidate subsets, candidates-only, a released
 and a local expansion, a query prompt, and reranking from each first-stage kind (BM25 name, encoder,
 TREC file, topk_docs file, a folder of run files, a run dict). Each writes the MTEB JSON, the official
 JSON and the TREC runs. The files must stay identical, apart from evaluation times and dates (and the
-temporary folder's path), to the ones pinned in tests/data/golden_outputs.json.
+temporary folder's path), to the ones pinned in tests/fixtures/golden_outputs.json.
 
 The encoder and the reranker are deterministic stand-ins that hash words with hashlib (no library whose
 hash could change between versions). To pin new files after an intended change of scores, run this
@@ -27,7 +27,7 @@ from r2med_plugin.data.runs import write_topk_docs
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 
-GOLDEN = Path(__file__).parents[1] / "data" / "golden_outputs.json"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden_outputs.json"
 NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"
 
 

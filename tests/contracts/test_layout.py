@@ -1,27 +1,48 @@
-"""The test suite's layout (issue 31, part 4): tests/<package>/test_<module>.py, and tests/contracts/ for rules that
-cross packages. No test file sits directly under tests/, and every test folder is a Python package, so two test files
-of one basename in two folders cannot clash."""
+"""The test suite's layout: tests/<package>/test_<module>.py mirrors r2med_plugin/<package>/<module>.py, and
+tests/contracts/ holds only rules that cross packages. No test file sits directly under tests/, every test folder is a
+Python package (two test files of one basename in two folders cannot clash), and no test module is named after the
+issue or review pass that added it: a test lives with the unit it tests."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import r2med_plugin
 from tests.conftest import SLOW_TESTS
 
 TESTS = Path(__file__).resolve().parents[1]
-PACKAGES = {path.name for path in Path(r2med_plugin.__file__).parent.iterdir() if (path / "__init__.py").is_file()}
+SOURCE = Path(r2med_plugin.__file__).parent
+PACKAGES = {path.name for path in SOURCE.iterdir() if (path / "__init__.py").is_file()}
 # Test folders not named after a package of r2med_plugin, and what they hold.
 OTHER_FOLDERS = {
-    "contracts": "rules across packages: layering, conventions, the CLI flag table, golden outputs, public API, trust",
+    "contracts": "rules across packages: layering, conventions, the CLI flag table, docs, golden outputs, public API, layout",
     "cli": "cli.py and its cli_*.py helpers",
-    "toplevel": "the other top-level modules of r2med_plugin (catalog, io, metrics, identifiers)",
-    "data_package": "r2med_plugin.data (tests/data holds the fixture files)",
+    "toplevel": "the other top-level modules of r2med_plugin (catalog, io, metrics, names)",
+    "support": "helpers shared by the tests (builders, loopback servers, strategies); no test files",
+    "fixtures": "committed test data (golden outputs, Lucene vectors); no Python",
 }
+# The cross-cutting rules, one module each; a test of one unit belongs in that unit's folder instead.
+CONTRACTS = {"test_architecture", "test_cli_flags", "test_conventions", "test_doc_examples", "test_docs",
+             "test_golden_outputs", "test_layout", "test_moved_names", "test_public_api"}
+# Words that name when or why a test was written, not what it tests.
+HISTORY_WORDS = {"issue", "issues", "trust", "trustworthy", "pass", "passes", "frontier", "second", "third", "fourth",
+                 "fifth", "trial", "trials", "regression", "regressions", "followup", "fixes", "review"}
 
 
 def _test_files() -> list[Path]:
     return sorted(TESTS.rglob("test_*.py"))
+
+
+def _folders() -> list[Path]:
+    return sorted(path for path in TESTS.iterdir() if path.is_dir() and not path.name.startswith((".", "__")))
+
+
+def history_words(stem: str) -> list[str]:
+    """The words of a module name that name an issue or a review pass: listed words, and issue numbers (``43``,
+    ``issue43``, ``pass4``); ``bm25`` is a name, not a number."""
+    words = stem.removeprefix("test_").split("_")
+    return [word for word in words if word in HISTORY_WORDS or word.isdigit() or re.fullmatch(r"(issue|pass|item)\d+", word)]
 
 
 def test_no_test_file_sits_directly_under_tests():
@@ -36,6 +57,32 @@ def test_every_test_folder_is_a_package_named_after_what_it_tests():
     assert sorted(misplaced) == []
 
 
+def test_each_test_folder_mirrors_a_package_and_each_package_has_one():
+    names = {folder.name for folder in _folders()}
+    assert sorted(names - PACKAGES - OTHER_FOLDERS.keys()) == []  # e.g. tests/data_package/ for r2med_plugin/data/
+    assert sorted(PACKAGES - names) == []
+    assert [path.name for path in (TESTS / "support").glob("test_*.py")] == []
+    assert [path.name for path in (TESTS / "fixtures").rglob("*.py")] == []
+
+
+def test_contracts_holds_only_cross_cutting_rules():
+    assert sorted({path.stem for path in (TESTS / "contracts").glob("test_*.py")} - CONTRACTS) == []
+
+
+def test_no_test_module_is_named_after_an_issue_or_a_pass():
+    named = {path.relative_to(TESTS).as_posix(): history_words(path.stem) for path in TESTS.rglob("*.py")}
+    assert {path: words for path, words in named.items() if words} == {}
+
+
+def test_the_history_word_check_catches_the_names_it_is_for():
+    flagged = ["test_trust_second_pass", "test_trustworthy_outputs", "test_sweep_trust", "test_llm_frontier",
+               "test_issue_43", "test_fourth_pass", "test_issue43"]
+    assert [stem for stem in flagged if not history_words(stem)] == []
+    assert [stem for stem in ("test_bm25_oracle", "test_first_stages", "test_passage_cache", "test_compare")
+            if history_words(stem)] == []
+
+
 def test_every_slow_entry_names_a_test_file_that_exists():
-    names = {path.name for path in _test_files()}
-    assert [entry for entry in SLOW_TESTS if entry.split("::", 1)[0] not in names] == []
+    paths = [path.relative_to(TESTS).as_posix() for path in _test_files()]
+    files = [entry.split("::", 1)[0] for entry in SLOW_TESTS]  # a basename, or a path under tests/ where two share one
+    assert [file for file in files if not any(path == file or path.endswith(f"/{file}") for path in paths)] == []

@@ -598,3 +598,35 @@ def test_a_refused_request_is_never_said_to_be_retried_nor_to_help_rerunning(mir
     assert "lower --max-tokens" in error and "sends the same requests" in error
     assert "run the same command again to" not in error and "then run again" not in error
     assert 3 <= len(sent) <= 3 + 8  # stopped after --max-failures refused queries (others were in flight), each sent once
+
+
+def test_generation_leaves_no_lock_file_and_a_failed_run_no_folder(mirror_env: Path, tmp_path: Path, monkeypatch, capsys):
+    from r2med_plugin.cli import main
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(api_key="sk-test", max_seconds=60) as server:
+        base = ["generate", "--task", "R2MEDBiology", "--method", "hyde", "--base-url", server.base_url,
+                "--out", str(tmp_path / "exp"), "--quiet", "--max-retries", "0"]
+        assert main([*base, "--llm", "no-such-llm"]) == 1  # 404 for every query
+        assert "unknown model 'no-such-llm'" in capsys.readouterr().err
+        assert not (tmp_path / "exp").exists()
+        assert main([*base, "--llm", "test-llm"]) == 0
+    folder = tmp_path / "exp" / "Biology" / "hyde" / "test-llm"
+    assert sorted(path.name for path in folder.iterdir()) == ["manifest.json", "query_with_hydoc.jsonl", "usage.jsonl"]
+
+
+def test_generation_never_resumes_a_folder_made_from_other_data(mirror_env: Path, mirror_copy: Path, tmp_path: Path, monkeypatch):
+    from r2med_plugin.generation import generate_expansions
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(api_key="sk-test", max_seconds=60) as server:
+        first = generate_expansions("R2MEDBiology", "hyde", "test-llm", server.base_url, out=tmp_path / "exp", show_progress=False)
+        lines = first.folder.joinpath("query_with_hydoc.jsonl").read_text().splitlines()
+        first.folder.joinpath("query_with_hydoc.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # one query left to do
+        queries = mirror_copy / "R2MED" / "Biology" / "query.jsonl"
+        queries.write_text(queries.read_text().replace("insulin", "glucagon", 1))
+        with pytest.raises(ValueError, match="another configuration .*dataset_revision"):
+            generate_expansions("R2MEDBiology", "hyde", "test-llm", server.base_url, out=tmp_path / "exp",
+                                data_dir=mirror_copy, show_progress=False)

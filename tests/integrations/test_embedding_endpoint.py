@@ -1,4 +1,4 @@
-"""`--retriever openai:<model>`: any OpenAI-compatible /v1/embeddings server (issue 22), against a loopback server.
+"""`--retriever openai:<model>`: any OpenAI-compatible /v1/embeddings server, against a loopback server.
 
 Batched and concurrent requests, retried on 429/5xx/dropped connections; every batch cached as it arrives, so a
 SIGKILLed run resumes and a rerun sends no request; wrong dimensions, a non-JSON body and a bad key stop the run

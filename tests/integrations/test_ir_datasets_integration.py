@@ -147,3 +147,19 @@ def test_registration_is_idempotent_and_never_overwrites(monkeypatch: pytest.Mon
     added = integration.register()
     assert "r2med/biology" not in added and "r2med/bioinformatics" in added
     assert fresh["r2med/biology"] is not None and not hasattr(fresh["r2med/biology"], "_r2med_plugin_dataset")
+
+
+def test_ir_datasets_counts_of_a_drifted_mirror_are_its_real_counts_before_and_after_iteration(
+        mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
+    from tests.support.fresh_ir_dataset import fresh_dataset
+
+    import r2med_plugin
+
+    data = r2med_plugin.load_task("NanoR2MEDBiology")
+    dataset = fresh_dataset("nano-r2med/biology")
+    qrels = sum(len(judged) for judged in data.qrels.values())
+    before = (dataset.docs_count(), dataset.queries_count(), dataset.qrels_count())
+    assert before == (data.corpus.height, data.queries.height, qrels)  # not the dataset card's 10000 documents
+    assert sum(1 for _ in dataset.docs_iter()) == data.corpus.height
+    assert (dataset.docs_count(), dataset.queries_count(), dataset.qrels_count()) == before

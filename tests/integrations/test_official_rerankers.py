@@ -1,4 +1,4 @@
-"""``official:`` rerankers (issue 22, item 4): the official RerankerModel's recipe (src/utils.py of R2MED/R2MED@62b7074),
+"""``official:`` rerankers: the official RerankerModel's recipe (src/utils.py of R2MED/R2MED@62b7074),
 checked against a hand implementation of that recipe on tiny random checkpoints: a one-layer Llama with a seeded
 LoRA adapter (RankLLaMA's shape) and a one-layer BERT with a one- or two-label head (bge-reranker, monoBERT).
 

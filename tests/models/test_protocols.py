@@ -1,4 +1,4 @@
-"""Issue 31, part 3: the encoder and reranker protocols of r2med_plugin.models.protocols.
+"""The encoder and reranker protocols of r2med_plugin.models.protocols.
 
 Every model family satisfies its protocol (each declared member is there, with its default or its own), and a
 user's plain object with only ``name``, ``revision`` and ``encode`` (a reranker: ``rerank``) works everywhere an

@@ -1,4 +1,4 @@
-"""Issue 24: r2med compare, r2med inspect and r2med leaderboard --significance on fixture results, checked
+"""r2med compare, r2med inspect and r2med leaderboard --significance on fixture results, checked
 against implementations we did not write (scipy, ranx, PyTerrier, pytrec_eval)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 32 (4): `r2med leaderboard --html DIR`, checked without a browser: the page's cells are the terminal table's,
+"""`r2med leaderboard --html DIR`, checked without a browser: the page's cells are the terminal table's,
 its links reach the result files, its `vs above` marks are the paired test's, and it refuses folders it would spoil.
 tests/reporting/test_leaderboard_page_browser.py runs the same page in headless Chromium."""
 

@@ -1,4 +1,4 @@
-"""Issue 32 (4): the `r2med leaderboard --html` page in a real browser (Debian's headless Chromium through its
+"""The `r2med leaderboard --html` page in a real browser (Debian's headless Chromium through its
 chromedriver, driven by selenium), opened from file:// with no server: it renders with no console error, a click on
 a column's heading orders the rows as the numbers say, each filter hides the right rows (and their chart bars), and a
 screenshot is kept (in $R2MED_BROWSER_ARTIFACTS, else in pytest's tmp folder).

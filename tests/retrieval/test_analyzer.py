@@ -9,7 +9,7 @@ import pytest
 
 from r2med_plugin.retrieval.analyzer import ENGLISH_STOP_WORDS, analyze, analyze_many, porter_stem, tokenize
 
-VECTORS = Path(__file__).parents[1] / "data" / "lucene_english_analyzer_vectors.jsonl"
+VECTORS = Path(__file__).parents[1] / "fixtures" / "lucene_english_analyzer_vectors.jsonl"
 
 
 def _vectors() -> list[dict]:

@@ -14,7 +14,7 @@ import pytest
 from r2med_plugin.retrieval.analyzer import analyze
 from r2med_plugin.retrieval.bm25 import bm25_search
 
-DATA = Path(__file__).parents[1] / "data" / "bm25_oracle_corpus.json.gz"
+DATA = Path(__file__).parents[1] / "fixtures" / "bm25_oracle_corpus.json.gz"
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,8 @@ import copy
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import r2med_plugin
 from r2med_plugin.retrieval.candidates import (
@@ -14,6 +16,7 @@ from r2med_plugin.retrieval.candidates import (
     safeguard_pick,
 )
 from r2med_plugin.retrieval.fusion import rrf, score_fusion
+from tests.support.strategies import run_strategy
 
 RUN_A = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
 RUN_B = {"q": {"d3": 9.0, "d1": 5.0, "d4": 5.0}}  # d4 beats d1 on the tie (doc id descending)
@@ -106,3 +109,25 @@ def test_fixture_hybrid_lists_rebuild_and_profile(mirror_env):
     profile = candidate_profile(data.candidates["hybrid"], data.qrels, top_k=100)
     assert profile["rows_with_101_candidates"] == profile["safeguard_positive_rows"] == 1
     assert profile["query_coverage"] == 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(run_strategy.filter(bool), min_size=1, max_size=4), st.integers(0, 100))
+def test_rrf_is_pure_and_order_free(runs, k):
+    before = copy.deepcopy(runs)
+    fused = rrf(runs, k=k)
+    assert runs == before
+    assert fused == rrf(list(reversed(runs)), k=k)
+    for query_id, ranked in fused.items():
+        assert set(ranked) == {d for run in runs for d in run.get(query_id, {})}
+        assert all(value > 0 for value in ranked.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(run_strategy.filter(bool), min_size=1, max_size=4))
+def test_score_fusion_is_pure_bounded_and_order_free(runs):
+    before = copy.deepcopy(runs)
+    fused = score_fusion(runs)
+    assert runs == before
+    assert fused == score_fusion(list(reversed(runs)))
+    assert all(0.0 <= value <= len(runs) + 1e-9 for ranked in fused.values() for value in ranked.values())

@@ -17,7 +17,7 @@ from r2med_plugin.retrieval.analyzer import analyze, analyze_many, porter_stem, 
 from tests.support.lucene_oracle import lucene_tokens, oracle_unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
-FUZZ_VECTORS = Path(__file__).parents[1] / "data" / "lucene_fuzz_vectors.jsonl.gz"
+FUZZ_VECTORS = Path(__file__).parents[1] / "fixtures" / "lucene_fuzz_vectors.jsonl.gz"
 
 
 def _fuzz_rows() -> list[dict]:

@@ -59,3 +59,16 @@ def demo_copy_without_a_qrels_row(target: Path, task: str = "NanoR2MEDBiology") 
     qrels = target / "hakari-bench" / "NanoR2MED" / "qrels" / f"{task}.parquet"
     pl.read_parquet(qrels)[1:].write_parquet(qrels)
     return target
+
+
+def two_mirrors(tmp_path: Path) -> tuple[Path, Path]:
+    """mirror A's results for every task; mirror B differs in Biology's files only (a second output folder)."""
+    from r2med_plugin.catalog import list_tasks
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    r2med = list_tasks("r2med")
+    for spec in r2med:
+        write_result(a, "org/m", spec.name, official_row(0.3322), f"{spec.revision}+unverified-files-c1f3a2b4{spec.name[:4].lower()}", date=1.0)
+    biology = r2med[0]
+    write_result(b, "org/m", biology.name, official_row(0.4812), f"{biology.revision}+unverified-files-48bb0000", date=2.0)
+    return a, b

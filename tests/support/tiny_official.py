@@ -3,7 +3,7 @@ a BERT (contriever, bge, MedCPT towers, InstructOR's encoder), a Llama with a pa
 "last" pooling) and one without a pad token (BMRetriever: EOS as pad, left padding, "last-bmr"), an InstructOR-style
 sentence-transformers folder, and an NV-Embed-style remote-code model with its own ``encode(texts, instruction=...)``.
 
-Used by tests/retrieval/test_official_retrievers.py and benchmarks/official_dense_parity.py (which runs the official classes
+Used by tests/models/test_official.py and benchmarks/official_dense_parity.py (which runs the official classes
 on the same folders); ``chat_llama`` (a causal Llama with a chat template, for a real chat-completions server) by
 tests/llm/test_real_servers.py."""
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,3 +96,30 @@ def test_a_folder_replaces_a_file_and_a_failed_rename_puts_the_old_folder_back(t
     with pytest.raises(OSError, match="disk gone"):
         atomic_folder(target, _write_folder({"b.json": "2"}))
     assert [path.name for path in target.iterdir()] == ["a.json"] and [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_interrupted_write_leaves_no_result(tmp_path: Path):
+    target = tmp_path / "results" / "R2MEDBiology.json"
+    code = f"""
+import json, time
+from pathlib import Path
+import r2med_plugin.evaluation.official as official
+def slow_dump(payload, stream, **kwargs):
+    stream.write('{{"task_name": "R2MEDBiology", "scores": ')
+    stream.flush()
+    time.sleep(60)
+official.json.dump = slow_dump
+official.write_json_atomic(Path({str(target)!r}), {{"x": 1}})
+"""
+    child = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 60
+    while not list(target.parent.glob("*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert not target.exists()  # nothing MTEB or the leaderboard would read as a result
+    from r2med_plugin.evaluation.official import write_json_atomic
+
+    write_json_atomic(target, {"task_name": "R2MEDBiology"})  # the rerun completes
+    assert json.loads(target.read_text()) == {"task_name": "R2MEDBiology"}

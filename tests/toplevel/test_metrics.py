@@ -6,9 +6,11 @@ import random
 
 import pytest
 import pytrec_eval
+from hypothesis import given, settings
 
 from r2med_plugin import evaluate_run, evaluate_run_per_query
 from r2med_plugin.metrics import DEFAULT_K_VALUES
+from tests.support.strategies import qrels_strategy, run_strategy
 
 
 def log2(x: float) -> float:
@@ -142,3 +144,19 @@ def test_metric_keys_as_parts_round_trip():
         assert metric is not None and metric.key == key
     assert Metric.parse("candidates_hybrid_ndcg_at_1000_with_safeguard") == Metric("ndcg_at", 1000, "with_safeguard", "candidates_hybrid_")
     assert Metric.parse("main_score") is None and Metric.parse("mrr").cutoff is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(qrels_strategy, run_strategy)
+def test_metrics_are_bounded_and_equal_pytrec_eval(qrels, run):
+    before = copy.deepcopy((qrels, run))
+    per_query = evaluate_run_per_query(qrels, run, k_values=(1, 5, 10))
+    assert all(0.0 <= value <= 1.0 for values in per_query.values() for value in values.values())
+    raw = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5", "recall.10", "recip_rank"}).evaluate(run)
+    for query_id, values in raw.items():
+        assert per_query[query_id]["ndcg_at_5"] == values["ndcg_cut_5"]
+        assert per_query[query_id]["recall_at_10"] == values["recall_10"]
+        assert per_query[query_id]["mrr"] == values["recip_rank"]
+    means = evaluate_run(qrels, run, k_values=(10,))
+    assert 0.0 <= means["ndcg_at_10"] <= 1.0
+    assert (qrels, run) == before

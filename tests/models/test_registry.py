@@ -1,4 +1,4 @@
-"""Names resolve through mteb's model registry when mteb has a ModelMeta for them (issue 22), else through
+"""Names resolve through mteb's model registry when mteb has a ModelMeta for them, else through
 sentence-transformers; ``--loader`` forces one. For a plain sentence-transformers model (the packaged MiniLM,
 made loadable by its hub name at the revision mteb pins) both loaders give identical embeddings and scores,
 and results are filed under mteb's model name and revision."""

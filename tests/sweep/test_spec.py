@@ -1,4 +1,4 @@
-"""`r2med sweep` keeps or shows no wrong result (issue #20): skip decisions in the job's own environment,
+"""`r2med sweep` keeps or shows no wrong result: skip decisions in the job's own environment,
 spec errors before any job runs, and `--quiet` that silences the libraries inside the jobs."""
 
 from __future__ import annotations

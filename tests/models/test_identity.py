@@ -1,4 +1,4 @@
-"""Issue 12 items 1 and 2: the query prompt reaches the encoder and is recorded; the embedding cache key
+"""The query prompt reaches the encoder and is recorded; the embedding cache key
 changes with everything that changes an embedding (weights, tokenizer, max length, pooling, prompt, text);
 a hub model's revision is the commit loaded, the one `mteb run` records.
 
@@ -313,3 +313,16 @@ def test_each_prompt_is_filed_under_its_own_model_name(mirror_env: Path):
     from r2med_plugin.reporting.leaderboard import split_model_name
 
     assert split_model_name("hyde/o3-mini+m+instruction") == ("o3-mini", "m", "hyde, with instruction")
+
+
+def test_the_packaged_minilm_alias_is_filed_under_its_hub_name_and_revision(mirror_env: Path, tmp_path: Path, capsys):
+    from r2med_plugin.cli import main
+    from r2med_plugin.models.identity import PACKAGED_MODELS
+
+    packaged = PACKAGED_MODELS["minilm-packaged"]
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--output", str(tmp_path), "--quiet"]) == 0
+    result = tmp_path / "results" / packaged.hub_name.replace("/", "__") / packaged.hub_revision / "NanoR2MEDBiology.json"
+    payload = json.loads(result.read_text())
+    assert payload["r2med_provenance"]["model_name"] == packaged.hub_name
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--model-revision", "v1"]) == 2
+    assert "drop --model-revision" in capsys.readouterr().err

@@ -13,6 +13,9 @@ from tests.fixture_mirror import (
 )
 
 
+NANO = list_tasks("nano")
+
+
 @pytest.mark.parametrize("name", [spec.name for spec in list_tasks()])
 def test_every_task_loads_from_the_mirror(mirror_env: Path, name: str):
     data = r2med_plugin.load_task(name)
@@ -280,3 +283,40 @@ def test_a_mirror_load_never_opens_a_connection_even_without_the_offline_switche
         data = r2med_plugin.load_task(name)
         assert data.source == "mirror" and data.corpus.height > 0
     assert attempts == []
+
+
+def test_the_unverified_mirror_warning_shows_once_per_mirror(mirror_env: Path, capsys):
+    from r2med_plugin.cli import main
+
+    nano = [spec.name for spec in NANO[:3]]
+    assert main(["evaluate", "--task", *nano, "--retriever", "bm25-robertson", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("records no commit it was downloaded at") == 1, err
+    assert f"the mirror {mirror_env}:" in err
+
+
+def test_the_unverified_mirror_warning_shows_once_for_tasks_of_several_repos(mirror_env: Path, capsys):
+    """Each R2MED task is a repo of its own: the warning named the repo, so `reproduce` printed it 8 times, --quiet or
+    not. It names the mirror folder now, one line per command."""
+    from r2med_plugin.cli import main
+
+    tasks = ["R2MEDBiology", "R2MEDIIYiClinical", "R2MEDPMCTreatment"]
+    assert main(["evaluate", "--task", *tasks, "--retriever", "bm25-robertson", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.count(f"the mirror {mirror_env}: a repo in it does not record every file read at one commit") == 1, err
+    assert err.count("a repo in it") == 1  # and the files that contradict their published hash are named apart
+    line = next(line for line in err.splitlines() if line.startswith("R2MEDIIYiClinical: 3 files of "))
+    assert str(mirror_env / "R2MED" / "IIYi-Clinical") in line and "are not the files of revision" in line
+    assert all(f"{name}: " in line for name in ("corpus.jsonl", "qrels.jsonl", "query.jsonl"))
+    assert all(err.count(f"{task}: ") and sum(line.startswith(f"{task}: ") and "not the file" in line
+                                             for line in err.splitlines()) <= 1 for task in tasks)  # a line per task
+
+
+def test_no_code_from_a_dataset_repo_runs(mirror_copy: Path, tmp_path: Path):
+    marker = tmp_path / "executed"
+    script = f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+    repo = mirror_copy / "R2MED" / "Biology"
+    for name in ("Biology.py", "__init__.py", "loading_script.py"):
+        (repo / name).write_text(script)
+    data = r2med_plugin.load_task("R2MEDBiology", data_dir=mirror_copy, accept_drift=True)
+    assert data.corpus.height == fixture_document_count("biology") and not marker.exists()

@@ -1,4 +1,4 @@
-"""Issue 12 item 6: a mirror that records no commit never serves stale derived data, and an R2MED mirror
+"""A mirror that records no commit never serves stale derived data, and an R2MED mirror
 without download metadata is reported as unverified, never as the checked pinned commit."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import r2med_plugin
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from tests.support.fresh_ir_dataset import fresh_dataset
 
 NANO = Path("hakari-bench") / "NanoR2MED"
 
@@ -27,17 +28,6 @@ def _record_commit(repo: Path, commit: str) -> None:
     from tests.fixture_mirror import record_download_metadata
 
     record_download_metadata(repo, commit)
-
-
-def _fresh_dataset(dataset_id: str):
-    """What a new process sees: a freshly built dataset (registered ones keep what they loaded)."""
-    from ir_datasets.datasets.base import Dataset
-    from ir_datasets.util.metadata import MetadataComponent, MetadataProvider
-
-    from r2med_plugin.integrations import ir_datasets as integration
-
-    datasets, metadata = integration.build_datasets()
-    return Dataset(MetadataComponent(dataset_id, datasets[dataset_id], MetadataProvider(lambda: metadata)), datasets[dataset_id])
 
 
 def test_nano_mirror_revision_is_a_fingerprint_of_the_files_the_task_reads(mirror_copy: Path):
@@ -62,9 +52,9 @@ def test_ir_datasets_docstore_follows_an_edited_mirror(mirror_copy_env: Path, tm
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     doc_id = "nano-biology-doc-0003"
     old_text = next(text for i, text in pl.read_parquet(mirror_copy_env / NANO / "corpus" / "NanoR2MEDBiology.parquet").iter_rows() if i == doc_id)
-    assert _fresh_dataset("nano-r2med/biology").docs_store().get(doc_id).text == old_text
+    assert fresh_dataset("nano-r2med/biology").docs_store().get(doc_id).text == old_text
     _rewrite_nano_doc(mirror_copy_env, "NanoR2MEDBiology", doc_id, "the mirror now holds this text")
-    dataset = _fresh_dataset("nano-r2med/biology")
+    dataset = fresh_dataset("nano-r2med/biology")
     assert dataset.docs_store().get(doc_id).text == "the mirror now holds this text"
     assert next(doc.text for doc in dataset.docs_iter() if doc.doc_id == doc_id) == "the mirror now holds this text"
 
@@ -73,10 +63,10 @@ def test_r2med_docstore_follows_an_edited_mirror_without_metadata(mirror_copy_en
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
     corpus = mirror_copy_env / "R2MED" / "Biology" / "corpus.jsonl"
     rows = [json.loads(line) for line in corpus.read_text().splitlines()]
-    assert _fresh_dataset("r2med/biology").docs_store().get(rows[2]["id"]).text == rows[2]["text"]
+    assert fresh_dataset("r2med/biology").docs_store().get(rows[2]["id"]).text == rows[2]["text"]
     rows[2]["text"] = "replaced in the mirror"
     corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    assert _fresh_dataset("r2med/biology").docs_store().get(rows[2]["id"]).text == "replaced in the mirror"
+    assert fresh_dataset("r2med/biology").docs_store().get(rows[2]["id"]).text == "replaced in the mirror"
 
 
 def test_bm25_run_cache_follows_an_edited_mirror(mirror_copy: Path):

@@ -1,0 +1,62 @@
+"""Released and local expansions (r2med_plugin.data.expansions): edited or foreign expansion files are never filed as
+the pinned data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def test_an_edited_released_expansion_file_is_never_filed_as_verified_data(mirror_copy: Path, monkeypatch):
+    import os
+
+    import r2med_plugin
+    from r2med_plugin.data.expansions import list_expansions, released_expansion_file
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from tests.fixture_mirror import record_download_metadata
+
+    spec = r2med_plugin.get_task_spec("R2MEDBioinformatics")
+    record_download_metadata(mirror_copy / spec.hub_repo, spec.revision)
+    expansion = list_expansions(spec.name)[0]
+    run = dict(retriever="bm25-lucene", expansion=expansion, data_dir=mirror_copy, accept_drift=True, show_progress=False)
+    before = evaluate_task(spec.name, **run)
+    assert before.dataset_revision_verified and before.data.result_revision == f"{spec.revision}+count-drift"
+    _, path = released_expansion_file(spec, expansion, data_dir=mirror_copy, accept_drift=True)
+    path.write_text(path.read_text().replace("The answer", "Perhaps the answer"))
+    later = path.stat().st_mtime + 60
+    os.utime(path, (later, later))
+    after = evaluate_task(spec.name, **run)
+    assert not after.dataset_revision_verified
+    assert after.data.result_revision.startswith(f"{spec.revision}+unverified-files-")
+    plain = evaluate_task(spec.name, "bm25-lucene", data_dir=mirror_copy, accept_drift=True, show_progress=False)
+    assert plain.dataset_revision_verified  # the task's own files are still the pinned ones
+
+
+def test_released_expansion_versions_on_an_unverified_mirror_never_share_a_revision(mirror_copy: Path):
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.data.expansions import list_expansions, released_expansion_file
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    expansion = list_expansions("R2MEDBiology")[0]
+    run = dict(retriever="bm25-lucene", expansion=expansion, data_dir=mirror_copy, accept_drift=True, show_progress=False)
+    first = evaluate_task("R2MEDBiology", **run).data.result_revision
+    _, path = released_expansion_file(get_task_spec("R2MEDBiology"), expansion, data_dir=mirror_copy, accept_drift=True)
+    path.write_text(path.read_text().replace("The answer", "Perhaps the answer"))
+    assert evaluate_task("R2MEDBiology", **run).data.result_revision != first
+
+
+def test_a_local_expansion_made_from_other_data_is_refused(mirror_env: Path, mirror_copy: Path, tmp_path: Path, monkeypatch):
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.generation import generate_expansions
+    from tests.support.loopback_openai import LoopbackOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(api_key="sk-test", max_seconds=60) as server:
+        generate_expansions("R2MEDBioinformatics", "hyde", "test-llm", server.base_url, out=tmp_path / "gen", show_progress=False)
+    expansion = f"local:{tmp_path / 'gen' / 'hyde' / 'test-llm'}"
+    evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, show_progress=False)  # its own data: fine
+    corpus = mirror_copy / "R2MED" / "Bioinformatics" / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("the", "a", 1))
+    with pytest.raises(ValueError, match="was generated from R2MEDBioinformatics at dataset revision"):
+        evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, data_dir=mirror_copy, show_progress=False)
