@@ -55,6 +55,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
     elif Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
+    if not args.html:
+        refuse_unreached(args, {"matrix": "it adds a section to the --html page, which is not asked for"})
     if args.html:  # refused before any result is read
         from r2med_plugin.reporting.leaderboard_page import check_page_folder
 
@@ -78,7 +80,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.html:  # the same tables as the text above, as a page
         from r2med_plugin.reporting.leaderboard_page import write_leaderboard_page
 
-        print(f"wrote {write_leaderboard_page(tables, args.html)}")
+        matrix = json.loads(Path(args.matrix).read_text(encoding="utf-8")) if args.matrix else None
+        print(f"wrote {write_leaderboard_page(tables, args.html, matrix=matrix)}")
     if args.plot:
         from r2med_plugin.reporting.plots import plot_leaderboard
 
@@ -259,6 +262,8 @@ def _add_leaderboard(commands: Any) -> None:
     board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
     board.add_argument("--html", default=None, metavar="DIR",
                        help="also write the table as a sortable, filterable page, DIR/index.html (opens from file://)")
+    board.add_argument("--matrix", default=None, metavar="FILE",
+                       help="with --html: add a section showing a reproduction matrix (`r2med reproduce --matrix --json FILE`)")
     board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
                        help="rows to plot: 'all', row numbers as printed (1 = first row) or labels ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
