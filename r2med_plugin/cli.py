@@ -161,7 +161,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.matrix or args.list:
         return _reproduce_matrix(args)
     matrix_only = "a matrix option: add --matrix"
-    refuse_unreached(args, {"rows": matrix_only, "json": matrix_only})
+    refuse_unreached(args, {"rows": matrix_only, "json": matrix_only, "device": matrix_only})
     report = reproduce(
         expected=args.expected, data_dir=args.data_dir, accept_drift=args.accept_drift, tolerance=args.tolerance,
         nano=not args.skip_nano, output=args.output, show_progress=not args.quiet,
@@ -176,11 +176,11 @@ def _reproduce_matrix(args: argparse.Namespace) -> int:
     refuse_unreached(args, {"expected": "the matrix checks the published rows", "skip_nano": "the matrix runs the R2MED tasks only"})
     rows = matrix_rows()
     if args.list:
-        refuse_unreached(args, {"json": "--list runs nothing", "output": "--list runs nothing"})
+        refuse_unreached(args, {dest: "--list runs nothing" for dest in ("json", "output", "device")})
         print(render_list(select_rows(rows, args.rows) if args.rows else rows), end="")
         return 0
     report = run_matrix(rows, pattern=args.rows, data_dir=args.data_dir, accept_drift=args.accept_drift,
-                        tolerance=args.tolerance, output=args.output, show_progress=not args.quiet)
+                        tolerance=args.tolerance, output=args.output, device=args.device, show_progress=not args.quiet)
     print(render_matrix(report), end="")
     if args.json:
         from r2med_plugin.io import write_text_atomic
@@ -321,6 +321,8 @@ def _add_reproduce(commands: Any) -> None:
                         help="case-insensitive glob over '<LLM> + <Retriever>' as the leaderboard names them "
                              "(e.g. '*BM25', 'o3-mini + *'); default: the CPU rows")
     matrix.add_argument("--list", action="store_true", help="list every published row with its command and what it needs; runs nothing")
+    matrix.add_argument("--device", default="cpu",
+                        help="device for the selected rows that load a model: cpu (default), cuda, cuda:1, mps")
     matrix.add_argument("--json", default=None, metavar="FILE",
                         help='write {"rows": [...]} (per row llm, retriever, published, ours, delta, status, command)')
     repro.set_defaults(func=_reproduce)

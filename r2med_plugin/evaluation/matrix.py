@@ -188,17 +188,23 @@ def half_up(value: float) -> float:
 
 
 def why_not_run(row: MatrixRow, selected: bool, pattern: str | None) -> str | None:
-    """None for a row the matrix computes; else why not (the matrix computes the BM25 rows; a model or API row's
-    command is `r2med evaluate` on a machine that has what it needs)."""
-    if row.on_cpu and selected:
+    """None for a row the matrix computes (a selected row; without --rows, the BM25 rows); else why not."""
+    if selected:
         return None
-    if pattern is not None and not selected:
+    if pattern is not None:
         return "not selected (--rows)"
     if row.needs.startswith("API key"):
-        return f"needs an API key ({row.needs.removeprefix('API key: ')}): run its command"
-    if row.needs.startswith("GPU ("):
-        return f"needs a GPU ({row.needs[5:-1]}): run its command"
-    return f"needs a model, {row.needs}: run its command"
+        return f"needs an API key ({row.needs.removeprefix('API key: ')}): select it with --rows, or run its command"
+    return f"needs {row.needs}: select it with --rows (add --device cuda), or run its command"
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    data_dir: str | os.PathLike | None = None
+    accept_drift: bool | None = None
+    output: str | os.PathLike | None = None
+    device: str = "cpu"  # for the rows that load a model
+    show_progress: bool = True
 
 
 def run_matrix(
@@ -209,21 +215,32 @@ def run_matrix(
     accept_drift: bool | None = None,
     tolerance: float = 0.1,
     output: str | os.PathLike | None = None,
+    device: str = "cpu",
     show_progress: bool = True,
 ) -> MatrixReport:
-    """Compute the selected BM25 rows task by task (one index per task), resuming from the state under ``output``
-    (else the cache folder); rows that need a model or an API key are listed with their reason."""
+    """Compute the selected rows (default: the BM25 rows), resuming from the state under ``output`` (else the
+    cache folder). BM25 rows run task by task on one index per task; a model or endpoint row loads its encoder
+    once for its 8 tasks (rows sharing a retriever share it). Rows not computed say why."""
     rows = list(rows if rows is not None else matrix_rows())
     chosen = {row.label for row in select_rows(rows, pattern)}
     outcomes = [RowOutcome(row, not_run=why_not_run(row, row.label in chosen, pattern)) for row in rows]
     report = MatrixReport(tolerance, outcomes)
-    computed = [outcome for outcome in outcomes if not outcome.not_run]
+    options = MatrixOptions(data_dir, accept_drift, output, device, show_progress)
     state = MatrixState(_state_root(output))
-    for spec in list_tasks("r2med") if computed else ():
-        _run_task(spec.name, computed, report, state, data_dir=data_dir, accept_drift=accept_drift, output=output,
-                  show_progress=show_progress)
-    for outcome in computed:
-        outcome.ours[AVG] = half_up(sum(outcome.ours.values()) / len(outcome.ours))
+    bm25 = [outcome for outcome in outcomes if not outcome.not_run and outcome.row.on_cpu]
+    for spec in list_tasks("r2med") if bm25 else ():
+        _run_task(spec.name, bm25, report, state, _bm25_computer(report, options), options)
+    models: dict[str, list[RowOutcome]] = {}
+    for outcome in outcomes:
+        if not outcome.not_run and not outcome.row.on_cpu:
+            models.setdefault(outcome.row.retriever_id, []).append(outcome)
+    for group in models.values():
+        compute = _model_computer(group[0].row, options)
+        for spec in list_tasks("r2med"):
+            _run_task(spec.name, group, report, state, compute, options)
+    for outcome in outcomes:
+        if not outcome.not_run:
+            outcome.ours[AVG] = half_up(sum(outcome.ours.values()) / len(outcome.ours))
     return report
 
 
@@ -233,28 +250,57 @@ def _state_root(output: str | os.PathLike | None) -> Path:
     return Path(output) / ".matrix-state" if output is not None else cache_dir() / STATE_FOLDER
 
 
-def _run_task(task: str, outcomes: list[RowOutcome], report: MatrixReport, state: MatrixState, *,
-              data_dir, accept_drift, output, show_progress: bool) -> None:
-    """One task's BM25 rows: each read from the state when its key matches, else computed on the task's index."""
+def _run_task(task: str, outcomes: list[RowOutcome], report: MatrixReport, state: MatrixState,
+              compute: Callable[[TaskData, MatrixRow], object], options: MatrixOptions) -> None:
+    """One task's rows: each read from the state when its key matches, else computed (``compute(data, row)``)."""
     from r2med_plugin.data.loader import load_task
 
-    data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
-    index = _lazy(lambda: _built_index(data, report, show_progress))
+    data = load_task(task, data_dir=options.data_dir, accept_drift=options.accept_drift)
     for outcome in outcomes:
-        key = state_key(data, outcome.row.expansion, data_dir)
+        key = state_key(data, outcome.row, options.data_dir)
         official = state.read(outcome.row, task, key)
         if official is None:
-            result = _evaluate_row(data, outcome.row, index(), data_dir, accept_drift, show_progress)
+            result = compute(data, outcome.row)
             official = result.official
-            if output is not None:
+            if options.output is not None:
                 from r2med_plugin.evaluation.writers import write_outputs
 
-                write_outputs(result, output)
+                write_outputs(result, options.output)
             state.write(outcome.row, task, key, official)
             report.computed += 1
         else:
             report.reused += 1
         outcome.ours[data.spec.hub_name] = half_up(official["ndcg_at_10"] * 100)
+
+
+def _bm25_computer(report: MatrixReport, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], object]:
+    """Computes a BM25 row on a task, on the task's index (built at the first row that needs it, once per task)."""
+    indexes: dict[str, object] = {}
+
+    def compute(data: TaskData, row: MatrixRow):
+        if data.name not in indexes:
+            indexes.clear()  # one task's index at a time
+            indexes[data.name] = _built_index(data, report, options.show_progress)
+        return _evaluate_row(data, row, indexes[data.name], options.data_dir, options.accept_drift, options.show_progress)
+    return compute
+
+
+def _model_computer(row: MatrixRow, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], object]:
+    """Computes a model or endpoint row on a task, its encoder loaded at the first task that needs it."""
+    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.evaluation.runner import execute
+
+    def load():
+        from r2med_plugin.models.registry import load_encoder
+
+        endpoint = {"settings": {"base_url": row.base_url}} if row.base_url else {}
+        device = {} if row.base_url else {"device": options.device}
+        return load_encoder(row.retriever_id, **endpoint, **device, show_progress=options.show_progress)
+
+    encoder = _lazy(load)
+    return lambda data, row: execute(build_plan(data.name, encoder(), expansion=row.expansion, data_dir=options.data_dir,
+                                                accept_drift=options.accept_drift, show_progress=options.show_progress),
+                                     data=data)
 
 
 def _lazy(build: Callable[[], object]) -> Callable[[], object]:
@@ -299,8 +345,9 @@ def _indexed_stage(stage, index):
     return IndexedBm25(stage.retriever, stage.expansion, stage.data_dir, stage.workers)
 
 
-def state_key(data: TaskData, expansion: str | None, data_dir: str | os.PathLike | None) -> str:
-    """What a (row, task) result depends on: the revision, the files' content, the analyzer, the package."""
+def state_key(data: TaskData, row: MatrixRow, data_dir: str | os.PathLike | None) -> str:
+    """What a (row, task) result depends on: the revision, the files' content, the retriever (and the analyzer,
+    for BM25), the package."""
     from r2med_plugin.cache import key_of
     from r2med_plugin.data.expansions import released_expansion_file
     from r2med_plugin.data.fingerprint import file_sha256
@@ -309,10 +356,11 @@ def state_key(data: TaskData, expansion: str | None, data_dir: str | os.PathLike
     from r2med_plugin.version import __version__
 
     expansion_part = ""
-    if expansion is not None:
-        _, path = released_expansion_file(data.spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
-        expansion_part = f"{expansion}={file_sha256(path)}"
-    return key_of(data.name, data.revision, data.files_fingerprint, expansion_part, analyzer_version(), __version__)
+    if row.expansion is not None:
+        _, path = released_expansion_file(data.spec, row.expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
+        expansion_part = f"{row.expansion}={file_sha256(path)}"
+    retriever = f"{row.retriever_id}@{analyzer_version()}" if row.on_cpu else row.retriever_id
+    return key_of(data.name, data.revision, data.files_fingerprint, expansion_part, retriever, __version__)
 
 
 @dataclass(frozen=True)

