@@ -177,3 +177,21 @@ def test_a_selected_model_row_loads_its_encoder_once_and_scores_as_evaluate_does
     again = run_matrix([bm25_row, row], pattern="gpt4o + minilm", output=tmp_path, show_progress=False)
     assert (again.computed, again.reused) == (0, 8)
     assert again.outcomes[1].ours == report.outcomes[1].ours
+
+
+def test_the_leaderboard_page_shows_the_matrix_with_its_commands(mirror_env: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]):
+    out, target, page = tmp_path / "out", tmp_path / "matrix.json", tmp_path / "page"
+    main(["reproduce", "--matrix", "--rows", "gpt4o + bm25", "--quiet", "--output", str(out), "--json", str(target)])
+    assert main(["leaderboard", str(out), "--compare-published", "--html", str(page), "--matrix", str(target)]) == 0
+    html = (page / "index.html").read_text(encoding="utf-8")
+    section = html[html.index('<section id="reproduction-matrix">'):]
+    section = section[:section.index("</section>")]
+    assert section.count("<tr><td>") == 67
+    gpt4o = json.loads(target.read_text())["rows"][11]
+    assert (gpt4o["llm"], gpt4o["retriever"]) == ("GPT4o", "BM25")
+    assert (f"<tr><td>GPT4o</td><td>BM25</td><td>37.70</td><td>{gpt4o['ours']['avg']:.2f}</td>"
+            f"<td>{gpt4o['delta']['avg']:+.2f}</td><td>FAIL</td>") in section
+    assert "--retriever bm25-lucene --expansion hyde/gpt4 --output results/matrix</code>" in section
+    assert main(["leaderboard", str(out), "--matrix", str(target)]) == 2
+    assert "--matrix reaches no code here" in capsys.readouterr().err
