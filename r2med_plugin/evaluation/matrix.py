@@ -23,6 +23,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from r2med_plugin.catalog import list_tasks, metadata_dir
 from r2med_plugin.types import TaskData
 
@@ -228,7 +230,8 @@ def run_matrix(
     options = MatrixOptions(data_dir, accept_drift, output, device, show_progress)
     state = MatrixState(_state_root(output))
     bm25 = [outcome for outcome in outcomes if not outcome.not_run and outcome.row.on_cpu]
-    for spec in list_tasks("r2med") if bm25 else ():
+    for spec in tqdm(list_tasks("r2med") if bm25 else (), desc=f"matrix: {len(bm25)} BM25 rows", unit="task",
+                     disable=not show_progress):
         _run_task(spec.name, bm25, report, state, _bm25_computer(report, options), options)
     models: dict[str, list[RowOutcome]] = {}
     for outcome in outcomes:
@@ -236,7 +239,7 @@ def run_matrix(
             models.setdefault(outcome.row.retriever_id, []).append(outcome)
     for group in models.values():
         compute = _model_computer(group[0].row, options)
-        for spec in list_tasks("r2med"):
+        for spec in tqdm(list_tasks("r2med"), desc=f"matrix: {group[0].row.retriever_id}", unit="task", disable=not show_progress):
             _run_task(spec.name, group, report, state, compute, options)
     for outcome in outcomes:
         if not outcome.not_run:
