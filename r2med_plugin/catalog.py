@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 # r2med_plugin.types is imported when a TaskSpec is first built, not with this module: registering the tasks with mteb
 # (on every `import mteb`) needs only their names and kinds (task_kinds), and the dataclasses cost milliseconds to make.
 BENCHMARKS_FILE = "benchmarks.json"
+LEADERBOARD_EXPANSIONS_FILE = "leaderboard_expansions.json"  # not a task: read by evaluation/matrix.py
 _KINDS = ("r2med", "nano")
 
 
@@ -65,7 +66,7 @@ def _read_payloads() -> tuple[tuple[Path, dict[str, Any]], ...]:
     """(file, parsed JSON) of every task's metadata file, in file-name order."""
     payloads = []
     for path in sorted(metadata_dir().glob("*.json")):
-        if path.name == BENCHMARKS_FILE:
+        if path.name in (BENCHMARKS_FILE, LEADERBOARD_EXPANSIONS_FILE):
             continue
         try:
             payloads.append((path, json.loads(path.read_text(encoding="utf-8"))))

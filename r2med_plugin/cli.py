@@ -60,6 +60,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         from r2med_plugin.reporting.plots import require_matplotlib
 
         require_matplotlib()
+    if not args.html:
+        refuse_unreached(args, {"matrix": "it adds a section to the --html page, which is not asked for"})
     if args.html:  # refused before any result is read
         from r2med_plugin.reporting.leaderboard_page import check_page_folder
 
@@ -83,7 +85,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.html:  # the same tables as the text above, as a page
         from r2med_plugin.reporting.leaderboard_page import write_leaderboard_page
 
-        print(f"wrote {write_leaderboard_page(tables, args.html)}")
+        matrix = json.loads(Path(args.matrix).read_text(encoding="utf-8")) if args.matrix else None
+        print(f"wrote {write_leaderboard_page(tables, args.html, matrix=matrix)}")
     if args.plot:
         from r2med_plugin.reporting.plots import plot_leaderboard
 
@@ -162,11 +165,35 @@ def _demo(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     from r2med_plugin.evaluation.reproduce import render_report, reproduce
 
+    if args.matrix or args.list:
+        return _reproduce_matrix(args)
+    matrix_only = "a matrix option: add --matrix"
+    refuse_unreached(args, {"rows": matrix_only, "json": matrix_only, "device": matrix_only})
     report = reproduce(
         expected=args.expected, data_dir=args.data_dir, accept_drift=args.accept_drift, tolerance=args.tolerance,
         nano=not args.skip_nano, output=args.output, show_progress=not args.quiet,
     )
     print(render_report(report), end="")
+    return 0 if report.passed else 1
+
+
+def _reproduce_matrix(args: argparse.Namespace) -> int:
+    from r2med_plugin.evaluation.matrix import matrix_json, matrix_rows, render_list, render_matrix, run_matrix, select_rows
+
+    refuse_unreached(args, {"expected": "the matrix checks the published rows", "skip_nano": "the matrix runs the R2MED tasks only"})
+    rows = matrix_rows()
+    if args.list:
+        refuse_unreached(args, {dest: "--list runs nothing" for dest in ("json", "output", "device")})
+        print(render_list(select_rows(rows, args.rows) if args.rows else rows), end="")
+        return 0
+    report = run_matrix(rows, pattern=args.rows, data_dir=args.data_dir, accept_drift=args.accept_drift,
+                        tolerance=args.tolerance, output=args.output, device=args.device, show_progress=not args.quiet)
+    print(render_matrix(report), end="")
+    if args.json:
+        from r2med_plugin.io import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(matrix_json(report), indent=2) + "\n")
+        print(f"wrote {args.json}")
     return 0 if report.passed else 1
 
 
@@ -242,6 +269,8 @@ def _add_leaderboard(commands: Any) -> None:
     board.add_argument("--plot", default=None, help="also draw a chart (.png or .svg)")
     board.add_argument("--html", default=None, metavar="DIR",
                        help="also write the table as a sortable, filterable page, DIR/index.html (opens from file://)")
+    board.add_argument("--matrix", default=None, metavar="FILE",
+                       help="with --html: add a section showing a reproduction matrix (`r2med reproduce --matrix --json FILE`)")
     board.add_argument("--plot-rows", nargs="+", default=None, metavar="ROW",
                        help="rows to plot: 'all', row numbers as printed (1 = first row) or labels ('o3-mini | bm25-lucene (hyde)')")
     board.add_argument("--compare-published", action="store_true", help="place the rows among the published leaderboard")
@@ -291,6 +320,18 @@ def _add_reproduce(commands: Any) -> None:
     repro.add_argument("--data-dir", default=None)
     repro.add_argument("--accept-drift", action="store_true", default=None)
     repro.add_argument("--quiet", action="store_true", help="no progress bars")
+    matrix = repro.add_argument_group("the reproduction matrix: every published leaderboard row")
+    matrix.add_argument("--matrix", action="store_true",
+                        help="recompute the published rows this machine can (default: the 14 BM25 rows, one corpus index "
+                             "per task), resumable: the state lives under --output, else the cache folder")
+    matrix.add_argument("--rows", default=None, metavar="PATTERN",
+                        help="case-insensitive glob over '<LLM> + <Retriever>' as the leaderboard names them "
+                             "(e.g. '*BM25', 'o3-mini + *'); default: the CPU rows")
+    matrix.add_argument("--list", action="store_true", help="list every published row with its command and what it needs; runs nothing")
+    matrix.add_argument("--device", default="cpu",
+                        help="device for the selected rows that load a model: cpu (default), cuda, cuda:1, mps")
+    matrix.add_argument("--json", default=None, metavar="FILE",
+                        help='write {"rows": [...]} (per row llm, retriever, published, ours, delta, status, command)')
     repro.set_defaults(func=_reproduce)
 
 def _add_demo(commands: Any) -> None:

@@ -90,13 +90,36 @@ def _is_earlier_page(page: Path) -> bool:
 
 
 def write_leaderboard_page(tables: Mapping[str, Sequence[LeaderboardRow]], folder: str | os.PathLike, *,
-                           title: str = "R2MED leaderboard") -> Path:
+                           title: str = "R2MED leaderboard", matrix: Mapping | None = None) -> Path:
     """Write ``folder/index.html`` for the benchmark -> rows tables (what ``build_leaderboards`` returns, with
-    ``add_significance`` applied or not); the path of the page."""
+    ``add_significance`` applied or not), and a section for a reproduction matrix (``r2med reproduce --matrix
+    --json``'s payload) when given; the path of the page."""
     path = check_page_folder(folder)
     if not tables:
         raise ValueError("no leaderboard table to write: build one with build_leaderboards(...) first")
-    return write_text_atomic(path / PAGE_FILE, page_html(tables, folder=path, title=title))
+    page = page_html(tables, folder=path, title=title)
+    if matrix is not None:
+        page = page.replace("<script>", matrix_section(matrix) + "<script>", 1)
+    return write_text_atomic(path / PAGE_FILE, page)
+
+
+def matrix_section(matrix: Mapping) -> str:
+    """The reproduction matrix as a table: each published row, published and our average, delta, status, command."""
+    rows = matrix.get("rows") if isinstance(matrix, Mapping) else None
+    if not isinstance(rows, list):
+        raise ValueError('the matrix file must hold {"rows": [...]} as `r2med reproduce --matrix --json FILE` writes it')
+    lines = ['<section id="reproduction-matrix"><h2>Reproduction matrix</h2>',
+             '<p class="meta">Each published row, its command, and our number where it was recomputed '
+             "(<code>r2med reproduce --matrix</code>; nDCG@10 x 100, average over the 8 tasks).</p>",
+             "<table><thead><tr><th>LLM</th><th>Retriever</th><th>published</th><th>ours</th><th>delta</th>"
+             "<th>status</th><th>command</th></tr></thead><tbody>"]
+    for row in rows:
+        ours, delta = row.get("ours") or {}, row.get("delta") or {}
+        cells = [row.get("llm") or "None", row["retriever"], f"{row['published']['avg']:.2f}",
+                 f"{ours['avg']:.2f}" if "avg" in ours else "", f"{delta['avg']:+.2f}" if "avg" in delta else "", row["status"]]
+        lines.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells)
+                     + f"<td><code>{html.escape(row['command'])}</code></td></tr>")
+    return "\n".join(lines) + "\n</tbody></table></section>\n"
 
 
 def write_published_page(folder: str | os.PathLike) -> Path:

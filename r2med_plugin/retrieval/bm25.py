@@ -153,6 +153,7 @@ def bm25_search(
     ties: TieOrder = "doc_id",
     workers: int | None = None,
     row_counts: np.ndarray | None = None,
+    index: LuceneBM25Index | None = None,
 ) -> Run:
     """BM25 run over ``corpus`` (columns id, text) for ``queries`` (columns id, text): top_k per query.
 
@@ -165,7 +166,8 @@ def bm25_search(
     ranking, in the dict's order (r2med_plugin.retrieval.hakari.hakari_search).
     ``bm25-lucene`` analyses the corpus in ``workers``
     processes (default: all cores) and caches the analysed corpus on disk by its fingerprint, so a
-    second run with other queries skips corpus analysis.
+    second run with other queries skips corpus analysis. ``index`` (bm25-lucene): the corpus's index, already
+    built (``lucene_index_of``), for callers that search one corpus with many query sets (the reproduction matrix).
     """
     _check_frames(corpus, queries)
     if variant not in VARIANTS:
@@ -182,8 +184,10 @@ def bm25_search(
         return hakari_search(doc_ids, corpus["text"].to_list(), query_ids, query_texts, tokenizer=tokenizer, top_k=top_k,
                              show_progress=show_progress)
     if variant == "lucene":
-        analyzed = analyze_corpus(corpus, workers=workers, show_progress=show_progress)
-        index = index_from_analyzed(doc_ids, analyzed, row_counts=row_counts)
+        if index is None:
+            index = lucene_index_of(corpus, row_counts=row_counts, workers=workers, show_progress=show_progress)
+        elif index.doc_ids != tuple(doc_ids):
+            raise ValueError("the given BM25 index was built on another corpus: build it with lucene_index_of(corpus)")
         score = lambda chunk: lucene_scores(index, chunk)  # noqa: E731
     else:
         retriever = build_robertson_index(corpus["text"].to_list(), show_progress=show_progress)
@@ -196,6 +200,13 @@ def bm25_search(
         progress.update(len(chunk_ids))
     progress.close()
     return run
+
+
+def lucene_index_of(corpus: pl.DataFrame, *, row_counts: np.ndarray | None = None, workers: int | None = None,
+                    show_progress: bool = True) -> LuceneBM25Index:
+    """The bm25-lucene index of a corpus frame (its analysis read from or written to the on-disk cache)."""
+    analyzed = analyze_corpus(corpus, workers=workers, show_progress=show_progress)
+    return index_from_analyzed(corpus["id"].to_list(), analyzed, row_counts=row_counts)
 
 
 def _check_frames(corpus: pl.DataFrame, queries: pl.DataFrame) -> None:

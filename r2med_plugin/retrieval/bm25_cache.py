@@ -13,7 +13,7 @@ import polars as pl
 from r2med_plugin.cache import cached_run, fingerprint, key_of
 from r2med_plugin.identifiers import BM25_VARIANTS, Bm25Variant, TieOrder
 from r2med_plugin.retrieval.analyzed import analyzer_version
-from r2med_plugin.retrieval.bm25 import bm25_search
+from r2med_plugin.retrieval.bm25 import LuceneBM25Index, bm25_search
 from r2med_plugin.retrieval.hakari import hakari_versions
 from r2med_plugin.types import Run, TaskData
 
@@ -33,11 +33,13 @@ def bm25_run(
     show_progress: bool = True,
     ties: TieOrder = "doc_id",
     workers: int | None = None,
+    index: LuceneBM25Index | None = None,
 ) -> Run:
     """The task's BM25 run (for ``queries``, default the task's), cached on disk by task, revision,
     variant, depth, tie order, text fingerprints and (bm25-lucene) the analyzer version and the rows each
     document fills in the corpus file (bm25-lucene indexes every row, as the official code; bm25-hakari and
-    bm25-robertson index each id once)."""
+    bm25-robertson index each id once). ``index``: bm25-lucene's index of ``data``'s corpus, already built (with
+    ``data.document_row_counts()``), so one index serves many query sets."""
     variant = variant or bm25_variant_for(data)
     queries = data.queries if queries is None else queries
     tie_part = () if ties == "doc_id" else (f"ties={ties}",)
@@ -49,5 +51,5 @@ def bm25_run(
     return cached_run(
         f"bm25-{variant}", key,
         lambda: bm25_search(data.corpus, queries, variant=variant, top_k=top_k, show_progress=show_progress, ties=ties,
-                            workers=workers, row_counts=row_counts),
+                            workers=workers, row_counts=row_counts, index=index),
     )
