@@ -34,8 +34,7 @@ def _target(name: str) -> str:
         if name not in vars(r2med_plugin.types):
             raise SystemExit(f"r2med_plugin.{name}: cannot tell which module defines it")
         module = "r2med_plugin.types"
-    defined_as = value.__qualname__ if isinstance(value, type) else name  # a class exported by a second name
-    return f"{module}.{defined_as}"
+    return f"{module}.{name}"
 
 
 def render() -> str:

@@ -25,7 +25,6 @@ from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 
 DEFAULT_TOP_K = 1000  # evaluate_task's own default
-SUBSETS = CANDIDATE_SUBSETS
 TOP_KEYS = {
     "output": "folder for results/, official/, the summary and the job records (required)",
     "tasks": "task names, e.g. [NanoR2MEDBiology, R2MEDBiology]",
@@ -418,14 +417,6 @@ def llm_reranker_spec(model: str, asks: Mapping[str, Any], requests: Mapping[str
     endpoint = EndpointSpec(base_url=asks.get("base_url"), extra_body=asks.get("extra_body"), **requests)
     settings = {name: value for name, value in asks.items() if name not in ("base_url", "extra_body")}
     return LlmRerankerSpec(model, endpoint, depth=depth, settings=settings)
-
-
-def llm_reranker_config(asks: Mapping[str, Any], requests: Mapping[str, Any], *, check_key: bool = True) -> Any:
-    """The LLMRerankerConfig of a sweep's LLM reranker settings (``check_key``: its API key variable must be set)."""
-    from r2med_plugin.llm.config import build_reranker_config
-
-    return build_reranker_config(asks.get("base_url"), what="a rerankers entry", check_key=check_key,
-                                 **{name: value for name, value in {**asks, **requests}.items() if name != "base_url"})
 
 
 def _options(path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:

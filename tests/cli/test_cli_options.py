@@ -12,4 +12,4 @@ def test_non_positive_counts_are_refused_by_the_parser(capsys):
                  ["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene", "--workers", "-1"]):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
-        assert exit_info.value.code == 2 and "must be a positive integer" in capsys.readouterr().err
+        assert exit_info.value.code == 2 and "must be an integer of at least 1" in capsys.readouterr().err

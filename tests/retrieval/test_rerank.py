@@ -357,7 +357,7 @@ def test_cli_reranks_a_run_file(data, cross_encoder_dir: Path, tmp_path: Path, c
     assert (tmp_path / "out" / "official" / "reranker").is_dir()
     with pytest.raises(SystemExit) as exit_info:
         main(["evaluate", "--task", TASK, "--rerank", str(cross_encoder_dir), "--first-stage", str(topk), "--rerank-depth", "0"])
-    assert exit_info.value.code == 2 and "must be a positive integer" in capsys.readouterr().err
+    assert exit_info.value.code == 2 and "must be an integer of at least 1" in capsys.readouterr().err
     assert main(["evaluate", "--task", TASK, "--first-stage", str(topk)]) == 2
     assert "add --rerank" in capsys.readouterr().err
     assert main(["evaluate", "--task", TASK, "--rerank", str(cross_encoder_dir), "--first-stage", str(tmp_path / "typo.trec")]) == 2

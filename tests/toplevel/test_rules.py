@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from r2med_plugin.evaluation.request import EvaluationRequest, TaskArguments
-from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec
+from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec  # EndpointSpec: the one Endpoint type
 from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
 from r2med_plugin.rules import (
     RequestError,
@@ -85,3 +85,11 @@ def test_one_endpoint_type():
             Endpoint("http://127.0.0.1:9/v1", **settings)
     with pytest.raises(TypeError, match="an Endpoint with its URL"):
         LLMRerankerConfig(Endpoint())
+
+
+def test_the_architecture_pages_refusal_example():
+    """docs/explanation/architecture.md shows this refusal in its three renderings."""
+    error = RequestError("top_k", "must be at least 10: the main score is nDCG@10; got 5", "raise it (default 1000)")
+    tail = "must be at least 10: the main score is nDCG@10; got 5; raise it (default 1000)"
+    assert (str(error), error.flag_message, error.keyed("`top_k`")) == (f"top_k (--top-k) {tail}", f"--top-k {tail}",
+                                                                        f"`top_k` {tail}")
