@@ -123,7 +123,8 @@ def test_any_import_order_registers_the_datasets(mirror_env: Path, tmp_path: Pat
 _RESUMABLE_ENCODING = r"""
 import json, os, signal, sys
 import numpy as np
-from r2med_plugin.retrieval.dense import HashingEncoder, encode_cached_raw
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.dense import encode_cached_raw
 
 class LoggedEncoder(HashingEncoder):
     '''Logs the first text of every call; with KILL_AT, SIGKILLs its own process as that call begins.'''
