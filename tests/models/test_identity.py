@@ -265,7 +265,7 @@ from tests.offline_model import populate_hf_cache
 from pathlib import Path
 name = populate_hf_cache(Path(sys.argv[1]))
 import mteb
-from r2med_plugin.retrieval.dense import SentenceTransformerEncoder
+from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
 from r2med_plugin.reporting.export import mteb_result_path
 ours = SentenceTransformerEncoder(name, show_progress=False)
 short = SentenceTransformerEncoder("all-MiniLM-L6-v2", show_progress=False)

@@ -12,7 +12,8 @@ import pytest
 _RESUMABLE_ENCODING = r"""
 import json, os, signal, sys
 import numpy as np
-from r2med_plugin.retrieval.dense import HashingEncoder, encode_cached_raw
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.dense import encode_cached_raw
 
 class LoggedEncoder(HashingEncoder):
     '''Logs the first text of every call; with KILL_AT, SIGKILLs its own process as that call begins.'''
