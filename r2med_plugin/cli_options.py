@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from r2med_plugin.rules import flag_of, integer_option
 
@@ -87,7 +87,7 @@ class LazyChoices:
     def __contains__(self, value: object) -> bool:
         return value in self._all()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._all())
 
     def __len__(self) -> int:
