@@ -85,8 +85,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.html:  # the same tables as the text above, as a page
         from r2med_plugin.reporting.leaderboard_page import write_leaderboard_page
 
-        matrix = json.loads(Path(args.matrix).read_text(encoding="utf-8")) if args.matrix else None
-        print(f"wrote {write_leaderboard_page(tables, args.html, matrix=matrix)}")
+        print(f"wrote {write_leaderboard_page(tables, args.html, matrix=args.matrix)}")
     if args.plot:
         from r2med_plugin.reporting.plots import plot_leaderboard
 

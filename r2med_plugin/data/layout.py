@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import os
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -38,12 +40,19 @@ def read_front_matter(repo_root: Path) -> dict:
     if "&" in header and "*" in header and _has_aliases(header):
         raise DatasetCardError(f"{readme}: the YAML front matter uses anchors and aliases; dataset cards do not need them")
     try:
-        front = yaml.safe_load(header) or {}
+        front = _parsed(header)
     except yaml.YAMLError as error:
         raise DatasetCardError(f"{readme}: the YAML front matter does not parse ({error})") from error
     if not isinstance(front, dict):
         raise DatasetCardError(f"{readme}: the YAML front matter must be a mapping, got {type(front).__name__}")
-    return front
+    return copy.deepcopy(front)
+
+
+@lru_cache(maxsize=32)
+def _parsed(header: str) -> object:
+    """The parsed front matter, by its text: a card is read for every file looked up in it (the reproduction matrix
+    looks up 14 expansion files per task several times), and a large card takes tens of milliseconds to parse."""
+    return yaml.safe_load(header) or {}
 
 
 def _has_aliases(header: str) -> bool:

@@ -336,14 +336,16 @@ def _evaluate_row(data: TaskData, row: MatrixRow, index, data_dir, accept_drift,
 def _indexed_stage(stage, index):
     """The plan's BM25 first stage, searching ``index`` instead of indexing the corpus again."""
     from r2med_plugin.evaluation.first_stages import Bm25, bm25_queries
-    from r2med_plugin.retrieval.bm25_cache import bm25_run
+    from r2med_plugin.retrieval.bm25 import bm25_search
 
     @dataclass(frozen=True)
     class IndexedBm25(Bm25):
         def search(self, data: TaskData, depth: int, *, show_progress: bool = True, ties="doc_id"):
+            # not the on-disk run cache: the matrix keeps its own state per (row, task), and writing 14 runs per
+            # task there would cost more than computing them
             queries = bm25_queries(data, self.expansion, self.data_dir)
-            return bm25_run(data, self.variant, top_k=depth, queries=queries, show_progress=show_progress, ties=ties,
-                            index=index)
+            return bm25_search(data.corpus, queries, variant=self.variant, top_k=depth, show_progress=show_progress,
+                               ties=ties, index=index)
 
     return IndexedBm25(stage.retriever, stage.expansion, stage.data_dir, stage.workers)
 

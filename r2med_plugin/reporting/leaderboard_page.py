@@ -15,6 +15,7 @@ in it is refused, never overwritten.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -90,17 +91,26 @@ def _is_earlier_page(page: Path) -> bool:
 
 
 def write_leaderboard_page(tables: Mapping[str, Sequence[LeaderboardRow]], folder: str | os.PathLike, *,
-                           title: str = "R2MED leaderboard", matrix: Mapping | None = None) -> Path:
+                           title: str = "R2MED leaderboard", matrix: Mapping | str | os.PathLike | None = None) -> Path:
     """Write ``folder/index.html`` for the benchmark -> rows tables (what ``build_leaderboards`` returns, with
     ``add_significance`` applied or not), and a section for a reproduction matrix (``r2med reproduce --matrix
-    --json``'s payload) when given; the path of the page."""
+    --json``'s payload, or its file) when given; the path of the page."""
     path = check_page_folder(folder)
     if not tables:
         raise ValueError("no leaderboard table to write: build one with build_leaderboards(...) first")
     page = page_html(tables, folder=path, title=title)
+    if matrix is not None and not isinstance(matrix, Mapping):
+        matrix = _read_matrix(matrix)
     if matrix is not None:
         page = page.replace("<script>", matrix_section(matrix) + "<script>", 1)
     return write_text_atomic(path / PAGE_FILE, page)
+
+
+def _read_matrix(path: str | os.PathLike) -> Mapping:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--matrix {path}: cannot read it ({error}); write it with `r2med reproduce --matrix --json FILE`") from error
 
 
 def matrix_section(matrix: Mapping) -> str:

@@ -86,6 +86,9 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.generation.estimate_generation_cost", recorder("estimate_generation_cost", estimate))
     monkeypatch.setattr("r2med_plugin.sweep.estimate_sweep_cost", recorder("estimate_sweep_cost", ([estimate], 1)))
     monkeypatch.setattr("r2med_plugin.evaluation.reproduce.reproduce", recorder("reproduce", stop=True))
+    from r2med_plugin.evaluation.matrix import MatrixReport
+
+    monkeypatch.setattr("r2med_plugin.evaluation.matrix.run_matrix", recorder("run_matrix", lambda *a, **k: MatrixReport(0.1, [])))
     monkeypatch.setattr("r2med_plugin.integrations.demo.run_demo", recorder("demo", stop=True))
     monkeypatch.setattr("r2med_plugin.models.identity.cache_packaged_model",
                         recorder("cache_packaged_model", ("org/name", "rev", tmp_path / "snapshot")))
@@ -234,6 +237,7 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("leaderboard", "plot_rows"): (["leaderboard", "a", "--plot", "{tmp}/c.png"], ["leaderboard", "a", "--plot", "{tmp}/c.png", "--plot-rows", "all"]),
     ("leaderboard", "compare_published"): (["leaderboard", "a"], ["leaderboard", "a", "--compare-published"]),
     ("leaderboard", "html"): (["leaderboard", "a"], ["leaderboard", "a", "--html", "{tmp}/site"]),
+    ("leaderboard", "matrix"): (["leaderboard", "a", "--html", "{tmp}/site"], ["leaderboard", "a", "--html", "{tmp}/site", "--matrix", "m.json"]),
     ("export", "submission"): (["export", "--trec", "a", "--out", "o"], ["export", "--submission", "a", "--model", "m", "--out", "o"]),
     ("export", "trec"): (["export", "--trec", "a", "--out", "o"], ["export", "--trec", "b", "--out", "o"]),
     ("export", "model"): (["export", "--submission", "a", "--model", "m", "--out", "o"], ["export", "--submission", "a", "--model", "n", "--out", "o"]),
@@ -258,6 +262,11 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("reproduce", "data_dir"): (["reproduce"], ["reproduce", "--data-dir", "d"]),
     ("reproduce", "accept_drift"): (["reproduce"], ["reproduce", "--accept-drift"]),
     ("reproduce", "quiet"): (["reproduce"], ["reproduce", "--quiet"]),
+    ("reproduce", "matrix"): (["reproduce"], ["reproduce", "--matrix"]),
+    ("reproduce", "rows"): (["reproduce", "--matrix"], ["reproduce", "--matrix", "--rows", "*bm25"]),
+    ("reproduce", "list"): (["reproduce"], ["reproduce", "--list"]),
+    ("reproduce", "json"): (["reproduce", "--matrix"], ["reproduce", "--matrix", "--json", "{tmp}/m.json"]),
+    ("reproduce", "device"): (["reproduce", "--matrix"], ["reproduce", "--matrix", "--device", "cuda"]),
     ("demo", "out"): (["demo"], ["demo", "--out", "d"]),
     ("demo", "quiet"): (["demo"], ["demo", "--quiet"]),
     ("cache-packaged-model", "alias"): (["cache-packaged-model"], ["cache-packaged-model", "other-packaged"]),
@@ -386,6 +395,9 @@ REFUSED: list[tuple[list[str], str]] = [
     (INSPECT_QUERY + ["--baseline", "m"], "--baseline"),
     (["audit", "--model", "org/m", "--threshold", "0.7"], "--threshold"),  # no training set: only mteb's declared data
     (["audit", "--model", "org/m", "--write-clean"], "--write-clean"),
+    (["reproduce", "--rows", "*bm25"], "--rows"),
+    (["reproduce", "--matrix", "--list", "--json", "m.json"], "--json"),
+    (["leaderboard", "a", "--matrix", "m.json"], "--matrix"),
 ]
 
 

@@ -99,5 +99,6 @@ def test_import_is_light():
 def test_wheel_ships_task_metadata(built_wheel: Path):
     names = zipfile.ZipFile(built_wheel).namelist()
     shipped = sorted(n for n in names if n.startswith("r2med_plugin/task_metadata/"))
-    assert len(shipped) == 17
+    assert len(shipped) == 18  # 16 tasks, benchmarks.json, leaderboard_expansions.json
     assert "r2med_plugin/task_metadata/NanoR2MEDBiology.json" in shipped
+    assert "r2med_plugin/task_metadata/leaderboard_expansions.json" in shipped
