@@ -19,7 +19,7 @@ SEED = 1
 SCHEME = "affine32"
 # LSH bands chosen for recall: a missed near-copy is worse than a candidate that exact Jaccard then rejects
 LSH_WEIGHTS = (0.1, 0.9)  # (false positive, false negative)
-NEEDS_DATASKETCH = "the train/eval overlap audit (r2med audit, r2med_plugin.audit.run_audit)"
+NEEDS_DATASKETCH = "the train/eval overlap audit (r2med audit, r2med_plugin.audit.run.run_audit)"
 _CHUNK = 1 << 15  # shingles per numpy block (NUM_PERM x CHUNK uint32 values: 16 MiB)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _STEP = np.uint64(0x9E3779B97F4A7C15)

@@ -9,10 +9,10 @@ from pathlib import Path
 import r2med_plugin
 
 PUBLIC = [
-    "Bm25Spec", "Candidates", "CrossEncoderSpec", "DatasetRevision", "Encoder", "EndpointSpec", "EvaluationPlan",
+    "Bm25Spec", "Candidates", "CrossEncoderSpec", "DatasetRevision", "Encoder", "Endpoint", "EvaluationPlan",
     "EvaluationRequest", "HashingEncoder", "LlmRerankerSpec", "ModelSpec", "Outputs", "Qrels", "RequestError",
     "Reranker", "ResultName", "Run", "RunFileSpec", "Scoring", "SentenceTransformerCrossEncoder",
-    "SentenceTransformerEncoder", "TaskData", "TaskRunResult", "TaskSpec", "__version__", "analyze", "bm25_search",
+    "SentenceTransformerEncoder", "TaskArguments", "TaskData", "TaskRunResult", "TaskSpec", "__version__", "analyze", "bm25_search",
     "build_plan", "build_reranking_hybrid", "candidate_profile", "dense_search", "evaluate_run",
     "evaluate_run_per_query", "evaluate_task", "execute", "generate_expansions", "get_task_spec", "list_benchmarks",
     "list_tasks", "load_encoder", "load_reranker", "load_task", "plan_request", "read_run_file", "register",
