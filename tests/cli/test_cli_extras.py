@@ -60,7 +60,7 @@ def test_audit_without_datasketch_names_the_extra_before_any_work(tmp_path):
     train.write_text(json.dumps({"query": "q", "positive": "p"}) + "\n")
     run = _cli_without("datasketch", ["audit", str(train), "--out", "audit-out", "--data-dir", "no-such-mirror"], tmp_path)
     assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.strip() == ("r2med: error: the train/eval overlap audit (r2med audit, r2med_plugin.audit.run_audit) "
+    assert run.stderr.strip() == ("r2med: error: the train/eval overlap audit (r2med audit, r2med_plugin.audit.run.run_audit) "
                                   "needs datasketch, which the base install leaves out; install the 'audit' extra: "
                                   "pip install 'r2med-plugin[audit]'")
     assert not (tmp_path / "audit-out").exists()  # refused before the mirror or the training file was read
