@@ -351,8 +351,8 @@ def _indexed_stage(stage, index):
 
 
 def state_key(data: TaskData, row: MatrixRow, data_dir: str | os.PathLike | None) -> str:
-    """What a (row, task) result depends on: the revision, the files' content, the retriever (and the analyzer,
-    for BM25), the package."""
+    """What a (row, task) result depends on: the revision, the files' content, the retriever (the analyzer for BM25,
+    the model's files or hub commit for a model row), the package."""
     from r2med_plugin.cache import key_of
     from r2med_plugin.data.expansions import released_expansion_file
     from r2med_plugin.data.fingerprint import file_sha256
@@ -364,8 +364,15 @@ def state_key(data: TaskData, row: MatrixRow, data_dir: str | os.PathLike | None
     if row.expansion is not None:
         _, path = released_expansion_file(data.spec, row.expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
         expansion_part = f"{row.expansion}={file_sha256(path)}"
-    retriever = f"{row.retriever_id}@{analyzer_version()}" if row.on_cpu else row.retriever_id
+    retriever = f"{row.retriever_id}@{analyzer_version()}" if row.on_cpu else f"{row.retriever_id}@{_model_stamp(row)}"
     return key_of(data.name, data.revision, data.files_fingerprint, expansion_part, retriever, __version__)
+
+
+def _model_stamp(row: MatrixRow) -> str:
+    """What a model row's model is, without loading it: the folder's files or the hub commit (an endpoint: its host and model)."""
+    from r2med_plugin.models.registry import resolve
+
+    return resolve(row.retriever_id, settings={"base_url": row.base_url} if row.base_url else None).stamp()
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+
 import json
 import re
 import shlex
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -164,7 +167,8 @@ def test_a_selected_model_row_loads_its_encoder_once_and_scores_as_evaluate_does
     from r2med_plugin.evaluation.matrix import MatrixRow
     from r2med_plugin.evaluation.runner import evaluate_task
 
-    folder = str(get_model_path())
+    folder = str(tmp_path / "minilm")  # a copy, so that a file of it can change below
+    shutil.copytree(get_model_path(), folder)
     published = {**{spec.hub_name: 30.0 for spec in r2med_plugin.list_tasks("r2med")}, "avg": 30.0}
     row = MatrixRow("GPT4o", "MiniLM", published, "hyde/gpt4", folder, "GPU recommended (a test model)")
     bm25_row = next(row for row in matrix_rows() if row.label == "GPT4o + BM25")
@@ -177,6 +181,11 @@ def test_a_selected_model_row_loads_its_encoder_once_and_scores_as_evaluate_does
     again = run_matrix([bm25_row, row], pattern="gpt4o + minilm", output=tmp_path, show_progress=False)
     assert (again.computed, again.reused) == (0, 8)
     assert again.outcomes[1].ours == report.outcomes[1].ours
+    # the model's files are part of what a row's result depends on: changed files recompute every task
+    with open(Path(folder) / "README.md", "a", encoding="utf-8") as readme:
+        readme.write("\nedited\n")
+    changed = run_matrix([bm25_row, row], pattern="gpt4o + minilm", output=tmp_path, show_progress=False)
+    assert (changed.computed, changed.reused) == (8, 0)
 
 
 def test_the_leaderboard_page_shows_the_matrix_with_its_commands(mirror_env: Path, tmp_path: Path,
