@@ -12,6 +12,7 @@ from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.runner import rerank_inputs
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.cost import CostEstimate
+from r2med_plugin.llm.rerankers import LLMReranker
 from r2med_plugin.types import TaskData
 
 
@@ -23,11 +24,10 @@ def estimate_plan_cost(plan: EvaluationPlan, *, data: TaskData | None = None, to
     if data is None:
         data = load_task(plan.task, data_dir=plan.data_dir, accept_drift=plan.accept_drift)
     inputs = rerank_inputs(plan, data)
-    estimate_cost = getattr(inputs.reranker, "estimate_cost", None)
-    if estimate_cost is None:
+    if not isinstance(inputs.reranker, LLMReranker):
         raise ValueError(f"{getattr(inputs.reranker, 'name', inputs.reranker)!r} sends no request to an endpoint (a local "
                          "cross-encoder): a cost estimate is for the LLM rerankers, llm-<kind>:<model>")
-    estimated = estimate_cost(inputs.run, inputs.queries, inputs.documents, depth=inputs.depth, tokenizer=tokenizer,
+    estimated = inputs.reranker.estimate_cost(inputs.run, inputs.queries, inputs.documents, depth=inputs.depth, tokenizer=tokenizer,
                               show_progress=plan.show_progress)
     return dataclasses.replace(estimated, what=f"{data.name}  {inputs.reranker.name} over {inputs.stage.name}, top {inputs.depth}")
 

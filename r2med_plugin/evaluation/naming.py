@@ -14,7 +14,7 @@ from r2med_plugin.types import TaskData, TaskSpec
 
 def official_query_prompt(spec_or_data: TaskSpec | TaskData) -> str:
     """The official instruction prompt of a task ("Instruct: <instruction>\\nQuery: "), what --instruction uses."""
-    spec = getattr(spec_or_data, "spec", spec_or_data)
+    spec = spec_or_data.spec if isinstance(spec_or_data, TaskData) else spec_or_data
     return E5_TEMPLATE.format(instruction=spec.instruction)
 
 

@@ -132,7 +132,9 @@ def test_no_module_imports_a_private_name_of_another():
 # Members our encoders, rerankers, recipes and loaders declare (r2med_plugin.models.protocols, registry.ModelLoader):
 # code reads them from the model, never asks with getattr/hasattr whether it has one.
 DECLARED_MEMBERS = {"for_task", "query_prompt", "cache_identity", "encode_expansions", "expansion_mean_dtype",
-                    "instructions", "last_report", "close", "output_dtype", "endpoint_options", "unclaimed_hint"}
+                    "instructions", "last_report", "close", "output_dtype", "endpoint_options", "unclaimed_hint",
+                    # and our own result, data and LLM reranker types
+                    "estimate_cost", "spec", "dataset_revision_verified", "hybrid_with", "rerank", "usage", "data"}
 # Where probing stays legitimate: the adapters of a user's (third-party) object, read once at the boundary.
 ADAPTERS = {"models/protocols.py"}  # a loader is a ModelLoader when registered (models/registry.py probes none)
 NOT_A_MODEL = {("cli.py", "query_prompt"), ("cli_evaluate.py", "query_prompt")}  # a result's field, not a model's member
