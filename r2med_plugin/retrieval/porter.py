@@ -21,6 +21,9 @@ follows a consonant; every other character, digits and non-ASCII letters include
 
 from __future__ import annotations
 
+# Part of bm25-hakari's cache key: raise it whenever a stem this module gives changes.
+PORTER_REVISION = 1
+
 # NLTK_EXTENSIONS' irregular forms: the word on the left stems to the word on the right, no rule applied.
 IRREGULAR_FORMS: dict[str, str] = {
     "sky": "sky",
