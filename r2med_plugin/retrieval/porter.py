@@ -99,7 +99,7 @@ def _measure(stem: str) -> int:
 
 
 def _ends_cvc(stem: str) -> bool:
-    """Condition *o, NLTK's form: consonant-vowel-consonant with the last not w, x or y, or a 2-letter vowel-consonant."""
+    """Condition *o, NLTK's form: consonant-vowel-consonant, the last not w, x or y; or a 2-letter vowel-consonant."""
     if len(stem) == 2:
         return _shape(stem) == "vc"
     return len(stem) >= 3 and stem[-1] not in "wxy" and _shape(stem).endswith("cvc")

@@ -66,7 +66,8 @@ def _generated_vocabulary(seed: int = 41) -> set[str]:
 
 
 def test_known_stems():
-    cases = {"caresses": "caress", "ponies": "poni", "ties": "tie", "cats": "cat", "agreed": "agre", "plastered": "plaster",
+    cases = {"caresses": "caress", "ponies": "poni", "ties": "tie", "cats": "cat", "agreed": "agre",
+             "plastered": "plaster",
              "motoring": "motor", "sing": "sing", "hopping": "hop", "falling": "fall", "filing": "file", "cried": "cri",
              "died": "die", "happy": "happi", "enjoy": "enjoy", "relational": "relat", "generalizations": "gener",
              "analogically": "analog", "controlling": "control", "dying": "die", "skies": "sky", "innings": "inning",
@@ -76,7 +77,7 @@ def test_known_stems():
 
 def test_irregular_forms_are_nltks_pool():
     assert IRREGULAR_FORMS == PorterStemmer().pool
-    forms = set(IRREGULAR_FORMS) | {form.upper() for form in IRREGULAR_FORMS} | {form.title() for form in IRREGULAR_FORMS}
+    forms = {variant for form in IRREGULAR_FORMS for variant in (form, form.upper(), form.title())}
     assert _mismatches(forms) == []
 
 
