@@ -13,7 +13,7 @@ departures NLTK's default mode makes from it, each one reproduced here on purpos
 - condition *o also holds for a 2-letter stem vowel + consonant (any consonant, w, x and y included);
 - step 1c: ``y`` becomes ``i`` only after a consonant, and only when more than one letter precedes it;
 - step 2: ``bli`` -> ``ble`` (Porter's later rule, not ``abli``), ``fulli`` -> ``ful``, ``logi`` -> ``log`` (its measure
-  taken on the stem with its ``l``), and a leading ``alli`` -> ``al`` rewrite before the rule list;
+  taken on the stem with its ``l``), and an ``alli`` -> ``al`` rewrite tried before the rule list;
 - step 5b: the measure is taken on the word less one ``l``.
 
 As in NLTK, the first rule of a step whose suffix the word ends with decides that step: if its condition fails, the
