@@ -2,8 +2,8 @@
 
 The key holds the task, its cache revision (the commit, or the mirror files' fingerprint), the variant,
 the depth, the tie order, the corpus and query texts (fingerprints) and, for bm25-lucene, the analyzer's
-version (for bm25-hakari, the versions of bm25s, nltk, numpy and PyStemmer, which its stems and its tie order
-depend on): a changed input never serves an old run.
+version (for bm25-hakari, the versions of bm25s, numpy and PyStemmer and the revision of our Porter stemmer, which
+its stems and its tie order depend on): a changed input never serves an old run.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 HAKARI-Bench (``hakari_bench/bm25.py``, read at commit 217c872) indexes an English task with bm25s (okapi:
 ``method="robertson"``, k1=1.5, b=0.75) over its own tokenizer, ``english_porter_stop``: tokens ``[A-Za-z0-9]+``
 matched on the text as written and lower-cased after (one-character tokens kept), its own 74 stop words dropped,
-then NLTK's Porter stemmer (NLTK_EXTENSIONS mode). ``bm25-hakari:<tokenizer>`` selects its other tokenizers:
+then NLTK's Porter stemmer (NLTK_EXTENSIONS mode), which ``r2med_plugin.retrieval.porter`` reproduces word for word
+without nltk. ``bm25-hakari:<tokenizer>`` selects its other tokenizers:
 
 - ``regex``: ``\\w+`` (Python's Unicode word characters), lower-cased;
 - ``english_regex``: ``[A-Za-z0-9]+``, lower-cased;
@@ -27,6 +28,8 @@ from itertools import chain
 import numpy as np
 from tqdm.auto import tqdm
 
+from r2med_plugin.retrieval.porter import PORTER_REVISION
+from r2med_plugin.retrieval.porter import stem as porter_stem
 from r2med_plugin.types import Run
 
 K1, B = 1.5, 0.75
@@ -53,13 +56,6 @@ def check_tokenizer(tokenizer: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _porter() -> Callable[[str], str]:
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer().stem  # NLTK_EXTENSIONS, HAKARI's mode (nltk's default)
-
-
-@lru_cache(maxsize=1)
 def _snowball_english() -> Callable[[str], str]:
     import Stemmer
 
@@ -76,11 +72,9 @@ def _raw_tokens(text: str, tokenizer: str) -> list[str]:
 def _term_of(tokenizer: str) -> Callable[[str], str | None]:
     """What one distinct raw token becomes: its term, or None where the tokenizer drops it."""
     if tokenizer == "english_porter_stop":
-        porter = _porter()
-        return lambda token: None if (low := token.lower()) in STOP_WORDS else str(porter(low))
+        return lambda token: None if (low := token.lower()) in STOP_WORDS else porter_stem(low)
     if tokenizer == "english_porter":
-        porter = _porter()
-        return lambda token: str(porter(token.lower()))
+        return lambda token: porter_stem(token.lower())
     if tokenizer == "stemmer":
         snowball = _snowball_english()
         return lambda token: str(snowball(token.lower()))
@@ -170,7 +164,9 @@ def hakari_config(tokenizer: str = DEFAULT_TOKENIZER, top_k: int = RANK_DEPTH) -
 
 
 def hakari_versions() -> str:
-    """What the scores and the tie order depend on beyond the texts: bm25s, nltk and numpy's versions."""
+    """What the scores and the tie order depend on beyond the texts: bm25s, numpy and PyStemmer's versions and
+    our Porter stemmer's revision."""
     from importlib.metadata import version
 
-    return ",".join(f"{name}={version(name)}" for name in ("bm25s", "nltk", "numpy", "PyStemmer"))
+    packages = (f"{name}={version(name)}" for name in ("bm25s", "numpy", "PyStemmer"))
+    return ",".join((*packages, f"porter={PORTER_REVISION}"))
