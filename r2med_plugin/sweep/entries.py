@@ -7,15 +7,14 @@ keyed under the entry (```retrievers[0].revision```).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from r2med_plugin.evaluation.request import RequestError
-from r2med_plugin.evaluation.specs import EndpointSpec, LlmRerankerSpec, ModelSpec, check_retriever_name
+from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, check_retriever_name
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
-from r2med_plugin.metrics import check_rerank_depth
 from r2med_plugin.rules import neutral_fields
 from r2med_plugin.sweep.shorthand import SpecError, as_bool, as_int, as_list, read_devices, spec_error
 
@@ -109,63 +108,68 @@ def model_spec(name: str, revision: str | None, loading: Mapping[str, Any], inst
     except ValueError as error:
         field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
         raise spec_error(path, field_key, f"is {name!r}" if field_key == key else f"is {revision!r}",
-                    str(error).replace("--", "")) from None
+                         str(error).replace("--", "")) from None
 
 
 def read_rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
-    entries = as_list(path, "rerankers", raw.get("rerankers"))
-    if not entries:
-        return []
-    rerankers = []
-    for index, entry in enumerate(entries):
-        key = f"rerankers[{index}]"
-        plain = isinstance(entry, str)
-        entry = {"model": entry} if plain else entry
-        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
-            raise spec_error(path, key, f"is {entry!r}", "write {model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}")
-        unknown = sorted(set(entry) - RERANKER_KEYS)
-        if unknown:
-            raise spec_error(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(RERANKER_KEYS)}")
-        check_model_path(path, key if plain else f"{key}.model", entry["model"])
-        kwargs: dict[str, Any] = {"rerank": entry["model"], "rerank_depth": as_int(path, f"{key}.depth", entry.get("depth"), 10, 1)}
-        try:
-            check_rerank_depth(kwargs["rerank_depth"], f"`{key}.depth`")  # as evaluate --rerank-depth checks it
-        except ValueError as error:
-            raise SpecError(f"{path}: {error}") from None
-        if entry.get("first_stage") is not None:
-            kwargs["first_stage"] = str(entry["first_stage"])
-            check_model_path(path, f"{key}.first_stage", kwargs["first_stage"])
-        if entry.get("batch_size") is not None:
-            kwargs["rerank_batch_size"] = as_int(path, f"{key}.batch_size", entry["batch_size"], 32, 1)
-        kwargs |= _llm_reranker_settings(path, key, entry)
-        rerankers.append(kwargs)
-    return rerankers
+    """Each rerankers entry as ``evaluate_task``'s reranker keywords, its type built (and so checked) once."""
+    return [_read_reranker(path, f"rerankers[{index}]", entry)
+            for index, entry in enumerate(as_list(path, "rerankers", raw.get("rerankers")))]
+
+
+def _read_reranker(path: Path, key: str, entry: Any) -> dict[str, Any]:
+    plain = isinstance(entry, str)
+    entry = {"model": entry} if plain else entry
+    if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+        raise spec_error(path, key, f"is {entry!r}", "write {model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}")
+    unknown = sorted(set(entry) - RERANKER_KEYS)
+    if unknown:
+        raise spec_error(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(RERANKER_KEYS)}")
+    check_model_path(path, key if plain else f"{key}.model", entry["model"])
+    kwargs: dict[str, Any] = {"rerank": entry["model"], "rerank_depth": as_int(path, f"{key}.depth", entry.get("depth"), 10, 1)}
+    if entry.get("first_stage") is not None:
+        kwargs["first_stage"] = str(entry["first_stage"])
+        check_model_path(path, f"{key}.first_stage", kwargs["first_stage"])
+    if entry.get("batch_size") is not None:
+        kwargs["rerank_batch_size"] = as_int(path, f"{key}.batch_size", entry["batch_size"], 32, 1)
+    kwargs |= _llm_reranker_settings(path, key, entry)
+    if "llm_reranker" in kwargs:  # the kind's settings, each value, the endpoint and the depth: checked by the type
+        _built(path, key, entry["model"], lambda: llm_reranker_spec(
+            entry["model"], kwargs["llm_reranker"], kwargs["llm_requests"], depth=kwargs["rerank_depth"]))
+    else:  # the depth (at least 10: the main score is nDCG@10), the batch size and the name, as `r2med evaluate` checks them
+        _built(path, key, entry["model"], lambda: CrossEncoderSpec(
+            entry["model"], depth=kwargs["rerank_depth"], batch_size=kwargs.get("rerank_batch_size")))
+    return kwargs
+
+
+def _built(path: Path, key: str, model: str, build: Callable[[], Any]) -> Any:
+    """``build()``, its refusal keyed under the entry ``key``: a RequestError under its own key (```rerankers[0].depth```),
+    any other under the entry."""
+    try:
+        return build()
+    except RequestError as error:
+        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.key}`')}") from None
+    except (TypeError, ValueError) as error:
+        raise spec_error(path, key, f"is {model!r}", str(error).replace("--", "")) from None
 
 
 def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
-    """{"llm_reranker": what it asks, "llm_requests": how} for an LLM reranker entry, checked as the CLI checks them;
-    {} for a cross-encoder, which refuses LLM settings."""
+    """{"llm_reranker": what it asks, "llm_requests": how} for an LLM reranker entry; {} for a cross-encoder, which
+    refuses LLM settings (the shorthand's flat entry mixes both kinds' keys, so this is where a key meets its kind)."""
     given = [name for name in (*LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS) if entry.get(name) is not None]
     if not is_llm_reranker_name(entry["model"]):
         if given:
             raise spec_error(path, f"{key}.{given[0]}", f"is set, but {entry['model']} is a cross-encoder",
-                        "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, "
-                        "llm-setwise:<model> or llm-groupwise:<model>: drop it")
+                             "LLM settings apply to llm-listwise:<model>, llm-pointwise:<model>, llm-reasoning:<model>, "
+                             "llm-setwise:<model> or llm-groupwise:<model>: drop it")
         return {}
     if entry.get("batch_size") is not None:
         raise spec_error(path, f"{key}.batch_size", "is set, but an LLM reranker batches nothing",
-                    "its requests go `concurrency` at a time: drop batch_size")
+                         "its requests go `concurrency` at a time: drop batch_size")
     if not entry.get("base_url"):
         raise spec_error(path, f"{key}.base_url", "is missing", "an LLM reranker needs its endpoint: base_url: http://localhost:8000/v1")
-    asks = {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None}
-    requests = {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}
-    try:  # the kind's settings, each value, and the endpoint: checked by the type, as for the CLI and the Python API
-        llm_reranker_spec(entry["model"], asks, requests, depth=entry.get("depth") or 10)
-    except RequestError as error:
-        raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.key}`')}") from None
-    except (TypeError, ValueError) as error:
-        raise spec_error(path, key, f"is {entry['model']!r}", str(error).replace("--", "")) from None
-    return {"llm_reranker": asks, "llm_requests": requests}
+    return {"llm_reranker": {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None},
+            "llm_requests": {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}}
 
 
 def llm_reranker_spec(model: str, asks: Mapping[str, Any], requests: Mapping[str, Any], *, depth: int = 10) -> Any:
