@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.data.expansions import is_local
+from r2med_plugin.data.expansions import expansion_name
 from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 from r2med_plugin.sweep.job import Job
@@ -123,8 +123,8 @@ def _job_stamps(job: Job) -> dict[str, str]:
             stamps[key] = _llm_stamp(job.options["rerank"], job.options["llm_reranker"])
         elif isinstance(job.options.get(key), str):
             stamps[key] = model_stamp(job.options[key], None)
-    expansion = job.options.get("expansion")
-    if is_local(expansion):  # released expansions are in the dataset repo
+    expansion = expansion_name(job.options.get("expansion"))
+    if expansion is not None and expansion.is_local:  # released expansions are in the dataset repo
         stamps["expansion"] = _local_expansion_stamp(job.task, expansion)
     return stamps
 

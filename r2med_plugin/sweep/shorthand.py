@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
-from r2med_plugin.data.expansions import is_local, list_expansions
+from r2med_plugin.data.expansions import ExpansionName, list_expansions
 from r2med_plugin.evaluation.request import RequestError, Scoring, TaskArguments
 from r2med_plugin.rules import whole_number_problem
 
@@ -107,14 +107,14 @@ def read_devices(path: Path, key: str, value: Any) -> list[str] | None:
     return [device.strip() for device in devices]
 
 
-def read_expansions(path: Path, raw: Mapping[str, Any]) -> list[str | None]:
+def read_expansions(path: Path, raw: Mapping[str, Any]) -> list[ExpansionName | None]:
     values = as_list(path, "expansions", raw.get("expansions")) or [None]
-    chosen: list[str | None] = []
+    chosen: list[ExpansionName | None] = []
     for value in values:
         if value is None or value == "none":
             chosen.append(None)
-        elif isinstance(value, str) and (value == "all" or is_local(value) or "/" in value):
-            chosen.append(value)
+        elif isinstance(value, str) and (ExpansionName(value).kind != "released" or "/" in value):
+            chosen.append(ExpansionName(value))
         else:
             raise spec_error(path, "expansions", f"holds {value!r}", "write none, all, method/llm (e.g. hyde/o3-mini) or local:FOLDER")
     return list(dict.fromkeys(chosen))
@@ -131,15 +131,15 @@ def read_scoring(path: Path, raw: Mapping[str, Any]) -> Scoring:
         raise SpecError(f"{path}: {error.keyed(f'`{error.key}`')}") from None
 
 
-def check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[str | None]) -> None:
+def check_expansions(path: Path, tasks: Sequence[str], expansions: Sequence[ExpansionName | None]) -> None:
     """Each released expansion ("method/llm") must be one of every R2MED task of the spec (as `r2med evaluate`
     requires), and the spec must have an R2MED task for it to reach."""
-    released = [value for value in expansions if value is not None and value != "all" and not is_local(value)]
-    if not released and "all" not in expansions:
+    released = [value for value in expansions if value is not None and value.kind == "released"]
+    if not released and not any(value is not None and value.is_all for value in expansions):
         return
     r2med = [task for task in tasks if get_task_spec(task).kind == "r2med"]
     if not r2med:
-        given = next(value for value in expansions if value is not None and not is_local(value))
+        given = next(value for value in expansions if value is not None and not value.is_local)
         raise spec_error(
             path, "expansions", f"holds {given!r}, which reaches no task: released expansions exist for the R2MED tasks only, "
             f"and this spec's tasks ({', '.join(tasks)}) are NanoR2MED tasks",

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
-from r2med_plugin.data.expansions import is_local, list_expansions, parse_expansion
+from r2med_plugin.data.expansions import ExpansionName, list_expansions, parse_expansion
 from r2med_plugin.sweep.entries import read_rerankers, read_retriever
 from r2med_plugin.sweep.job import JOB_SCHEMA_VERSION, Job, job_identity, job_request
 from r2med_plugin.sweep.shorthand import (
@@ -36,7 +36,7 @@ class SweepSpec:
     output: Path
     tasks: list[str]
     retrievers: list[dict[str, Any]]
-    expansions: list[str | None]
+    expansions: list[ExpansionName | None]
     candidates: list[str]
     candidates_only: bool
     hybrid: bool
@@ -143,23 +143,23 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     return parse_spec(raw, path)
 
 
-def _task_expansions(task: str, expansions: Sequence[str | None]) -> list[str | None]:
+def _task_expansions(task: str, expansions: Sequence[ExpansionName | None]) -> list[ExpansionName | None]:
     """The expansion options that apply to a task: released ones to R2MED tasks, local ones to every task."""
     spec = get_task_spec(task)
-    chosen: list[str | None] = []
+    chosen: list[ExpansionName | None] = []
     for expansion in expansions:
-        if expansion is None or is_local(expansion):
+        if expansion is None or expansion.is_local:
             chosen.append(expansion)
         elif spec.kind == "r2med":
-            if expansion == "all":
-                chosen += list_expansions(task)
+            if expansion.is_all:
+                chosen += [ExpansionName(name) for name in list_expansions(task)]
             else:
                 parse_expansion(spec, expansion)  # a misspelt expansion fails here, before anything runs
                 chosen.append(expansion)
     return list(dict.fromkeys(chosen))
 
 
-def _base_options(spec: SweepSpec, task: str, expansion: str | None) -> dict[str, Any]:
+def _base_options(spec: SweepSpec, task: str, expansion: ExpansionName | None) -> dict[str, Any]:
     nano = get_task_spec(task).kind == "nano"
     options: dict[str, Any] = {"hybrid": spec.hybrid, "top_k": spec.top_k}
     if nano and spec.candidates and expansion is None:
