@@ -272,15 +272,17 @@ def _refuse_shared_extra_body(args: argparse.Namespace, first_stage, reranker) -
 
 def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[str, str | None]]:
     """(task, expansion) pairs: "all" stands for every released expansion of each task (each task checked first)."""
-    if expansion != "all":
+    from r2med_plugin.data.expansions import ExpansionName, expansion_name, list_expansions
+
+    expansion = expansion_name(expansion)  # parsed once; each request carries the value
+    if expansion is None or not expansion.is_all:
         return [(task, expansion) for task in tasks]
-    from r2med_plugin.data.expansions import list_expansions
     from r2med_plugin.evaluation.request import Scoring
     from r2med_plugin.catalog import get_task_spec
 
     for task in tasks:
         Scoring(expansion="all").check_task(get_task_spec(task))
-    return [(task, name) for task in tasks for name in list_expansions(task)]
+    return [(task, ExpansionName(name)) for task in tasks for name in list_expansions(task)]
 
 
 def requests_from_args(args: argparse.Namespace) -> list:

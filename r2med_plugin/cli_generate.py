@@ -6,9 +6,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, price, refuse_unreached
+
+if TYPE_CHECKING:
+    from r2med_plugin.generation.config import GenerationRequest
+    from r2med_plugin.llm.config import Endpoint
 
 
 def add_generate_command(commands: Any) -> None:
@@ -49,6 +53,7 @@ def add_generate_command(commands: Any) -> None:
 def generate_command(args: argparse.Namespace) -> int:
     from r2med_plugin.catalog import task_names
     from r2med_plugin.generation import GenerationError, generate_expansions
+    from r2med_plugin.llm.config import Endpoint
 
     tasks = task_names("r2med") if args.task == ["all"] else args.task
     if args.method != "lamer":
@@ -63,13 +68,9 @@ def generate_command(args: argparse.Namespace) -> int:
         return _estimate_generation(args, tasks, extra_body)
     for task in tasks:
         try:
-            report = generate_expansions(
-                task, args.method, args.llm, args.base_url, out=args.out, name=args.name, api_key_env=args.api_key_env,
-                concurrency=args.concurrency, preset=args.preset, temperature=args.temperature, top_p=args.top_p,
-                max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage or "bm25-lucene", extra_body=extra_body,
-                max_retries=args.max_retries, timeout=args.timeout, max_failures=args.max_failures, overwrite=args.overwrite,
-                data_dir=args.data_dir, accept_drift=args.accept_drift, show_progress=not args.quiet,
-            )
+            report = generate_expansions(_generation_request(args, task, extra_body, Endpoint(
+                args.base_url, api_key_env=args.api_key_env, concurrency=args.concurrency, max_retries=args.max_retries,
+                timeout=args.timeout)))
         except (GenerationError, ImportError) as error:
             print(f"r2med: error: {error}", file=sys.stderr)
             return 1
@@ -93,13 +94,20 @@ def _estimate_generation(args: argparse.Namespace, tasks: Sequence[str], extra_b
 
     refuse_unreached(args, {dest: "--estimate-cost sends no request" for dest in
                             ("api_key_env", "concurrency", "max_retries", "timeout", "max_failures")})
-    estimates = [estimate_generation_cost(
-        task, args.method, args.llm, out=args.out, name=args.name, preset=args.preset, temperature=args.temperature,
-        top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed, first_stage=args.first_stage or "bm25-lucene",
-        extra_body=extra_body, overwrite=args.overwrite, data_dir=args.data_dir, accept_drift=args.accept_drift,
-        show_progress=not args.quiet) for task in tasks]
+    estimates = [estimate_generation_cost(_generation_request(args, task, extra_body)) for task in tasks]
     print(render_estimates(estimates, args.price_in, args.price_out), end="")
     return 0
+
+
+def _generation_request(args: argparse.Namespace, task: str, extra_body: dict | None, endpoint: Endpoint | None = None) -> GenerationRequest:
+    """The GenerationRequest of one task of `r2med generate` (an estimate's has no endpoint: it sends nothing)."""
+    from r2med_plugin.generation.config import GenerationConfig, GenerationRequest
+
+    config = GenerationConfig(args.method, args.llm, name=args.name, preset=args.preset, temperature=args.temperature,
+                              top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
+                              first_stage=args.first_stage or "bm25-lucene", extra_body=extra_body)
+    return GenerationRequest(task, config, endpoint, out=args.out, max_failures=args.max_failures, overwrite=args.overwrite,
+                             data_dir=args.data_dir, accept_drift=args.accept_drift, show_progress=not args.quiet)
 
 
 def _print_generation_cost(args: argparse.Namespace, report) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from r2med_plugin.data.expansions import expansion_label, is_local
+from r2med_plugin.data.expansions import ExpansionName, resolve_local_expansion
 from r2med_plugin.evaluation.result import TaskRunResult
 from r2med_plugin.identifiers import Expansion, ResultName
 from r2med_plugin.retrieval.dense import E5_TEMPLATE
@@ -40,10 +40,12 @@ def result_name(result: TaskRunResult) -> ResultName:
     if result.rerank is not None:
         return ResultName.parse(result.retriever)
     expansion = None
-    if result.expansion:  # a local one: "local/hyde/my-llm@<folder id>"
-        method, _, llm = expansion_label(result.data.spec, result.expansion).removeprefix("local/").partition("/")
-        llm, _, folder = llm.partition("@")
-        expansion = Expansion(method, llm, local=is_local(result.expansion), folder=folder or None)
+    if result.expansion:
+        name = ExpansionName(result.expansion)
+        expansion = Expansion(name.method, name.llm)
+        if name.is_local:  # filed as "local/hyde/my-llm@<folder id>"
+            local = resolve_local_expansion(result.data.spec, name)
+            expansion = Expansion(local.method, local.llm, local=True, folder=local.folder_id)
     return ResultName(result.retriever, expansion=expansion, prompt=prompt_suffix(result).removeprefix("+") or None)
 
 

@@ -70,10 +70,10 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
 def local_expansion_file(result: TaskRunResult) -> dict[str, str]:
     """A local expansion's texts for this task, as the SHA-256 of its file: the result's name (``@`` a hash of the
     folder's path) stays when the texts are edited, so what was searched is recorded here."""
-    from r2med_plugin.data.expansions import is_local, resolve_local_expansion
+    from r2med_plugin.data.expansions import ExpansionName, resolve_local_expansion
     from r2med_plugin.data.fingerprint import file_sha256
 
-    if not is_local(result.expansion):
+    if result.expansion is None or not ExpansionName(result.expansion).is_local:
         return {}
     return {"expansion_file_sha256": file_sha256(resolve_local_expansion(result.data.spec, result.expansion).path)}
 

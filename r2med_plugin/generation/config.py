@@ -5,14 +5,15 @@ records and what resuming compares: a folder holds the expansions of one configu
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from r2med_plugin.generation.prompts import check_method, prompts_hash, sampling_preset
 from r2med_plugin.generation.store import check_name, slug_name
-from r2med_plugin.llm.config import Endpoint  # noqa: F401 - defined with the LLM rerankers' settings; earlier callers import it here
+from r2med_plugin.llm.config import Endpoint
 from r2med_plugin.types import TaskSpec
 
 BM25_FIRST_STAGE = "bm25-lucene"
@@ -73,3 +74,41 @@ class GenerationConfig:
             "prompts_sha256": prompts_hash(spec, self.method), "sampling": self.sampling(),
             "first_stage": self.first_stage_identity(), "extra_body": extra_body, "dataset_revision": dataset_revision,
         }
+
+
+# the endpoint settings a generation run reads (an embedding endpoint's ``dimensions`` is not one; ``extra_body`` is
+# GenerationConfig's, as it changes the expansions)
+GENERATION_ENDPOINT_KEYS = ("base_url", "api_key_env", "concurrency", "max_retries", "timeout")
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One task's generation run, the one argument of ``generate_expansions`` and ``estimate_generation_cost``: what
+    the expansions depend on (``config``), where the requests go (``endpoint``; an estimate sends none, so needs none)
+    and how this run goes (the folder ``out``, failures tolerated, starting the folder again, the data, progress)."""
+
+    task: str
+    config: GenerationConfig
+    endpoint: Endpoint | None = None
+    out: str | os.PathLike = "r2med-expansions"
+    max_failures: int = 10
+    overwrite: bool = False
+    data_dir: str | os.PathLike | None = None
+    accept_drift: bool | None = None
+    show_progress: bool = True
+
+    @classmethod
+    def of(cls, task: str, method: str, llm: str, base_url: str | None = None, /, *, what: str = "generate_expansions",
+           **settings: Any) -> GenerationRequest:
+        """The keyword form (``generate_expansions(task, method, llm, base_url, out=..., concurrency=...)``): each
+        setting goes to the part that owns it; an unknown one is refused with the known ones."""
+        owners = {"config": [item.name for item in fields(GenerationConfig)][2:], "endpoint": GENERATION_ENDPOINT_KEYS,
+                  "request": [item.name for item in fields(cls)][3:]}
+        known = [name for names in owners.values() for name in names if name != "base_url"]
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise TypeError(f"{what}() got an unexpected keyword argument {unknown[0]!r}; it takes task, method, llm, "
+                            f"base_url and {', '.join(known)}")
+        part = {owner: {name: settings[name] for name in names if name in settings} for owner, names in owners.items()}
+        endpoint = Endpoint(base_url, **part["endpoint"]) if base_url is not None or part["endpoint"] else None
+        return cls(task, GenerationConfig(method, llm, **part["config"]), endpoint, **part["request"])

@@ -25,12 +25,12 @@ from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.llm import client as api
 from r2med_plugin.evaluation.first_stages import as_first_stage
-from r2med_plugin.generation.config import BM25_FIRST_STAGE, IDENTITY_KEYS, Endpoint, GenerationConfig
+from r2med_plugin.generation.config import IDENTITY_KEYS, Endpoint, GenerationConfig, GenerationRequest
 from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
 from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
 from r2med_plugin.generation.store import ExpansionStore, expansion_dir, slug_name  # noqa: F401 - slug_name: earlier callers
-from r2med_plugin.types import TaskData
+from r2med_plugin.types import TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)
 
@@ -101,119 +101,103 @@ def _totals(store: ExpansionStore, query_ids: list[str]) -> dict[str, int]:
             "truncated_outputs": truncated}
 
 
-def generate_expansions(
-    task: str,
-    method: str,
-    llm: str,
-    base_url: str,
-    *,
-    out: str | os.PathLike = "r2med-expansions",
-    name: str | None = None,
-    api_key_env: str | None = None,
-    concurrency: int = 8,
-    preset: str = "api",
-    temperature: float | None = None,
-    top_p: float | None = None,
-    max_tokens: int | None = None,
-    seed: int | None = None,
-    first_stage: str = BM25_FIRST_STAGE,
-    extra_body: dict[str, Any] | None = None,
-    max_retries: int = 6,
-    timeout: float = 600.0,
-    max_failures: int = 10,
-    overwrite: bool = False,
-    data_dir: str | os.PathLike | None = None,
-    accept_drift: bool | None = None,
-    show_progress: bool = True,
-) -> GenerationReport:
-    """Generate ``method`` expansions of ``task``'s queries with the model ``llm`` served at ``base_url``.
+def generate_expansions(request: GenerationRequest | str, *args: Any, **settings: Any) -> GenerationReport:
+    """Generate the expansions a ``GenerationRequest`` asks for: ``config.method`` expansions of ``task``'s queries
+    with the model ``config.llm`` served at ``endpoint.base_url``.
 
     Writes ``<out>/<HubName>/<method>/<name>/query_with_hydoc.jsonl`` (+ usage.jsonl, manifest.json),
     ready for ``evaluate_task(..., expansion="local:<out>/<method>/<name>")``. The key is read from the
-    environment variable ``api_key_env`` (default OPENAI_API_KEY; "EMPTY" when that is unset).
+    environment variable ``endpoint.api_key_env`` (default OPENAI_API_KEY; "EMPTY" when that is unset).
+    The keyword form ``generate_expansions(task, method, llm, base_url, out=..., concurrency=..., ...)`` builds the
+    request (``GenerationRequest.of``).
     """
-    config = GenerationConfig(method, llm, name=name, preset=preset, temperature=temperature, top_p=top_p,
-                              max_tokens=max_tokens, seed=seed, first_stage=first_stage, extra_body=extra_body)
-    endpoint = Endpoint(base_url, api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries, timeout=timeout)
-    return generate(task, config, endpoint, out=out, max_failures=max_failures, overwrite=overwrite, data_dir=data_dir,
-                    accept_drift=accept_drift, show_progress=show_progress)
+    request = _request_of(request, args, settings, "generate_expansions")
+    if request.endpoint is None or not request.endpoint.base_url:
+        raise ValueError("generate_expansions sends requests: give the endpoint, "
+                         "GenerationRequest(task, config, Endpoint(base_url)) (or base_url in the keyword form)")
+    return _generate(request, _generation_spec(request.task), request.endpoint.with_defaults())
 
 
-def generate(
-    task: str,
-    config: GenerationConfig,
-    endpoint: Endpoint,
-    *,
-    out: str | os.PathLike = "r2med-expansions",
-    max_failures: int = 10,
-    overwrite: bool = False,
-    data_dir: str | os.PathLike | None = None,
-    accept_drift: bool | None = None,
-    show_progress: bool = True,
-) -> GenerationReport:
-    """``generate_expansions`` with its settings as a GenerationConfig (what the expansions depend on) and an
-    Endpoint (where requests go)."""
-    spec, endpoint = _generation_spec(task), endpoint.with_defaults()
-    method, llm, base_url, name = config.method, config.llm, endpoint.base_url, config.folder_name
-    host = api.endpoint_host(base_url)
-    key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
+def _request_of(request: GenerationRequest | str, args: tuple, settings: dict[str, Any], what: str) -> GenerationRequest:
+    if isinstance(request, GenerationRequest):
+        if args or settings:
+            raise TypeError(f"{what}() takes a GenerationRequest alone, or task, method, llm and keyword settings")
+        return request
+    return GenerationRequest.of(request, *args, what=what, **settings)
+
+
+def _generate(request: GenerationRequest, spec: TaskSpec, endpoint: Endpoint) -> GenerationReport:
+    config, base_url, show_progress = request.config, endpoint.base_url, request.show_progress
     key = api.api_key(endpoint.api_key_env)
-    sampling, extra_body, preset = config.sampling(), config.extra_body, config.preset
-    concurrency, timeout, max_retries, first_stage = endpoint.concurrency, endpoint.timeout, endpoint.max_retries, config.first_stage
     config.first_stage_identity()  # a missing run file is refused before the data loads
-    _check_budget_fits(llm, sampling, preset, base_url, key, timeout)  # before the data loads or a request is sent
-    data = _load(task, data_dir, accept_drift)
-    store = ExpansionStore(expansion_dir(out, spec, method, name))
+    _check_budget_fits(config.llm, config.sampling(), config.preset, base_url, key, endpoint.timeout)  # before any data or request
+    data = _load(request.task, request.data_dir, request.accept_drift)
+    store = ExpansionStore(expansion_dir(request.out, spec, config.method, config.folder_name))
     created = [folder for folder in (store.folder, *store.folder.parents) if not folder.exists()]  # deepest first
     identity = config.identity(spec, data.result_revision)  # other mirror files (or drifted counts): another identity
     with store.locked(), _removed_when_nothing_finished(store, created):
-        if overwrite:
+        if request.overwrite:
             store.clear()
         query_ids = data.queries["id"].to_list()
         done = store.finished(query_ids)
         previous = store.read_manifest() if done else None  # a folder with nothing finished starts afresh
         _check_same_configuration(store, previous, identity)
         pending = [q for q in query_ids if q not in done]
-        passages = _passages(data, method, first_stage, show_progress) if pending else {}
+        passages = _passages(data, config.method, config.first_stage, show_progress) if pending else {}
         texts = dict(zip(query_ids, data.queries["text"].to_list()))
-        estimated = _estimate_requests(spec, config, texts, passages, pending, len(done), token_counter(llm))
-        manifest = _start_manifest(previous, identity, spec, host, sampling_preset_name=preset, total=len(query_ids))
+        estimated = _estimate_requests(spec, config, texts, passages, pending, len(done), token_counter(config.llm))
+        manifest = _start_manifest(previous, identity, spec, api.endpoint_host(base_url), sampling_preset_name=config.preset,
+                                   total=len(query_ids))
         store.write_manifest(manifest)
         report = GenerationReport(spec.name, store.folder, len(query_ids), len(done), 0, 0, 0, 0.0, estimate=estimated.as_dict())
         job = _Job(
-            store=store, spec=spec, method=method, model=llm, texts=texts,
-            passages=passages, positives=data.qrels, sampling=sampling, extra_body=extra_body, key_env=key_env,
-            base_url=base_url, secrets=[key], max_failures=max_failures, report=report,
+            store=store, spec=spec, method=config.method, model=config.llm, texts=texts, passages=passages,
+            positives=data.qrels, sampling=config.sampling(), extra_body=config.extra_body,
+            key_env=endpoint.api_key_env or api.DEFAULT_KEY_ENV, base_url=base_url, secrets=[key],
+            max_failures=request.max_failures, report=report,
         )
-        started = time.perf_counter()
-        try:
-            if pending:
-                store.open()
-                try:
-                    client = api.make_client(base_url, key, timeout=timeout, max_retries=max_retries)
-                    _run_to_end(job.run(pending, client, concurrency, show_progress, done_before=len(done)))
-                finally:
-                    store.close()
-        finally:
-            report.seconds = time.perf_counter() - started
-            _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models, job.rules)
-            if job.rules.refused:  # OpenAI's reasoning models refuse max_tokens and temperature: said once
-                logger.warning("%s, %s: %s (recorded in %s)", spec.name, llm, job.rules.summary(), store.folder / "manifest.json")
+        _send(job, store, manifest, query_ids, pending, len(done), endpoint, key, show_progress)
         if report.failures:
-            query_id, message = report.failures[0]
-            finished = report.already_done + report.generated
-            if job.refused_only:  # the server refused the requests: the same command sends the same requests
-                failed = "were refused by the server (not retried)"
-                saved = (f"The {finished} finished queries are saved in {store.folder}. " if finished else
-                         "No query finished, so no folder is left behind. ") + REFUSED_FIX
-            else:
-                failed = f"failed after {max_retries} retries"
-                saved = (f"The {finished} finished queries are saved in {store.folder}; run the same command again to retry the rest"
-                         if finished else "No query finished, so no folder is left behind; check --base-url and --llm, then run again")
-            raise api.GenerationError(
-                f"{spec.name}: {len(report.failures)} of {len(pending)} queries {failed} (first: {query_id!r}: {message}). {saved}"
-            )
+            raise _failed(job, store, len(pending), endpoint.max_retries)
     return report
+
+
+def _send(job: _Job, store: ExpansionStore, manifest: dict[str, Any], query_ids: list[str], pending: list[str], done: int,
+          endpoint: Endpoint, key: str, show_progress: bool) -> None:
+    """The pending queries' requests, ``endpoint.concurrency`` at a time; the manifest finished whatever happens."""
+    report, started = job.report, time.perf_counter()
+    try:
+        if pending:
+            store.open()
+            try:
+                client = api.make_client(endpoint.base_url, key, timeout=endpoint.timeout, max_retries=endpoint.max_retries)
+                _run_to_end(job.run(pending, client, endpoint.concurrency, show_progress, done_before=done))
+            finally:
+                store.close()
+    finally:
+        report.seconds = time.perf_counter() - started
+        _finish_manifest(store, manifest, query_ids, report, job.reasoning_seen, job.served_models, job.rules)
+        if job.rules.refused:  # OpenAI's reasoning models refuse max_tokens and temperature: said once
+            logger.warning("%s, %s: %s (recorded in %s)", job.spec.name, job.model, job.rules.summary(),
+                           store.folder / "manifest.json")
+
+
+def _failed(job: _Job, store: ExpansionStore, pending: int, max_retries: int) -> api.GenerationError:
+    """The error of a run some of whose queries failed: the first failure, and what is kept."""
+    report = job.report
+    query_id, message = report.failures[0]
+    finished = report.already_done + report.generated
+    if job.refused_only:  # the server refused the requests: the same command sends the same requests
+        failed = "were refused by the server (not retried)"
+        saved = (f"The {finished} finished queries are saved in {store.folder}. " if finished else
+                 "No query finished, so no folder is left behind. ") + REFUSED_FIX
+    else:
+        failed = f"failed after {max_retries} retries"
+        saved = (f"The {finished} finished queries are saved in {store.folder}; run the same command again to retry the rest"
+                 if finished else "No query finished, so no folder is left behind; check --base-url and --llm, then run again")
+    return api.GenerationError(
+        f"{job.spec.name}: {len(report.failures)} of {pending} queries {failed} (first: {query_id!r}: {message}). {saved}"
+    )
 
 
 def _generation_spec(task: str):
@@ -223,43 +207,26 @@ def _generation_spec(task: str):
     return spec
 
 
-def estimate_generation_cost(
-    task: str,
-    method: str,
-    llm: str,
-    *,
-    out: str | os.PathLike = "r2med-expansions",
-    name: str | None = None,
-    preset: str = "api",
-    temperature: float | None = None,
-    top_p: float | None = None,
-    max_tokens: int | None = None,
-    seed: int | None = None,
-    first_stage: str = BM25_FIRST_STAGE,
-    extra_body: dict[str, Any] | None = None,
-    overwrite: bool = False,
-    data_dir: str | os.PathLike | None = None,
-    accept_drift: bool | None = None,
-    show_progress: bool = True,
-    tokenizer: str | None = None,
-) -> CostEstimate:
-    """What ``generate_expansions`` with these settings would cost, without sending a request: one request per query
-    not yet generated in the folder (all of them with ``overwrite``), its prompt tokens (the same messages, built by
-    the same code), the completion budget (``max_tokens``, where the preset or the call sets one); priced by
-    ``CostEstimate.dollars(price_in, price_out)``. ``tokenizer``: see r2med_plugin.llm.cost.token_counter."""
-    config = GenerationConfig(method, llm, name=name, preset=preset, temperature=temperature, top_p=top_p,
-                              max_tokens=max_tokens, seed=seed, first_stage=first_stage, extra_body=extra_body)
-    spec = _generation_spec(task)
+def estimate_generation_cost(request: GenerationRequest | str, *args: Any, tokenizer: str | None = None,
+                             **settings: Any) -> CostEstimate:
+    """What ``generate_expansions(request)`` would cost, without sending a request: one request per query not yet
+    generated in the folder (all of them with ``overwrite``), its prompt tokens (the same messages, built by the same
+    code), the completion budget (``max_tokens``, where the preset or the config sets one); priced by
+    ``CostEstimate.dollars(price_in, price_out)``. ``tokenizer``: see r2med_plugin.llm.cost.token_counter. The keyword
+    form ``estimate_generation_cost(task, method, llm, max_tokens=..., out=...)`` builds the request."""
+    request = _request_of(request, args, settings, "estimate_generation_cost")
+    config, show_progress = request.config, request.show_progress
+    spec = _generation_spec(request.task)
     config.first_stage_identity()  # a missing run file is refused before the data loads
-    counter = token_counter(llm, tokenizer)
-    data = _load(task, data_dir, accept_drift)
-    store = ExpansionStore(expansion_dir(out, spec, method, config.folder_name))
+    counter = token_counter(config.llm, tokenizer)
+    data = _load(request.task, request.data_dir, request.accept_drift)
+    store = ExpansionStore(expansion_dir(request.out, spec, config.method, config.folder_name))
     query_ids = data.queries["id"].to_list()
-    done = {} if overwrite else store.finished(query_ids)
+    done = {} if request.overwrite else store.finished(query_ids)
     if done:  # the run would refuse a folder of another configuration: so does its estimate
         _check_same_configuration(store, store.read_manifest(), config.identity(spec, data.result_revision))
     pending = [query_id for query_id in query_ids if query_id not in done]
-    passages = _passages(data, method, config.first_stage, show_progress) if pending else {}
+    passages = _passages(data, config.method, config.first_stage, show_progress) if pending else {}
     return _estimate_requests(spec, config, dict(zip(query_ids, data.queries["text"].to_list())), passages, pending,
                               len(done), counter)
 

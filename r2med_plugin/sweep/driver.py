@@ -12,7 +12,8 @@ from typing import Any
 
 from r2med_plugin.sweep.engines import make_engine
 from r2med_plugin.sweep.jobs import driver_env, finished_record, job_stamps
-from r2med_plugin.sweep.spec import Job, SweepSpec, expand_jobs
+from r2med_plugin.sweep.job import Job
+from r2med_plugin.sweep.spec import SweepSpec, expand_jobs
 
 SUMMARY_FILE = "sweep-summary.json"
 

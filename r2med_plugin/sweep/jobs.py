@@ -19,10 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.data.expansions import is_local
+from r2med_plugin.data.expansions import expansion_name
 from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
-from r2med_plugin.sweep.spec import Job
+from r2med_plugin.sweep.job import Job
 
 RECORDS = Path(".sweep") / "jobs"
 # What a job needs from the driver's environment to find the same data, cache and model files.
@@ -99,7 +99,7 @@ def model_stamp(name: str, revision: str | None, *, loader: str | None = None, s
 
 def _loading(retriever: Mapping[str, Any]) -> dict[str, Any]:
     """The retriever entry's loader and endpoint settings, as resolve() takes them."""
-    from r2med_plugin.sweep.spec import LOADING_KEYS
+    from r2med_plugin.sweep.entries import LOADING_KEYS
 
     settings = {key: retriever[key] for key in LOADING_KEYS if key != "loader" and retriever.get(key) is not None}
     return {"loader": retriever.get("loader"), "settings": settings}
@@ -123,8 +123,8 @@ def _job_stamps(job: Job) -> dict[str, str]:
             stamps[key] = _llm_stamp(job.options["rerank"], job.options["llm_reranker"])
         elif isinstance(job.options.get(key), str):
             stamps[key] = model_stamp(job.options[key], None)
-    expansion = job.options.get("expansion")
-    if is_local(expansion):  # released expansions are in the dataset repo
+    expansion = expansion_name(job.options.get("expansion"))
+    if expansion is not None and expansion.is_local:  # released expansions are in the dataset repo
         stamps["expansion"] = _local_expansion_stamp(job.task, expansion)
     return stamps
 
@@ -259,7 +259,7 @@ def estimate_job_cost(job: Job, show_progress: bool = False):
 
     from r2med_plugin.evaluation.cost import estimate_plan_cost
     from r2med_plugin.evaluation.plan import plan_request
-    from r2med_plugin.sweep.spec import job_request
+    from r2med_plugin.sweep.job import job_request
 
     with applied_env(job.env):
         request = replace(job_request(job), show_progress=show_progress)
@@ -275,7 +275,7 @@ def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show
     from r2med_plugin.evaluation.runner import execute
     from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.io import write_json_atomic
-    from r2med_plugin.sweep.spec import job_request
+    from r2med_plugin.sweep.job import job_request
 
     job = Job.from_dict(job_payload)
     started = time.perf_counter()

@@ -3,6 +3,7 @@ the pinned data."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,41 @@ def test_a_local_expansion_made_from_other_data_is_refused(mirror_env: Path, mir
     corpus.write_text(corpus.read_text().replace("the", "a", 1))
     with pytest.raises(ValueError, match="was generated from R2MEDBioinformatics at dataset revision"):
         evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, data_dir=mirror_copy, show_progress=False)
+
+
+def test_an_expansion_name_is_parsed_once_and_stays_the_text_it_was_parsed_from():
+    import copy
+    import json
+    import pickle
+
+    from r2med_plugin.data.expansions import ExpansionName, expansion_name
+
+    released, every, local = ExpansionName("hyde/o3-mini"), ExpansionName("all"), ExpansionName("local:~/exp/hyde/my-llm")
+    assert (released.kind, released.method, released.llm) == ("released", "hyde", "o3-mini")
+    assert (every.kind, every.is_all, every.is_local) == ("all", True, False)
+    assert (local.kind, local.method, local.llm, local.is_local) == ("local", "hyde", "my-llm", True)
+    assert local.folder == Path("~/exp/hyde/my-llm").expanduser()
+    with pytest.raises(ValueError, match="hyde/o3-mini is a released expansion, not a local folder"):
+        released.folder
+    # the same string everywhere it is written: identities, job ids and records do not move
+    assert released == "hyde/o3-mini" and json.dumps({"e": local}) == '{"e": "local:~/exp/hyde/my-llm"}'
+    assert repr(released) == "'hyde/o3-mini'"
+    for copied in (copy.deepcopy(local), pickle.loads(pickle.dumps(local))):
+        assert type(copied) is ExpansionName and copied.method == "hyde" and copied == local
+    assert ExpansionName(released) is released and expansion_name(None) is None
+    with pytest.raises(TypeError, match="an expansion is a name such as hyde/o3-mini.*got 3"):
+        ExpansionName(3)
+
+
+def test_a_request_carries_the_parsed_expansion_and_its_identity_holds_the_text():
+    """The identity is the one computed before expansions were parsed values (commit 601aabc)."""
+    from r2med_plugin.data.expansions import ExpansionName
+    from r2med_plugin.evaluation.request import EvaluationRequest, Scoring
+    from r2med_plugin.evaluation.specs import Bm25Spec
+
+    scoring = Scoring(expansion="hyde/o3-mini")
+    assert type(scoring.expansion) is ExpansionName and scoring.expansion.llm == "o3-mini"
+    request = EvaluationRequest("R2MEDBiology", Bm25Spec("bm25-lucene"), scoring=scoring)
+    payload = request.to_dict()
+    assert payload["scoring"]["expansion"] == "hyde/o3-mini"
+    assert EvaluationRequest.from_dict(json.loads(json.dumps(payload))).identity() == request.identity() == "197d34127612d4c7"

@@ -630,3 +630,28 @@ def test_generation_never_resumes_a_folder_made_from_other_data(mirror_env: Path
         with pytest.raises(ValueError, match="another configuration .*dataset_revision"):
             generate_expansions("R2MEDBiology", "hyde", "test-llm", server.base_url, out=tmp_path / "exp",
                                 data_dir=mirror_copy, show_progress=False)
+
+
+def test_a_generation_request_is_the_one_argument_and_the_keyword_form_builds_the_same(server, mirror_env, tmp_path):
+    from r2med_plugin.generation import estimate_generation_cost
+    from r2med_plugin.generation.config import GenerationConfig, GenerationRequest
+    from r2med_plugin.llm.config import Endpoint
+
+    config = GenerationConfig("hyde", "test-llm", max_tokens=64)
+    request = GenerationRequest("R2MEDBiology", config, Endpoint(server.base_url, concurrency=2), out=tmp_path / "exp",
+                                show_progress=False)
+    keyword = dict(max_tokens=64, concurrency=2, out=tmp_path / "exp", show_progress=False)
+    assert GenerationRequest.of("R2MEDBiology", "hyde", "test-llm", server.base_url, **keyword) == request
+    assert estimate_generation_cost(request) == estimate_generation_cost("R2MEDBiology", "hyde", "test-llm", **keyword)
+    report = generate_expansions(request)
+    assert report.complete and report.generated == report.total > 0
+    assert report.folder == tmp_path / "exp" / "Biology" / "hyde" / "test-llm"
+    assert len(server.completions()) == report.total
+    with pytest.raises(TypeError, match="unexpected keyword argument 'concurency'; it takes task, method, llm, base_url and "
+                                        "name, preset, .*concurrency"):
+        generate_expansions("R2MEDBiology", "hyde", "test-llm", server.base_url, concurency=2)
+    with pytest.raises(TypeError, match="takes a GenerationRequest alone"):
+        generate_expansions(request, overwrite=True)
+    with pytest.raises(ValueError, match=r"generate_expansions sends requests: give the endpoint, GenerationRequest\(task, config, "
+                                         r"Endpoint\(base_url\)\)"):
+        generate_expansions(GenerationRequest("R2MEDBiology", config))

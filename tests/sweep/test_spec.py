@@ -260,3 +260,16 @@ def test_the_spec_top_k_reaches_reranker_jobs_and_default_ids_hold():
     (shallow,) = expand_jobs(parse_spec({**raw, "top_k": 100}, "/tmp/spec.yaml"))
     assert "top_k" not in default.options and default.job_id == "62570b6d8cd9ac92"
     assert shallow.options["top_k"] == 100 and shallow.job_id != default.job_id
+
+
+def test_a_specs_expansions_are_parsed_once_into_values_its_jobs_carry():
+    from r2med_plugin.data.expansions import ExpansionName, list_expansions
+    from r2med_plugin.sweep.spec import expand_jobs, parse_spec
+
+    raw = {"output": "/tmp/o", "tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "expansions": ["none", "hyde/gpt4", "all"]}
+    spec = parse_spec(raw, "/tmp/spec.yaml")
+    assert spec.expansions[0] is None and [type(value) for value in spec.expansions[1:]] == [ExpansionName, ExpansionName]
+    assert (spec.expansions[1].kind, spec.expansions[2].kind) == ("released", "all")
+    carried = [job.options.get("expansion") for job in expand_jobs(spec)]
+    assert carried == [None, *list_expansions("R2MEDBiology")]  # "all" expands once; hyde/gpt4 is one of them
+    assert all(type(value) is ExpansionName for value in carried[1:])
