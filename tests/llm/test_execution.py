@@ -35,7 +35,9 @@ def _toy(count: int = 24, queries: int = 3) -> tuple[dict, dict, dict]:
 
 
 def test_every_registered_kind_has_a_blank_reply_here():
-    assert set(BLANK_REPLIES) == set(LLM_RERANKER_KINDS)
+    # the package's own kinds: a docs example run in this process may have registered one of its own (llm-yesno)
+    own = {name for name, kind in LLM_RERANKER_KINDS.items() if kind.__module__.startswith("r2med_plugin.")}
+    assert set(BLANK_REPLIES) == own and len(own) >= 4
 
 
 @pytest.mark.parametrize("kind", sorted(BLANK_REPLIES))
