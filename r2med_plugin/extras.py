@@ -11,10 +11,12 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from r2med_plugin.errors import UserError
+
 EXTRAS = {"matplotlib": "plots", "datasketch": "audit"}  # top-level module -> the extra that installs it
 
 
-class MissingExtraError(ImportError):
+class MissingExtraError(UserError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it."""
 
 

@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
+from r2med_plugin.errors import UserError
+
 FrontEnd = Literal["api", "flag", "key"]
 _SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
@@ -41,7 +43,7 @@ def render(text: str, front_end: FrontEnd) -> str:
     return _SETTING.sub(lambda match: label_of(match.group(1), front_end), text)
 
 
-class RequestError(ValueError):
+class RequestError(UserError):
     """A request that cannot run, found without any data: the setting at fault, the problem and the fix, worded once.
     ``str(error)`` is the Python API's wording, ``flag_message`` the CLI's, ``keyed(label)`` a sweep spec's;
     ``key`` is the setting's sweep-spec key where it differs from ``field`` (a reranker entry's ``depth``)."""

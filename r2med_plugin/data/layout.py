@@ -9,12 +9,14 @@ from pathlib import Path
 
 import yaml
 
+from r2med_plugin.errors import UserError
+
 README = "README.md"
 MAX_README_BYTES = 1024 * 1024
 
 
 
-class DatasetCardError(ValueError):
+class DatasetCardError(UserError):
     """A dataset card (README.md) whose front matter cannot be used: downloading again does not mend it."""
 
 

@@ -9,13 +9,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from r2med_plugin.errors import UserError
+
 MAX_LINE_BYTES_ENV = "R2MED_MAX_LINE_BYTES"
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 _CONTROL_CHARACTERS = r"[\x00-\x1f\x7f]"
 
 
 
-class DamagedFileError(ValueError):
+class DamagedFileError(UserError):
     """A data file that cannot be parsed at all (truncated or corrupt): a fresh download may mend it."""
 
 

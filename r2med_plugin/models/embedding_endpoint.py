@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.cache import key_of, read_cached_array, store_array
+from r2med_plugin.errors import UserError
 from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
 from r2med_plugin.llm.config import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
 from r2med_plugin.llm.client import refused as api_refused
@@ -45,7 +46,7 @@ REQUEST_FIELDS = {"model": "--retriever openai:<model> names it", "input": "the 
 BATCH_CACHE = "embeddings-endpoint"
 
 
-class EndpointError(ValueError):
+class EndpointError(UserError):
     """The endpoint failed on every retry, or answered something that is not one embedding per text."""
 
 

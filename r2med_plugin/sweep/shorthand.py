@@ -15,6 +15,7 @@ from typing import Any
 
 from r2med_plugin.catalog import get_task_spec, list_benchmarks, task_names, unknown_name_message
 from r2med_plugin.data.expansions import ExpansionName, list_expansions
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.request import RequestError, Scoring, TaskArguments
 from r2med_plugin.rules import whole_number_problem
 
@@ -47,7 +48,7 @@ TOP_KEYS = {
 RESOURCE_KEYS = {"model_gpus", "model_cpus", "bm25_cpus"}
 
 
-class SpecError(ValueError):
+class SpecError(UserError):
     """A spec that cannot run; the message names the file, the key and the fix."""
 
 
