@@ -37,7 +37,7 @@ OUT = ROOT / "r2med_plugin" / "models" / "official" / "profiles.json"
 CLASSES = ("FlagDRESModel", "InstructorModel", "BiEncoderModel", "HighScaleModel", "GritModel", "NVEmbedModel",
            "RetrievalOPENAI")
 MODEL_DIR = "model_dir/"
-# The retriever's row label in the published leaderboard (../shared/reference/r2med_leaderboard.json): a join key,
+# The retriever's row label in the published leaderboard (reference/r2med_leaderboard.json): a join key,
 # checked against that file below.
 PUBLISHED_ROWS = {
     "contriever": "Contriever", "medcpt": "MedCPT", "inst-l": "InstructOR-L", "inst-xl": "InstructOR-XL",
@@ -190,7 +190,7 @@ def profiles(git_dir: str, commit: str) -> dict[str, dict[str, object]]:
 
 
 def published_row(name: str) -> str:
-    leaderboard = json.loads((ROOT / "r2med_plugin" / "reporting" / "r2med_leaderboard.json").read_text(encoding="utf-8"))
+    leaderboard = json.loads((ROOT / "reference" / "r2med_leaderboard.json").read_text(encoding="utf-8"))
     labels = {row["retriever"] for row in leaderboard["rows"] if not row["llm"]}
     if PUBLISHED_ROWS.get(name) not in labels:
         raise SystemExit(f"the retriever {name!r} has no row in the published leaderboard (PUBLISHED_ROWS: {PUBLISHED_ROWS.get(name)!r})")

@@ -1,9 +1,12 @@
 """Generate task_metadata/*.json (and the packaged published leaderboard) from the reference JSON files.
 
+The reference facts live in the repository (reference/*.json, each with its source; reference/README.md): the one
+source this script reads, so `--check` works from a fresh clone.
+
 Never edit the outputs by hand.
 
 Usage:
-    python scripts/generate_task_metadata.py [--reference ../shared/reference] [--out task_metadata]
+    python scripts/generate_task_metadata.py [--reference reference] [--out task_metadata]
     python scripts/generate_task_metadata.py --check   # exit 1 if the committed files are stale
 """
 
@@ -15,7 +18,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+DEFAULT_REFERENCE = REPO_ROOT / "reference"
 
 # Official task order of the R2MED paper and leaderboard, as hub names.
 OFFICIAL_ORDER = [

@@ -94,10 +94,9 @@ def test_default_expectations_are_the_published_facts():
     assert set(bm25) == set(R2MED_TASKS)
     assert bm25["R2MEDBiology"] == 19.19 and bm25["R2MEDIIYiClinical"] == 12.02
     assert math.isclose(sum(bm25.values()) / 8, 15.13, abs_tol=0.01)  # the published average (of unrounded scores)
-    shared = Path(__file__).resolve().parents[3] / "shared" / "reference" / "r2med_leaderboard.json"
-    if shared.is_file():  # the team's reference facts, where this checkout has them
-        (row,) = [r for r in json.loads(shared.read_text())["rows"] if r["llm"] is None and r["retriever"] == "BM25"]
-        assert {r2med_plugin.get_task_spec(task).hub_name: value for task, value in bm25.items()} == row["scores"]
+    reference = Path(__file__).resolve().parents[2] / "reference" / "r2med_leaderboard.json"  # the repository's facts
+    (row,) = [r for r in json.loads(reference.read_text())["rows"] if r["llm"] is None and r["retriever"] == "BM25"]
+    assert {r2med_plugin.get_task_spec(task).hub_name: value for task, value in bm25.items()} == row["scores"]
     _, profiles = load_expected(None)
     assert profiles["NanoR2MEDBiology"]["bm25"]["ndcg_at_10"] == 0.3454997187
 

@@ -88,16 +88,15 @@ def test_instructions_equal_the_dataset_cards_for_every_task():
         assert profiles["grit"].instruction("document", hub) == "<|embed|>\n"
         for name in ("contriever", "medcpt", "openai", "voyage"):
             assert profiles[name].instruction("query", hub) is None and profiles[name].instruction("document", hub) is None
-    catalog_path = ROOT.parent / "shared" / "reference" / "r2med_catalog.json"
-    if catalog_path.is_file():  # the reference facts, where the repository sits beside them
-        for entry in json.loads(catalog_path.read_text(encoding="utf-8"))["tasks"]:
-            hub, given = entry["name"], entry["instructions"]
-            assert profiles["inst-l"].instruction("query", hub) == given["instructor_query"]
-            assert profiles["inst-xl"].instruction("document", hub) == given["instructor_doc"]
-            assert profiles["bge"].instruction("query", hub) == given["bge_query"]
-            assert profiles["e5"].instruction("query", hub) == given["e5_nv_sfr_query"]
-            assert profiles["bmr-2b"].instruction("query", hub) == given["bmr_query"]
-            assert profiles["grit"].instruction("query", hub) == given["grit_query"]
+    catalog_path = ROOT / "reference" / "r2med_catalog.json"  # the reference facts, in the repository
+    for entry in json.loads(catalog_path.read_text(encoding="utf-8"))["tasks"]:
+        hub, given = entry["name"], entry["instructions"]
+        assert profiles["inst-l"].instruction("query", hub) == given["instructor_query"]
+        assert profiles["inst-xl"].instruction("document", hub) == given["instructor_doc"]
+        assert profiles["bge"].instruction("query", hub) == given["bge_query"]
+        assert profiles["e5"].instruction("query", hub) == given["e5_nv_sfr_query"]
+        assert profiles["bmr-2b"].instruction("query", hub) == given["bmr_query"]
+        assert profiles["grit"].instruction("query", hub) == given["grit_query"]
 
 
 def test_every_profile_names_its_published_row():

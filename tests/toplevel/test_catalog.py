@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -102,3 +103,38 @@ def test_wheel_ships_task_metadata(built_wheel: Path):
     assert len(shipped) == 18  # 16 tasks, benchmarks.json, leaderboard_expansions.json
     assert "r2med_plugin/task_metadata/NanoR2MEDBiology.json" in shipped
     assert "r2med_plugin/task_metadata/leaderboard_expansions.json" in shipped
+
+
+def _clone_without_shared(root: Path) -> Path:
+    """What the generator reads and checks, copied into ``root/clone`` (nothing beside it: no ../shared)."""
+    repo = Path(__file__).resolve().parents[2]
+    clone = root / "clone"
+    for part in ("scripts", "reference", "task_metadata"):
+        shutil.copytree(repo / part, clone / part)
+    (clone / "r2med_plugin" / "reporting").mkdir(parents=True)
+    shutil.copy(repo / "r2med_plugin" / "reporting" / "r2med_leaderboard.json", clone / "r2med_plugin" / "reporting")
+    return clone
+
+
+def test_task_metadata_check_passes_from_a_clone_with_only_the_repository(tmp_path: Path):
+    clone = _clone_without_shared(tmp_path)
+    check = [sys.executable, str(clone / "scripts" / "generate_task_metadata.py"), "--check"]
+    result = subprocess.run(check, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"checked 18 files in {clone / 'task_metadata'}"
+    board = json.loads((clone / "reference" / "r2med_leaderboard.json").read_text(encoding="utf-8"))
+    board["rows"][1]["avg"] = 0.0  # a fact changed in the one source: the packaged board is now stale
+    (clone / "reference" / "r2med_leaderboard.json").write_text(json.dumps(board), encoding="utf-8")
+    result = subprocess.run(check, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "r2med_plugin/reporting/r2med_leaderboard.json" in result.stderr
+
+
+def test_every_reference_file_names_its_source():
+    reference = Path(__file__).resolve().parents[2] / "reference"
+    readme = (reference / "README.md").read_text(encoding="utf-8")
+    files = sorted(path.name for path in reference.glob("*.json"))
+    assert files == ["nanor2med_task_profiles.json", "r2med_catalog.json", "r2med_leaderboard.json", "r2med_real_files.json"]
+    for name in files:
+        assert json.loads((reference / name).read_text(encoding="utf-8"))["source"], name
+        assert f"`{name}`" in readme, name
