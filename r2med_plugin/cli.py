@@ -79,13 +79,13 @@ def _leaderboard(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}")
+        print(f"wrote {args.out}", file=sys.stderr)
     else:
         print(text, end="")
     if args.html:  # the same tables as the text above, as a page
         from r2med_plugin.reporting.leaderboard_page import write_leaderboard_page
 
-        print(f"wrote {write_leaderboard_page(tables, args.html, matrix=args.matrix)}")
+        print(f"wrote {write_leaderboard_page(tables, args.html, matrix=args.matrix)}", file=sys.stderr)
     if args.plot:
         from r2med_plugin.reporting.plots import plot_leaderboard
 
@@ -94,9 +94,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
             if len(tables) > 1 and benchmark == "nano":
                 path = path.with_name(f"{path.stem}-nano{path.suffix}")
             written, dropped = plot_leaderboard(rows, path, benchmark=benchmark, selection=args.plot_rows)
-            print(f"wrote {written}" + (f" ({BENCHMARK_TITLES[benchmark]})" if len(tables) > 1 else ""))
+            print(f"wrote {written}" + (f" ({BENCHMARK_TITLES[benchmark]})" if len(tables) > 1 else ""), file=sys.stderr)
             if dropped:
-                print(f"  not plotted ({len(dropped)} rows; choose with --plot-rows, or --plot-rows all): {'; '.join(dropped)}")
+                print(f"  not plotted ({len(dropped)} rows; choose with --plot-rows, or --plot-rows all): {'; '.join(dropped)}",
+                      file=sys.stderr)
     return 0
 
 
@@ -192,7 +193,7 @@ def _reproduce_matrix(args: argparse.Namespace) -> int:
         from r2med_plugin.io import write_text_atomic
 
         write_text_atomic(args.json, json.dumps(matrix_json(report), indent=2) + "\n")
-        print(f"wrote {args.json}")
+        print(f"wrote {args.json}", file=sys.stderr)
     return 0 if report.passed else 1
 
 
@@ -324,8 +325,9 @@ def _add_reproduce(commands: Any) -> None:
                         help="recompute the published rows this machine can (default: the 14 BM25 rows, one corpus index "
                              "per task), resumable: the state lives under --output, else the cache folder")
     matrix.add_argument("--rows", default=None, metavar="PATTERN",
-                        help="case-insensitive glob over '<LLM> + <Retriever>' as the leaderboard names them "
-                             "(e.g. '*BM25', 'o3-mini + *'); default: the CPU rows")
+                        help="case-insensitive glob over '<LLM> + <Retriever>' as the leaderboard names them, or over "
+                             "'<method>/<llm> + <Retriever>' (the expansion file) (e.g. '*BM25', 'o3-mini + *', 'hyde/*', "
+                             "'hyde/gpt4 + *'); default: the CPU rows")
     matrix.add_argument("--list", action="store_true", help="list every published row with its command and what it needs; runs nothing")
     matrix.add_argument("--device", default="cpu",
                         help="device for the selected rows that load a model: cpu (default), cuda, cuda:1, mps")

@@ -1,5 +1,7 @@
-"""`r2med reproduce --matrix`: every row of the published R2MED leaderboard (67), its command, and the rows this
-machine recomputes (by default the 14 BM25 rows: plain BM25 and BM25 over 13 LLMs' released expansion files).
+"""`r2med reproduce --matrix`: every row of the published R2MED leaderboard (68), its command, and the rows this
+machine recomputes (by default the 14 BM25 rows: plain BM25 and BM25 over 13 LLMs' released expansion files). The
+board's one reranked row (ReasonRank(32B) over E5-mistral-7b-instruct) is listed with the command that runs its
+setup; the matrix itself computes first stages only.
 
 Which expansion file a leaderboard LLM name means is data (task_metadata/leaderboard_expansions.json, generated
 with its source); each file is combined with the queries by the official rule of its method and LLM
@@ -41,6 +43,34 @@ _VOYAGE_REASON = ("Voyage-3's own API (api.voyageai.com) is not OpenAI-compatibl
 
 
 @dataclass(frozen=True)
+class RerankSetup:
+    """How a published reranker ran (its authors' code), and the `r2med evaluate` options closest to it."""
+
+    options: str  # what follows --first-stage in the command
+    needs: str
+    reason: str  # why that command does not reproduce the published row exactly
+    source: str
+
+
+_REASONRANK_SOURCE = ("github.com/8421BCD/ReasonRank: run_rank_llm.sh (window_size 20, step_size 10, retrieval_num 100, "
+                      "reasoning_maxlen 3072, prompt_mode rank_GPT_reasoning) and runs/r2med_<Task>/"
+                      "e5-mistral-7b-instruct_top100.txt; model liuwenhan/reasonrank-32B")
+RERANKERS = {  # the board's reranker name -> its setup
+    "ReasonRank(32B)": RerankSetup(
+        options=("--rerank-depth 100 --rerank llm-listwise:liuwenhan/reasonrank-32B --base-url http://localhost:8000/v1 "
+                 "--window 20 --step 10"),
+        needs="ReasonRank-32B behind an OpenAI-compatible endpoint (e.g. `vllm serve liuwenhan/reasonrank-32B "
+              "--port 8000`: 32B parameters, about 65 GB in bfloat16)",
+        reason=("ReasonRank answers in its own reasoning format, asked by its own system prompt (<think> ... </think> "
+                "<answer> ... </answer>, listwise_prompt_r1.toml); llm-listwise sends RankGPT's prompt, so the command "
+                "runs ReasonRank-32B in the published setup (E5-mistral-7b-instruct's top 100, windows of 20, step 10) "
+                "with another prompt: close to the published row, not a reproduction of it"),
+        source=_REASONRANK_SOURCE,
+    ),
+}
+
+
+@dataclass(frozen=True)
 class MatrixRow:
     """One published row: its LLM (None: no expansion) and retriever as the reference file names them, the
     published nDCG@10 x 100 (hub task names and ``avg``), and how this package recomputes it."""
@@ -53,10 +83,16 @@ class MatrixRow:
     needs: str
     base_url: str | None = None
     reason: str | None = None  # why no command here recomputes the row as published (None: the command does)
+    reranker: str | None = None  # the board's reranker (None: a first stage alone); ``retriever`` is then "Reranker | Retriever"
 
     @property
     def label(self) -> str:
         return f"{self.llm} + {self.retriever}"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """What --rows matches: the label, and for an expansion row "<method>/<llm> + <Retriever>" too."""
+        return (self.label, f"{self.expansion} + {self.retriever}") if self.expansion else (self.label,)
 
     @property
     def slug(self) -> str:
@@ -71,6 +107,8 @@ class MatrixRow:
         """The `r2med evaluate` command that computes this row's 8 tasks."""
         tasks = " ".join(spec.name for spec in list_tasks("r2med"))
         parts = [f"r2med evaluate --task {tasks} --retriever {self.retriever_id}"]
+        if self.reranker:
+            parts = [f"r2med evaluate --task {tasks} --first-stage {self.retriever_id} {RERANKERS[self.reranker].options}"]
         if self.expansion:
             parts.append(f"--expansion {self.expansion}")
         if self.base_url:
@@ -116,26 +154,35 @@ def _retriever_of(retriever: str) -> tuple[str, str, str | None, str | None]:
 
 def matrix_rows() -> list[MatrixRow]:
     """Every row of the published leaderboard, in its order."""
-    from r2med_plugin.reporting.published import published_table
+    from r2med_plugin.reporting.published import published_label, published_table
 
     mapping = leaderboard_expansions()
     rows = []
     for entry in published_table()["rows"]:
         retriever_id, needs, base_url, reason = _retriever_of(entry["retriever"])
+        setup = RERANKERS[entry["reranker"]] if entry.get("reranker") else None
+        if setup is not None:
+            needs, reason = f"{needs}; {setup.needs}", setup.reason
         expansion = mapping[entry["llm"]]["expansion"] if entry["llm"] is not None else None
         published = {**{name: float(value) for name, value in entry["scores"].items()}, AVG: float(entry["avg"])}
-        rows.append(MatrixRow(entry["llm"], entry["retriever"], published, expansion, retriever_id, needs, base_url, reason))
+        rows.append(MatrixRow(entry["llm"], published_label(entry), published, expansion, retriever_id, needs, base_url,
+                              reason, entry.get("reranker")))
     return rows
 
 
 def select_rows(rows: Sequence[MatrixRow], pattern: str | None) -> list[MatrixRow]:
-    """The rows a case-insensitive glob over "<LLM> + <Retriever>" selects; without one, the CPU rows."""
+    """The rows a case-insensitive glob over "<LLM> + <Retriever>" or "<method>/<llm> + <Retriever>" (the expansion
+    file) selects; without one, the CPU rows. A pattern that selects nothing is an UnknownNameError listing every name."""
     if pattern is None:
         return [row for row in rows if row.on_cpu]
-    chosen = [row for row in rows if fnmatch.fnmatchcase(row.label.lower(), pattern.lower())]
+    chosen = [row for row in rows if any(fnmatch.fnmatchcase(name.lower(), pattern.lower()) for name in row.names)]
     if not chosen:
-        raise ValueError(f"--rows {pattern!r} selects no row; rows are named '<LLM> + <Retriever>', e.g. "
-                         f"'o3-mini + BM25', '* + NV-Embed-v2', 'None + BM25' (see r2med reproduce --matrix --list)")
+        from r2med_plugin.errors import UnknownNameError
+
+        names = "; ".join(" or ".join(f"'{name}'" for name in row.names) for row in rows)
+        raise UnknownNameError(f"--rows {pattern!r} selects no row; rows are named '<LLM> + <Retriever>' or, with an "
+                               f"expansion, '<method>/<llm> + <Retriever>' (e.g. 'o3-mini + BM25', 'hyde/*', "
+                               f"'hyde/gpt4 + *', '* + NV-Embed-v2'). The {len(rows)} rows: {names}")
     return chosen
 
 
@@ -148,6 +195,8 @@ def render_list(rows: Sequence[MatrixRow]) -> str:
         lines.append(f"    {row.command()}")
         if row.expansion:
             lines.append(f"    expansion file: {row.expansion} ({leaderboard_expansions()[row.llm]['source']})")
+        if row.reranker:
+            lines.append(f"    reranker: {row.reranker}, as its authors ran it: {RERANKERS[row.reranker].source}")
         if row.reason:
             lines.append(f"    why no command reproduces it as published: {row.reason}")
     return "\n".join(lines) + "\n"
@@ -191,6 +240,8 @@ def half_up(value: float) -> float:
 
 def why_not_run(row: MatrixRow, selected: bool, pattern: str | None) -> str | None:
     """None for a row the matrix computes (a selected row; without --rows, the BM25 rows); else why not."""
+    if row.reranker:
+        return f"reranked by {row.reranker}: the matrix computes first stages only; run its command (--list)"
     if selected:
         return None
     if pattern is not None:

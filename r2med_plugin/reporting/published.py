@@ -14,14 +14,24 @@ def published_table() -> dict:
 
 
 def published_rows() -> list[LeaderboardRow]:
-    """The published R2MED leaderboard (shipped with the package)."""
+    """The published R2MED leaderboard (shipped with the package). A row with a reranker (its ``reranker`` field;
+    null for the others) is labelled "Reranker | First stage" as the official reranker results are, its paper in
+    the note."""
+    table = published_table()
+    papers = table.get("reranker_papers", {})
     return [
         LeaderboardRow(
-            llm=row["llm"] or "", retriever=row["retriever"], scores=dict(row["scores"]), source="published",
-            published_average=float(row["avg"]),
+            llm=row["llm"] or "", retriever=published_label(row), scores=dict(row["scores"]), source="published",
+            published_average=float(row["avg"]), reranked=bool(row.get("reranker")),
+            note=f"reranker paper: {papers[row['reranker']]}" if row.get("reranker") in papers else "",
         )
-        for row in published_table()["rows"]
+        for row in table["rows"]
     ]
+
+
+def published_label(row: dict) -> str:
+    """The retriever column of a published board row: its retriever, or "Reranker | Retriever" for a reranked row."""
+    return f"{row['reranker']} | {row['retriever']}" if row.get("reranker") else str(row["retriever"])
 
 
 def published_reranker_rows() -> list[LeaderboardRow]:

@@ -17,8 +17,9 @@ import r2med_plugin
 from r2med_plugin.cli import build_parser, main
 from r2med_plugin.cli_evaluate import requests_from_args
 from r2med_plugin.data.expansions import list_expansions
+from r2med_plugin.errors import UnknownNameError
 from r2med_plugin.evaluation.matrix import (MatrixState, leaderboard_expansions, matrix_json, matrix_rows, run_matrix,
-                                            select_rows)
+                                            select_rows, why_not_run)
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids
 
 R2MED_TASKS = [spec.name for spec in r2med_plugin.list_tasks("r2med")]
@@ -39,11 +40,11 @@ def test_each_leaderboard_llm_names_a_released_expansion_of_its_method():
         assert all(entry["expansion"] in list_expansions(task) for task in R2MED_TASKS)
 
 
-def test_the_list_names_all_67_rows_each_with_a_command_r2med_accepts(capsys: pytest.CaptureFixture[str]):
+def test_the_list_names_all_68_rows_each_with_a_command_r2med_accepts(capsys: pytest.CaptureFixture[str]):
     assert main(["reproduce", "--matrix", "--list"]) == 0
     out = capsys.readouterr().out
     rows = matrix_rows()
-    assert len(rows) == 67 and out.startswith("67 published rows")
+    assert len(rows) == 68 and out.startswith("68 published rows")
     assert sum(row.on_cpu for row in rows) == 14
     for row in rows:
         assert f". {row.label}  [published avg {row.published['avg']:.2f}" in out
@@ -57,14 +58,40 @@ def test_the_list_names_all_67_rows_each_with_a_command_r2med_accepts(capsys: py
     assert "not OpenAI-compatible" in voyage.reason and f"why no command reproduces it as published: {voyage.reason}" in out
 
 
+def test_the_reranked_board_row_is_listed_with_the_command_of_its_setup(capsys: pytest.CaptureFixture[str]):
+    """The board's 68th row (c85a571): ReasonRank(32B) over E5-mistral-7b-instruct, first on the board."""
+    row = matrix_rows()[0]
+    assert (row.llm, row.reranker, row.label) == (None, "ReasonRank(32B)", "None + ReasonRank(32B) | E5-mistral-7b-instruct")
+    assert row.published == {"Biology": 45.56, "Bioinformatics": 67.73, "Medical-Sciences": 63.45, "MedXpertQA-Exam": 18.9,
+                             "MedQA-Diag": 30.6, "PMC-Treatment": 41.08, "PMC-Clinical": 46.11, "IIYi-Clinical": 29.35,
+                             "avg": 42.85}
+    (request, *_) = requests_from_args(build_parser().parse_args(shlex.split(row.command())[1:]))
+    asked = request.to_dict()
+    assert (asked["first_stage"]["name"], asked["reranker"]["name"], asked["reranker"]["depth"]) == (
+        "official:e5", "llm-listwise:liuwenhan/reasonrank-32B", 100)
+    assert asked["reranker"]["settings"] == {"window": 20, "step": 10}
+    assert "RankGPT's prompt" in row.reason and "vllm serve liuwenhan/reasonrank-32B" in row.needs
+    assert main(["reproduce", "--matrix", "--list", "--rows", "*reasonrank*"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 published rows") and "8421BCD/ReasonRank" in out and row.reason in out
+    # the matrix computes first stages only: selected, the row says why it is not run
+    assert why_not_run(row, True, "*reasonrank*").startswith("reranked by ReasonRank(32B)")
+
+
 def test_rows_are_selected_by_a_case_insensitive_glob():
     rows = matrix_rows()
     assert len(select_rows(rows, None)) == 14
     assert [row.label for row in select_rows(rows, "O3-MINI + *")] == [
         "o3-mini + NV-Embed-v2", "o3-mini + BM25", "o3-mini + Text-embedding-3-large", "o3-mini + BGE-Large-en-v1.5"]
     assert len(select_rows(rows, "* + nv-embed-v2")) == 14
-    with pytest.raises(ValueError, match="selects no row.*--list"):
+    assert [row.label for row in select_rows(rows, "hyde/gpt4 + *")] == [
+        "GPT4o + NV-Embed-v2", "GPT4o + Text-embedding-3-large", "GPT4o + BM25", "GPT4o + BGE-Large-en-v1.5"]
+    assert len(select_rows(rows, "hyde/*")) == 36 and len(select_rows(rows, "search-r1/* + bm25")) == 2
+    with pytest.raises(UnknownNameError) as refused:
         select_rows(rows, "GPT-5 + *")
+    assert "'GPT-5 + *'" in str(refused.value)
+    for row in rows:  # every name it could match
+        assert all(f"'{name}'" in str(refused.value) for name in row.names)
 
 
 def _official_query(method: str, llm: str, text: str, hy_doc: str) -> str:
@@ -140,10 +167,12 @@ def test_the_json_file_has_every_row_with_its_status_and_command(mirror_env: Pat
     target = tmp_path / "matrix.json"
     code = main(["reproduce", "--matrix", "--rows", "*qwq* + BM25", "--quiet", "--output", str(tmp_path / "out"),
                  "--json", str(target)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert f"wrote {target}\n" in captured.err and "wrote" not in out  # stdout is the table alone
     assert code == 1  # the fixture's numbers are not the published ones
     rows = json.loads(target.read_text())["rows"]
-    assert len(rows) == 67
+    assert len(rows) == 68
     keys = [spec.hub_name for spec in r2med_plugin.list_tasks("r2med")] + ["avg"]
     ran = [row for row in rows if row["ours"] is not None]
     assert [(row["llm"], row["status"]) for row in ran] == [("Search-O1 (QwQ-32b)", "FAIL"), ("QwQ-32B", "FAIL")]
@@ -151,7 +180,8 @@ def test_the_json_file_has_every_row_with_its_status_and_command(mirror_env: Pat
         assert list(row["published"]) == keys and list(row["ours"]) == keys and list(row["delta"]) == keys
         assert row["delta"]["Biology"] == round(row["ours"]["Biology"] - row["published"]["Biology"], 2)
         assert row["command"].startswith("r2med evaluate --task R2MEDBiology")
-    assert {row["status"] for row in rows if row["ours"] is None} == {"not run: not selected (--rows)"}
+    assert {row["status"] for row in rows[1:] if row["ours"] is None} == {"not run: not selected (--rows)"}
+    assert rows[0]["status"].startswith("not run: reranked by ReasonRank(32B)")  # the matrix computes first stages only
     assert "QwQ-32B + BM25: FAIL" in out and "65 more rows not selected" in out
     assert list((tmp_path / "out" / "official").glob("hyde__qwq-32b+bm25-lucene/*/R2MEDBiology.json"))
 
@@ -196,8 +226,8 @@ def test_the_leaderboard_page_shows_the_matrix_with_its_commands(mirror_env: Pat
     html = (page / "index.html").read_text(encoding="utf-8")
     section = html[html.index('<section id="reproduction-matrix">'):]
     section = section[:section.index("</section>")]
-    assert section.count("<tr><td>") == 67
-    gpt4o = json.loads(target.read_text())["rows"][11]
+    assert section.count("<tr><td>") == 68
+    gpt4o = json.loads(target.read_text())["rows"][12]
     assert (gpt4o["llm"], gpt4o["retriever"]) == ("GPT4o", "BM25")
     assert (f"<tr><td>GPT4o</td><td>BM25</td><td>37.70</td><td>{gpt4o['ours']['avg']:.2f}</td>"
             f"<td>{gpt4o['delta']['avg']:+.2f}</td><td>FAIL</td>") in section
