@@ -28,7 +28,7 @@ from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
     RowGroup,
     grouped_records,
 )
-from r2med_plugin.reporting.published import published_reranker_rows, published_rows  # noqa: F401 - re-exported
+from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows  # noqa: F401 - re-exported
 from r2med_plugin.reporting.render import (  # noqa: F401 - re-exported
     leaderboard_table,
     notes,
@@ -276,7 +276,19 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
         raise ValueError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
         )
-    return rank_rows(rows)
+    ranked = rank_rows(rows)
+    if compare_published:  # after ranking: the order stays what the expansion files' names give
+        _name_published_llms(ranked)
+    return ranked
+
+
+def _name_published_llms(rows: list[LeaderboardRow]) -> None:
+    """Your rows on a released expansion file that the published board names carry that name beside the file
+    ("GPT4o (hyde/gpt4)"), so that a row and its published row read alike."""
+    names = published_llm_names()
+    for row in rows:
+        if row.source == "yours" and row.expansion in names:
+            row.llm = f"{names[row.expansion]} ({row.expansion})"
 
 
 __all__ = [  # the leaderboard's names, wherever they live now (result_files, grouping, rows, published, render)

@@ -101,9 +101,14 @@ def write_leaderboard_page(tables: Mapping[str, Sequence[LeaderboardRow]], folde
     page = page_html(tables, folder=path, title=title)
     if matrix is not None and not isinstance(matrix, Mapping):
         matrix = _read_matrix(matrix)
-    if matrix is not None:
+    if matrix is not None:  # the section at the end, and a link to it at the top
         page = page.replace("<script>", matrix_section(matrix) + "<script>", 1)
+        page = page.replace("</h1>\n", f"</h1>\n{MATRIX_LINK}\n", 1)
     return write_text_atomic(path / PAGE_FILE, page)
+
+
+MATRIX_LINK = ('<p class="meta"><a href="#reproduction-matrix">Reproduction matrix</a>: each published row recomputed '
+               "here, below the tables.</p>")
 
 
 def _read_matrix(path: str | os.PathLike) -> Mapping:
@@ -266,7 +271,7 @@ def row_links(row: LeaderboardRow, folder: str | os.PathLike) -> list[Link]:
     row's source."""
     if row.source == "published":
         sources = published_sources()
-        return [Link("official reranker results", sources["reranker"])] if row.reranked else [
+        return [Link("official reranker results", sources["reranker"])] if row.reranked and row.published_average is None else [
             Link("R2MED leaderboard", "https://r2med.github.io/", sources["leaderboard"])]
     links, metas = [], []
     for hub in task_columns():

@@ -29,6 +29,15 @@ def published_rows() -> list[LeaderboardRow]:
     ]
 
 
+def published_llm_names() -> dict[str, str]:
+    """Released expansion file ("hyde/gpt4") -> the LLM name the published board gives it ("GPT4o"), as
+    task_metadata/leaderboard_expansions.json maps them (with its sources)."""
+    from r2med_plugin.catalog import LEADERBOARD_EXPANSIONS_FILE, metadata_dir
+
+    llms = json.loads((metadata_dir() / LEADERBOARD_EXPANSIONS_FILE).read_text(encoding="utf-8"))["llms"]
+    return {entry["expansion"]: name for name, entry in llms.items()}
+
+
 def published_label(row: dict) -> str:
     """The retriever column of a published board row: its retriever, or "Reranker | Retriever" for a reranked row."""
     return f"{row['reranker']} | {row['retriever']}" if row.get("reranker") else str(row["retriever"])

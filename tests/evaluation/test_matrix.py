@@ -224,6 +224,8 @@ def test_the_leaderboard_page_shows_the_matrix_with_its_commands(mirror_env: Pat
     main(["reproduce", "--matrix", "--rows", "gpt4o + bm25", "--quiet", "--output", str(out), "--json", str(target)])
     assert main(["leaderboard", str(out), "--compare-published", "--html", str(page), "--matrix", str(target)]) == 0
     html = (page / "index.html").read_text(encoding="utf-8")
+    top = html.index('<a href="#reproduction-matrix">Reproduction matrix</a>')  # linked from the page's top
+    assert html.index("<h1>") < top < html.index("<table") < html.index('<section id="reproduction-matrix">')
     section = html[html.index('<section id="reproduction-matrix">'):]
     section = section[:section.index("</section>")]
     assert section.count("<tr><td>") == 68
@@ -232,5 +234,8 @@ def test_the_leaderboard_page_shows_the_matrix_with_its_commands(mirror_env: Pat
     assert (f"<tr><td>GPT4o</td><td>BM25</td><td>37.70</td><td>{gpt4o['ours']['avg']:.2f}</td>"
             f"<td>{gpt4o['delta']['avg']:+.2f}</td><td>FAIL</td>") in section
     assert "--retriever bm25-lucene --expansion hyde/gpt4 --output results/matrix</code>" in section
+    plain = tmp_path / "plain"
+    assert main(["leaderboard", str(out), "--compare-published", "--html", str(plain)]) == 0
+    assert "#reproduction-matrix" not in (plain / "index.html").read_text(encoding="utf-8")  # no section, no link
     assert main(["leaderboard", str(out), "--matrix", str(target)]) == 2
     assert "--matrix reaches no code here" in capsys.readouterr().err

@@ -12,7 +12,8 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
-from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+from r2med_plugin.reporting.leaderboard import build_leaderboard, published_leaderboard, published_rows, render
+from r2med_plugin.reporting.published import published_table
 from r2med_plugin.reporting.submission import export_submission
 from tests.support.builders import official_row, two_mirrors, write_result
 
@@ -193,3 +194,36 @@ def test_a_newer_revision_with_only_candidate_results_never_hides_an_older_full_
     rows = build_leaderboard([tmp_path], benchmark="nano")
     full = [row for row in rows if row.scores]
     assert len(full) == 1 and full[0].scores == pytest.approx({spec.hub_name: 40.0 for spec in list_tasks("nano")})
+
+
+def test_the_published_board_holds_its_reranked_row_first():
+    """R2MED/r2med.github.io c85a571: 68 rows; the first, ReasonRank(32B) over E5-mistral-7b-instruct, is the only one
+    with a reranker."""
+    table = published_table()
+    assert len(table["rows"]) == 68 and "c85a571" in table["source"]
+    assert [row["reranker"] for row in table["rows"]] == ["ReasonRank(32B)"] + [None] * 67
+    assert table["reranker_papers"] == {"ReasonRank(32B)": "https://arxiv.org/abs/2508.07050"}
+    first = published_rows()[0]
+    assert (first.llm, first.retriever, first.reranked, first.published_average) == (
+        "", "ReasonRank(32B) | E5-mistral-7b-instruct", True, 42.85)
+    assert first.scores == {"Biology": 45.56, "Bioinformatics": 67.73, "Medical-Sciences": 63.45, "MedXpertQA-Exam": 18.9,
+                            "MedQA-Diag": 30.6, "PMC-Treatment": 41.08, "PMC-Clinical": 46.11, "IIYi-Clinical": 29.35}
+    assert "arxiv.org/abs/2508.07050" in first.note
+    plain = [row for row in published_rows() if row.retriever == "E5-mistral-7b-instruct"]
+    assert [(row.llm, row.reranked, row.published_average) for row in plain] == [("", False, 24.92)]  # still its own row
+    assert published_leaderboard()[0].retriever == "ReasonRank(32B) | E5-mistral-7b-instruct"  # first by its average
+
+
+def test_your_rows_carry_the_published_llm_name_beside_the_expansion_file(tmp_path: Path):
+    for spec in R2MED:
+        write_result(tmp_path, "hyde/gpt4+bm25-lucene", spec.name, official_row(0.3), spec.revision)
+        write_result(tmp_path, "hyde/llama-70b+bm25-lucene", spec.name, official_row(0.2), spec.revision)
+        write_result(tmp_path, "local/hyde/gpt4@1a2b3c4d+bm25-lucene", spec.name, official_row(0.1), spec.revision)
+    alone = build_leaderboard([tmp_path])
+    assert [row.llm for row in alone] == ["gpt4", "llama-70b", "gpt4"]
+    rows = build_leaderboard([tmp_path], compare_published=True)
+    ours = [row for row in rows if row.source == "yours"]
+    assert [row.llm for row in ours] == ["GPT4o (hyde/gpt4)", "Llama3.1-70B-Ins (hyde/llama-70b)", "gpt4"]  # local: no name
+    assert [row.average for row in ours] == [row.average for row in alone]  # the same rows, in the same order
+    text = render(rows, "md")
+    assert "| GPT4o (hyde/gpt4) | bm25-lucene (hyde) |" in text and "| GPT4o | BM25 [published] |" in text

@@ -120,18 +120,19 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def cli_page(results: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The page and the terminal table of one `r2med leaderboard --compare-published --significance --html` run."""
+    """The page and the terminal table of one `r2med leaderboard --compare-published --significance --html` run
+    (stdout: the table alone; the "wrote" line goes to stderr)."""
     page = tmp_path_factory.mktemp("site") / "board"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    printed, told = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(told):
         assert main(["leaderboard", str(results), "--compare-published", "--significance", "--html", str(page)]) == 0
+    assert f"wrote {page / PAGE_FILE}\n" in told.getvalue() and "wrote" not in printed.getvalue()
     return page / PAGE_FILE, printed.getvalue()
 
 
 def test_page_numbers_equal_the_terminal_table(cli_page: tuple[Path, str]):
     page, printed = cli_page
-    assert f"wrote {page}" in printed
-    terminal = _markdown_tables(printed.split(f"wrote {page}")[0])
+    terminal = _markdown_tables(printed)
     shown = _page_tables(page)
     assert set(shown) == set(terminal) == {"r2med", "nano"}
     for benchmark, (header, rows) in terminal.items():
@@ -291,7 +292,7 @@ def test_published_page_alone(tmp_path: Path):
     page = write_published_page(tmp_path / "published")
     (shown,) = _page_tables(page).values()
     assert _terminal_columns(shown) == table_cells(published_leaderboard())
-    assert {row["attrs"]["data-source"] for row in shown["rows"]} == {"published"} and len(shown["rows"]) == 67 + 3
+    assert {row["attrs"]["data-source"] for row in shown["rows"]} == {"published"} and len(shown["rows"]) == 68 + 3
     script = subprocess.run([sys.executable, str(ROOT / "scripts" / "render_published_leaderboard.py"), str(tmp_path / "site")],
                             capture_output=True, text=True, check=False)
     assert script.returncode == 0, script.stderr
