@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     date, subject = git(args.clone, "log", "-1", "--format=%ad%x00%s", "--date=short", commit).strip().split("\0")
     rows, papers = board_rows(git(args.clone, "show", f"{commit}:index.html"))
     document = {
-        "source": (f"R2MED project leaderboard, {REPOSITORY}/blob/{commit}/index.html (commit {commit[:7]} of {date}, "
-                   f"\"{subject}\"), average nDCG@10 x100 across the 8 tasks; LLM = model that generated the "
+        "source": (f"R2MED project leaderboard, {REPOSITORY.removeprefix('https://')} index.html at commit {commit} "
+                   f"({date}, \"{subject}\"), average nDCG@10 x100 across the 8 tasks; LLM = model that generated the "
                    "hypothetical document (HyDE) before retrieval (the board's Rewriter), null = plain retriever; "
                    "reranker = the model that reranked the retriever's results, null = none"),
         "reranker_papers": papers,

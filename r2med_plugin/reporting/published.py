@@ -23,7 +23,7 @@ def published_rows() -> list[LeaderboardRow]:
         LeaderboardRow(
             llm=row["llm"] or "", retriever=published_label(row), scores=dict(row["scores"]), source="published",
             published_average=float(row["avg"]), reranked=bool(row.get("reranker")),
-            note=f"reranker paper: {papers[row['reranker']]}" if row.get("reranker") in papers else "",
+            note=f"reranker paper: {_paper(papers[row['reranker']])}" if row.get("reranker") in papers else "",
         )
         for row in table["rows"]
     ]
@@ -75,3 +75,8 @@ def published_sources() -> dict[str, str]:
 def _short(model: str) -> str:
     """The model's name without its hub organisation, as the leaderboard names models (NV-Embed-v2)."""
     return model.rsplit("/", 1)[-1]
+
+
+def _paper(link: str) -> str:
+    """A paper's name for a note: "arXiv 2508.07050" for an arXiv link (a note holds no address), else the link."""
+    return f"arXiv {link.rsplit('/', 1)[-1]}" if "arxiv.org/abs/" in link else link
