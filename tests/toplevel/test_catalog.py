@@ -138,3 +138,9 @@ def test_every_reference_file_names_its_source():
     for name in files:
         assert json.loads((reference / name).read_text(encoding="utf-8"))["source"], name
         assert f"`{name}`" in readme, name
+
+
+def test_ci_runs_the_task_metadata_check_unconditionally():
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ".venv/bin/python scripts/generate_task_metadata.py --check" in ci  # a line of its own, in no `if` block
+    assert not any("shared/reference" in line for line in ci)
