@@ -106,9 +106,10 @@ class MatrixRow:
     def command(self) -> str:
         """The `r2med evaluate` command that computes this row's 8 tasks."""
         tasks = " ".join(spec.name for spec in list_tasks("r2med"))
-        parts = [f"r2med evaluate --task {tasks} --retriever {self.retriever_id}"]
-        if self.reranker:
+        if self.reranker:  # the retriever is the first stage of the reranker's setup
             parts = [f"r2med evaluate --task {tasks} --first-stage {self.retriever_id} {RERANKERS[self.reranker].options}"]
+        else:
+            parts = [f"r2med evaluate --task {tasks} --retriever {self.retriever_id}"]
         if self.expansion:
             parts.append(f"--expansion {self.expansion}")
         if self.base_url:

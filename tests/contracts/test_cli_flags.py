@@ -122,8 +122,8 @@ def _calls(recorded: list[str], argv: list[str], capsys: pytest.CaptureFixture) 
         code: int | str = main(argv)
     except _Stop:
         code = "stopped"
-    printed = capsys.readouterr().out
-    return code, [*recorded, f"stdout: {printed}"]
+    printed = capsys.readouterr()  # stdout is the table; what was written is said on stderr
+    return code, [*recorded, f"stdout: {printed.out}", f"stderr: {printed.err}"]
 
 
 TASK, R2MED_TASK = "NanoR2MEDBiology", "R2MEDBiology"

@@ -224,7 +224,7 @@ def test_plot_rows_are_chosen_and_never_dropped_silently(tmp_path: Path, capsys:
     path, dropped = plot_leaderboard(rows, tmp_path / "all.svg", selection=["all"])
     assert dropped == [] and all(f"org/m{i}" in _svg_text(path) for i in range(8))
     assert main(["leaderboard", str(tmp_path), "--plot", str(tmp_path / "cli.svg")]) == 0
-    assert "not plotted (2 rows; choose with --plot-rows, or --plot-rows all): org/m1; org/m0" in capsys.readouterr().out
+    assert "not plotted (2 rows; choose with --plot-rows, or --plot-rows all): org/m1; org/m0" in capsys.readouterr().err
     assert main(["leaderboard", str(tmp_path), "--plot", str(tmp_path / "two.svg"), "--plot-rows", "1", "org/m0"]) == 0
     text = _svg_text(tmp_path / "two.svg")
     assert "org/m7" in text and "org/m0" in text and "org/m3" not in text
@@ -237,7 +237,7 @@ def test_nano_plot_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str], svg_
         for spec in NANO:
             write_result(tmp_path, name, spec.name, score)
     assert main(["leaderboard", str(tmp_path), "--benchmark", "nano", "--plot", str(tmp_path / "first.svg")]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # notes on stderr; stdout is the table alone
     assert "not plotted (1 rows" in out and "org/b" in out.split("not plotted")[1]
     assert "NanoR2MED: org/a" in _svg_text(tmp_path / "first.svg")
     assert main(["leaderboard", str(tmp_path), "--benchmark", "nano", "--plot", str(tmp_path / "b.svg"), "--plot-rows", "org/b"]) == 0
