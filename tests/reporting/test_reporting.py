@@ -213,6 +213,9 @@ def test_cli_leaderboard_and_export(results: Path, tmp_path: Path, capsys: pytes
     assert main(["leaderboard", str(results), "--format", "csv", "--out", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")]) == 0
     assert (tmp_path / "t.csv").read_text().startswith("Rank,LLM")
     assert (tmp_path / "p.png").stat().st_size > 10_000
+    printed = capsys.readouterr()
+    assert printed.out == ""  # written to --out: nothing on stdout; each "wrote" line on stderr
+    assert f"wrote {tmp_path / 't.csv'}\nwrote {tmp_path / 'p.png'}\n" in printed.err
     assert main(["export", "--submission", str(results), "--model", "org/model-a", "--out", str(tmp_path / "s")]) == 0
     assert main(["export", "--submission", str(results), "--out", str(tmp_path / "s")]) == 2
     assert "needs --model" in capsys.readouterr().err
