@@ -1,7 +1,7 @@
 """Regenerate reference/r2med_leaderboard.json from a clone of GitHub R2MED/r2med.github.io (the published board).
 
     git clone https://github.com/R2MED/r2med.github.io board
-    python scripts/extract_published_board.py board [--commit c85a571]
+    python scripts/extract_published_board.py board [--commit c85a571] [--out reference/r2med_leaderboard.json]
     python scripts/generate_task_metadata.py   # then the packaged copy and task_metadata/
 
 Reads index.html at the commit (git show, so the work tree may be dirty) and copies every row of its leaderboard
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("clone", type=Path)
     parser.add_argument("--commit", default="HEAD")
+    parser.add_argument("--out", type=Path, default=TARGET)
     args = parser.parse_args(argv)
     commit = git(args.clone, "rev-parse", args.commit).strip()
     date, subject = git(args.clone, "log", "-1", "--format=%ad%x00%s", "--date=short", commit).strip().split("\0")
@@ -74,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         "columns": COLUMNS,
         "rows": rows,
     }
-    TARGET.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {TARGET} ({len(rows)} rows from {commit[:7]})", file=sys.stderr)
+    args.out.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({len(rows)} rows from {commit[:7]})", file=sys.stderr)
     return 0
 
 

@@ -144,3 +144,39 @@ def test_ci_runs_the_task_metadata_check_unconditionally():
     ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert ".venv/bin/python scripts/generate_task_metadata.py --check" in ci  # a line of its own, in no `if` block
     assert not any("shared/reference" in line for line in ci)
+
+
+_BOARD_ROW = """<tr><td class="rank-cell"></td><td><a>{rewriter}</a></td><td><a href="https://x/r">{retriever}</a><br></td>
+<td>{reranker}</td><td><strong>{avg}</strong></td>
+{scores}</tr>"""
+
+
+def test_the_board_extractor_copies_every_row_with_its_reranker(tmp_path: Path):
+    """scripts/extract_published_board.py on a git clone of a board page: rows as published, "-" read as none."""
+    rows = [("-", "E5-mistral-7b-instruct", '<a href="https://arxiv.org/abs/2508.07050">ReasonRank(32B)</a>', "42.85",
+             ["45.56", "67.73", "63.45", "18.90", "30.60", "41.08", "46.11", "29.35"]),
+            ("o3-mini", "BM25", "<a>-</a>", "41.01", ["59.65", "46.56", "47.17", "34.64", "55.22", "41.65", "35.32", "7.86"])]
+    body = "".join(_BOARD_ROW.format(rewriter=w, retriever=r, reranker=k, avg=a,
+                                     scores="".join(f"<td>{s}</td>" for s in scores)) for w, r, k, a, scores in rows)
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "index.html").write_text(f"<table><thead></thead><tbody>{body}</tbody></table>", encoding="utf-8")
+    git = ["git", "-C", str(board), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "index.html"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "Update ReasonRank"], check=True)
+    out = tmp_path / "board.json"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "extract_published_board.py"
+    result = subprocess.run([sys.executable, str(script), str(board), "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text(encoding="utf-8"))
+    first, second = document["rows"]
+    assert (first["llm"], first["retriever"], first["reranker"], first["avg"]) == (None, "E5-mistral-7b-instruct",
+                                                                                  "ReasonRank(32B)", 42.85)
+    assert first["scores"]["Biology"] == 45.56 and first["scores"]["IIYi-Clinical"] == 29.35
+    assert (second["llm"], second["reranker"], second["scores"]["MedQA-Diag"]) == ("o3-mini", None, 55.22)
+    assert document["reranker_papers"] == {"ReasonRank(32B)": "https://arxiv.org/abs/2508.07050"}
+    assert '"Update ReasonRank"' in document["source"] and "https://" not in document["source"]
+    # the repository's copy is this extractor's output at the board's commit c85a571: same keys, 68 rows
+    reference = json.loads((script.parents[1] / "reference" / "r2med_leaderboard.json").read_text(encoding="utf-8"))
+    assert list(reference) == list(document) and len(reference["rows"]) == 68 and "c85a571" in reference["source"]
