@@ -17,9 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
+from r2med_plugin.data.expansions import check_local_expansion_data, expansion_texts, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, StoredCandidates
+from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, RunFile, StoredCandidates
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute", "rerank_candidates",
-    "score_candidate_lists",
+    "score_candidate_lists", "validate_inputs",
 ]
 
 
@@ -88,6 +88,51 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         dataset_revision_verified=data.revision_verified, candidates_only=plan.candidates_only, hybrid_with=plan.hybrid_with,
         instructions=_own_instructions(ranker, data.name), hakari=_hakari(plan, data, run, stage.name),
     )
+
+
+KEPT_DATA_BYTES = 256 * 2**20  # validated tables kept for the run beyond the first task's; the rest are read again
+
+
+def validate_inputs(plans: Sequence[EvaluationPlan], *, keep_bytes: int = KEPT_DATA_BYTES) -> list[TaskData | None]:
+    """Read and check, before any plan runs, every task's files and every expansion file the plans read, so that bad
+    input stops a multi-task run before its first result is written (each error names the file and row or query).
+    Returns, per plan, the validated data for ``execute(plan, data=...)``, or None where it was dropped to bound
+    memory (that plan reads its task again): the first task's data is always kept, the others' while their tables
+    together take at most ``keep_bytes``."""
+    loaded: dict[tuple, TaskData | None] = {}
+    kept_bytes = 0
+    for plan in plans:
+        key = _data_key(plan)
+        if key in loaded:
+            continue
+        data = load_task(plan.task, data_dir=plan.data_dir, accept_drift=plan.accept_drift)
+        for same in (other for other in plans if _data_key(other) == key):
+            _check_inputs(same, data)
+        size = data.corpus.estimated_size() + data.queries.estimated_size()
+        first = not loaded
+        if first or kept_bytes + size <= keep_bytes:
+            kept_bytes += 0 if first else size
+            loaded[key] = data
+        else:
+            loaded[key] = None
+    return [loaded[_data_key(plan)] for plan in plans]
+
+
+def _data_key(plan: EvaluationPlan) -> tuple:
+    return plan.task, None if plan.data_dir is None else os.fspath(plan.data_dir), plan.accept_drift
+
+
+def _check_inputs(plan: EvaluationPlan, data: TaskData) -> None:
+    """What ``execute`` would refuse about a plan's data, found before any plan runs: the data-dependent settings, an
+    expansion file that cannot be read or lacks an evaluated query, and a run file (to rerank) naming unknown ids."""
+    if plan.reranker is not None:
+        stage = plan.first_stage.stage if isinstance(plan.first_stage, Named) else plan.first_stage
+        if isinstance(stage, RunFile):
+            _check_run(data, stage.ranked(data, plan.rerank_depth, show_progress=False))
+        return
+    _check_against_data(plan, data)
+    if plan.expansion is not None:
+        expansion_texts(data, plan.expansion, plan.data_dir)
 
 
 def _saved_run(stage: object, run: Run, top_k: int) -> Run:
@@ -190,9 +235,7 @@ def _first_stage_scored(plan: EvaluationPlan, data: TaskData, own: Bm25 | Dense 
 
 def _checked(data: TaskData, stage: RankedRun) -> Run:
     """The first stage's run for the evaluated queries; unknown ids are errors naming the file and line."""
-    dropped = set(data.report.queries_without_positives)
-    evaluated = set(data.queries["id"].to_list())
-    check_run_ids(stage.run, evaluated | dropped, set(data.corpus["id"].to_list()), source=stage.source, task=data.name)
+    evaluated = _check_run(data, stage)
     missing = [query_id for query_id in data.qrels if not stage.run.get(query_id)]
     if missing:
         logger.warning(
@@ -200,6 +243,14 @@ def _checked(data: TaskData, stage: RankedRun) -> Run:
             "the MTEB scores count them as 0", data.name, len(missing), len(data.qrels), missing[0],
         )
     return {query_id: ranked for query_id, ranked in stage.run.items() if query_id in evaluated}
+
+
+def _check_run(data: TaskData, stage: RankedRun) -> set[str]:
+    """Refuse a run naming a query or document the task lacks (the file and line named); the evaluated query ids."""
+    dropped = set(data.report.queries_without_positives)
+    evaluated = set(data.queries["id"].to_list())
+    check_run_ids(stage.run, evaluated | dropped, set(data.corpus["id"].to_list()), source=stage.source, task=data.name)
+    return evaluated
 
 
 def _texts(frame: pl.DataFrame, ids: set[str]) -> dict[str, str]:
