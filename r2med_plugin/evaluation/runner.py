@@ -91,7 +91,7 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
     )
 
 
-KEPT_DATA_BYTES = 256 * 2**20  # validated tables kept for the run beyond the first task's; the rest are read again
+KEPT_DATA_BYTES = 128 * 2**20  # validated tables kept for the run beyond the first task's; the rest are read again
 
 
 @dataclass(frozen=True)
