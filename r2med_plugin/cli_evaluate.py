@@ -426,14 +426,17 @@ def _keys_of(result, reranked: bool) -> list[str]:
 def _run_plans(args: argparse.Namespace, plans: list) -> int:
     """Execute each (label, plan), print its scores and write its files."""
     from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.evaluation.runner import execute
+    from r2med_plugin.evaluation.runner import execute, validate_inputs
     from r2med_plugin.evaluation.writers import write_outputs
 
     sizes = [get_task_spec(plan.task).expected_counts["documents"] for _, plan in plans]
     command_started = time.perf_counter()
+    preloaded = validate_inputs([plan for _, plan in plans])  # every task's files checked before the first runs
     for index, (label, plan) in enumerate(plans):
         started = _announce(args, label)
-        result = execute(plan)
+        data, preloaded[index] = preloaded[index], None  # held no longer than its plan needs it
+        result = execute(plan, data=data)
+        del data
         if args.quiet:
             print(f"{plan.task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
         if len(plans) > 1:

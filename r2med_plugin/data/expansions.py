@@ -23,6 +23,7 @@ from r2med_plugin.identifiers import EXPANSION_METHODS
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
+from r2med_plugin.errors import InputFileError
 from r2med_plugin.types import TaskData, TaskSpec
 
 METHODS = EXPANSION_METHODS
@@ -128,11 +129,33 @@ def load_expansions(
     """The expansion file of ``task`` as a frame with columns id, text, hy_doc (one row per query)."""
     from r2med_plugin.data.loader import drift_accepted
 
-    spec = get_task_spec(task)
+    return _read_expansion_file(expansion_file(get_task_spec(task), expansion, data_dir=data_dir,
+                                               accept_drift=drift_accepted(accept_drift)))
+
+
+def expansion_file(spec: TaskSpec, expansion: str, *, data_dir: str | os.PathLike | None = None,
+                   accept_drift: bool = False) -> Path:
+    """The file an expansion of a task is read from: a local one's query_with_hydoc.jsonl, or a released one's split."""
     if ExpansionName(expansion).is_local:
-        return _read_expansion_file(resolve_local_expansion(spec, expansion).path)
-    _, path = released_expansion_file(spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(accept_drift))
-    return _read_expansion_file(path)
+        return resolve_local_expansion(spec, expansion).path
+    return released_expansion_file(spec, expansion, data_dir=data_dir, accept_drift=accept_drift)[1]
+
+
+def expansion_texts(data: TaskData, expansion: str, data_dir: str | os.PathLike | None = None) -> dict[str, str]:
+    """query id -> expansion text (``hy_doc``) for every evaluated query of ``data``. A query the file lacks is an
+    InputFileError naming the file, the query and how many are missing."""
+    from r2med_plugin.data.loader import drift_accepted
+
+    path = expansion_file(data.spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
+    frame = _read_expansion_file(path)
+    by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list()))
+    missing = [query_id for query_id in data.queries["id"].to_list() if query_id not in by_id]
+    if missing:
+        fix = ("finish it by running the same r2med generate command again" if ExpansionName(expansion).is_local
+               else "download the file again")
+        raise InputFileError(f"{path}: no row for query {missing[0]!r} of {data.name} ({len(missing)} evaluated "
+                             f"queries missing from the {expansion} expansion); {fix}")
+    return by_id
 
 
 def released_expansion_file(spec: TaskSpec, expansion: str, *, data_dir: str | os.PathLike | None = None,

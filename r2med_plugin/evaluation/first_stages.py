@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import polars as pl
 
-from r2med_plugin.data.expansions import ExpansionName, load_expansions, parse_expansion, reasoning_llms_for
+from r2med_plugin.data.expansions import ExpansionName, expansion_texts, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
 from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
@@ -58,13 +58,8 @@ class FirstStage(Protocol):
 def expanded_queries(data: TaskData, expansion: str, data_dir: str | os.PathLike | None) -> tuple[str, bool, list[str], list[str]]:
     """(method, whether the LLM reasons, query texts, extracted expansion texts) for the task's evaluated queries."""
     expansion = ExpansionName(expansion)
-    frame = load_expansions(data.name, expansion, data_dir=data_dir)
-    by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list()))
+    by_id = expansion_texts(data, expansion, data_dir)
     query_ids, texts = data.queries["id"].to_list(), data.queries["text"].to_list()
-    missing = [query_id for query_id in query_ids if query_id not in by_id]
-    if missing:
-        hint = "; finish it by running the same r2med generate command again" if expansion.is_local else ""
-        raise ValueError(f"the {expansion} expansion of {data.name} lacks {len(missing)} evaluated queries (e.g. {missing[0]!r}){hint}")
     method, llm = parse_expansion(data.spec, expansion) if expansion.is_local else (expansion.method, expansion.llm)
     reasoning_llms = reasoning_llms_for(data.spec, expansion)
     expansions = [expansion_text(by_id[query_id], llm, reasoning_llms) for query_id in query_ids]

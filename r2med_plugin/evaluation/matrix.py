@@ -281,6 +281,7 @@ def run_matrix(
     report = MatrixReport(tolerance, outcomes)
     options = MatrixOptions(data_dir, accept_drift, output, device, show_progress)
     state = MatrixState(_state_root(output))
+    _check_matrix_inputs([outcome.row for outcome in outcomes if not outcome.not_run], options)
     bm25 = [outcome for outcome in outcomes if not outcome.not_run and outcome.row.on_cpu]
     for spec in tqdm(list_tasks("r2med") if bm25 else (), desc=f"matrix: {len(bm25)} BM25 rows", unit="task",
                      disable=not show_progress):
@@ -297,6 +298,17 @@ def run_matrix(
         if not outcome.not_run:
             outcome.ours[AVG] = half_up(sum(outcome.ours.values()) / len(outcome.ours))
     return report
+
+
+def _check_matrix_inputs(rows: Sequence[MatrixRow], options: MatrixOptions) -> None:
+    """Every R2MED task's files and every expansion file the rows read, checked before the first row is computed (one
+    task in memory at a time), so that bad input stops the matrix before any result is written."""
+    from r2med_plugin.evaluation.runner import TaskInputs, check_inputs
+
+    data_dir = None if options.data_dir is None else os.fspath(options.data_dir)
+    expansions = list(dict.fromkeys(row.expansion for row in rows))
+    check_inputs([TaskInputs(spec.name, data_dir, options.accept_drift, expansion)
+                  for spec in (list_tasks("r2med") if rows else ()) for expansion in expansions])
 
 
 def _state_root(output: str | os.PathLike | None) -> Path:

@@ -13,13 +13,14 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from r2med_plugin.data.expansions import check_local_expansion_data, parse_expansion, with_expansion_files
+from r2med_plugin.data.expansions import check_local_expansion_data, expansion_texts, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, StoredCandidates
+from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, RunFile, StoredCandidates
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring
@@ -90,6 +91,91 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
     )
 
 
+KEPT_DATA_BYTES = 128 * 2**20  # validated tables kept for the run beyond the first task's; the rest are read again
+
+
+@dataclass(frozen=True)
+class TaskInputs:
+    """What one evaluation reads besides its model: its task's files (where they live), an expansion file, the stored
+    candidate lists it scores, and a run file it reranks. Built from a plan (``of_plan``) or a request (``of_request``,
+    which loads no model), so that ``r2med evaluate``, a sweep and the matrix check their input before any work."""
+
+    task: str
+    data_dir: str | None = None
+    accept_drift: bool | None = None
+    expansion: str | None = None
+    candidate_subsets: tuple[str, ...] = ()
+    reranked: bool = False
+    run_file: RunFile | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What identifies the task's data: one load serves every evaluation with the same key."""
+        return self.task, self.data_dir, self.accept_drift
+
+    @classmethod
+    def of_plan(cls, plan: EvaluationPlan) -> TaskInputs:
+        stage = plan.first_stage.stage if isinstance(plan.first_stage, Named) else plan.first_stage
+        return cls(plan.task, None if plan.data_dir is None else os.fspath(plan.data_dir), plan.accept_drift, plan.expansion,
+                   plan.candidate_subsets, plan.reranker is not None, stage if isinstance(stage, RunFile) else None)
+
+    @classmethod
+    def of_request(cls, request: EvaluationRequest) -> TaskInputs:
+        from r2med_plugin.evaluation.specs import RunFileSpec
+
+        first = request.first_stage
+        run_file = RunFile(Path(first.path)) if isinstance(first, RunFileSpec) else None
+        return cls(request.task, request.data_dir, request.accept_drift, request.scoring.expansion,
+                   request.scoring.candidates, request.reranker is not None, run_file)
+
+
+def validate_inputs(plans: Sequence[EvaluationPlan], *, keep_bytes: int = KEPT_DATA_BYTES) -> list[TaskData | None]:
+    """Read and check, before any plan runs, every task's files and every expansion file the plans read, so that bad
+    input stops a multi-task run before its first result is written (each error names the file and row or query).
+    Returns, per plan, the validated data for ``execute(plan, data=...)``, or None where it was dropped to bound
+    memory (that plan reads its task again): the first task's data is always kept, the others' while their tables
+    together take at most ``keep_bytes``."""
+    inputs = [TaskInputs.of_plan(plan) for plan in plans]
+    loaded = _validated(inputs, keep_bytes, keep_first=True)
+    return [loaded[item.key] for item in inputs]
+
+
+def check_inputs(inputs: Sequence[TaskInputs]) -> None:
+    """``validate_inputs`` for runs that read their data themselves (a sweep's jobs, the matrix): every task's files
+    and expansion files checked, one task in memory at a time, nothing kept."""
+    _validated(inputs, 0, keep_first=False)
+
+
+def _validated(inputs: Sequence[TaskInputs], keep_bytes: int, *, keep_first: bool) -> dict[tuple, TaskData | None]:
+    """key -> the task's validated data, or None where it is not kept (see validate_inputs)."""
+    loaded: dict[tuple, TaskData | None] = {}
+    kept_bytes = 0
+    for item in inputs:
+        if item.key in loaded:
+            continue
+        data = load_task(item.task, data_dir=item.data_dir, accept_drift=item.accept_drift)
+        for same in (other for other in inputs if other.key == item.key):
+            _check_inputs(same, data)
+        size = data.corpus.estimated_size() + data.queries.estimated_size()
+        first = keep_first and not loaded
+        keep = first or kept_bytes + size <= keep_bytes
+        kept_bytes += size if keep and not first else 0
+        loaded[item.key] = data if keep else None
+    return loaded
+
+
+def _check_inputs(inputs: TaskInputs, data: TaskData) -> None:
+    """What ``execute`` would refuse about an evaluation's data, found before any evaluation runs: the data-dependent
+    settings, an expansion file that cannot be read or lacks an evaluated query, a run file naming unknown ids."""
+    if inputs.reranked:
+        if inputs.run_file is not None:
+            _check_run(data, inputs.run_file.ranked(data, OFFICIAL_TOPK_DOCS_DEPTH, show_progress=False))
+        return
+    _check_against_data(inputs, data)
+    if inputs.expansion is not None:
+        expansion_texts(data, inputs.expansion, inputs.data_dir)
+
+
 def _saved_run(stage: object, run: Run, top_k: int) -> Run:
     """The run a result keeps: its top_k in pytrec_eval's order, or, for bm25-hakari, in bm25s's own ranking order."""
     if isinstance(stage, Bm25) and is_hakari_bm25(stage.retriever):
@@ -112,7 +198,7 @@ def _own_instructions(ranker: object, task: str) -> dict[str, str | None] | None
     return dict(instructions) if instructions is not None else None
 
 
-def _check_against_data(plan: EvaluationPlan, data: TaskData) -> None:
+def _check_against_data(plan: EvaluationPlan | TaskInputs, data: TaskData) -> None:
     if plan.candidate_subsets and not data.candidates:
         raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     if plan.expansion is not None:
@@ -190,9 +276,7 @@ def _first_stage_scored(plan: EvaluationPlan, data: TaskData, own: Bm25 | Dense 
 
 def _checked(data: TaskData, stage: RankedRun) -> Run:
     """The first stage's run for the evaluated queries; unknown ids are errors naming the file and line."""
-    dropped = set(data.report.queries_without_positives)
-    evaluated = set(data.queries["id"].to_list())
-    check_run_ids(stage.run, evaluated | dropped, set(data.corpus["id"].to_list()), source=stage.source, task=data.name)
+    evaluated = _check_run(data, stage)
     missing = [query_id for query_id in data.qrels if not stage.run.get(query_id)]
     if missing:
         logger.warning(
@@ -200,6 +284,14 @@ def _checked(data: TaskData, stage: RankedRun) -> Run:
             "the MTEB scores count them as 0", data.name, len(missing), len(data.qrels), missing[0],
         )
     return {query_id: ranked for query_id, ranked in stage.run.items() if query_id in evaluated}
+
+
+def _check_run(data: TaskData, stage: RankedRun) -> set[str]:
+    """Refuse a run naming a query or document the task lacks (the file and line named); the evaluated query ids."""
+    dropped = set(data.report.queries_without_positives)
+    evaluated = set(data.queries["id"].to_list())
+    check_run_ids(stage.run, evaluated | dropped, set(data.corpus["id"].to_list()), source=stage.source, task=data.name)
+    return evaluated
 
 
 def _texts(frame: pl.DataFrame, ids: set[str]) -> dict[str, str]:

@@ -191,12 +191,9 @@ def aligned(scores: PerQueryScores, model: str, baseline: str, task: str) -> tup
     ours, theirs = scores.get(model, task), scores.get(baseline, task)
     if ours is None or theirs is None:
         raise ValueError(f"{task}: {model if ours is None else baseline} has no {scores.metric} result")
-    if ours.dataset_revision and theirs.dataset_revision and ours.dataset_revision != theirs.dataset_revision:
-        raise ValueError(
-            f"{task}: {model} was evaluated on {described_data(ours.dataset_revision)} ({ours.path}), {baseline} on "
-            f"{described_data(theirs.dataset_revision)} ({theirs.path}): other data (other qrels or texts), so a paired test "
-            "means nothing. Evaluate both on the same data, or compare them in separate runs"
-        )
+    other_data = data_difference(scores, model, baseline, task)
+    if other_data:
+        raise ValueError(f"{other_data}. Evaluate both on the same data, or compare them in separate runs")
     if set(ours.query_ids) != set(theirs.query_ids):
         only_ours = sorted(set(ours.query_ids) - set(theirs.query_ids))
         only_theirs = sorted(set(theirs.query_ids) - set(ours.query_ids))
@@ -209,6 +206,19 @@ def aligned(scores: PerQueryScores, model: str, baseline: str, task: str) -> tup
     position = {query_id: index for index, query_id in enumerate(theirs.query_ids)}
     order = np.array([position[query_id] for query_id in ours.query_ids], dtype=np.int64)
     return ours.query_ids, ours.values.copy(), theirs.values[order]
+
+
+def data_difference(scores: PerQueryScores, model: str, baseline: str, task: str) -> str | None:
+    """Why ``model``'s and ``baseline``'s results of ``task`` cannot be paired, when they were judged on other data (other
+    revisions or files, both named with their result files); None when both hold the same data or either is unknown."""
+    ours, theirs = scores.get(model, task), scores.get(baseline, task)
+    if ours is None or theirs is None or not ours.dataset_revision or not theirs.dataset_revision:
+        return None
+    if ours.dataset_revision == theirs.dataset_revision:
+        return None
+    return (f"{task}: {model} was evaluated on {described_data(ours.dataset_revision)} ({ours.path}), {baseline} on "
+            f"{described_data(theirs.dataset_revision)} ({theirs.path}): other data (other qrels or texts), so a paired test "
+            "means nothing")
 
 
 def resolve_model(scores: PerQueryScores, name: str, what: str = "--baseline") -> str:
@@ -261,6 +271,12 @@ class Comparison:
     p_value: float
     p_adjusted: float
     significant: bool
+    excluded: tuple[str, ...] = ()  # a pooled row: the tasks left out because the model's data differ from the baseline's
+
+    @property
+    def label(self) -> str:
+        """The scope as the table shows it: a pooled row names the tasks it leaves out."""
+        return f"{self.scope} (without {', '.join(self.excluded)}: other data)" if self.excluded else self.scope
 
 
 @dataclass(frozen=True)
@@ -348,10 +364,40 @@ def compare_scores(
         raise ValueError(f"compare needs at least two models with {scores.metric} results; the folders hold only {only}: "
                          "add the result folder of another model")
     base = resolve_model(scores, baseline) if baseline is not None else default_baseline(scores)
-    others = [model for model in scores.models if model != base]
-    notes: list[str] = list(scores.notes)
+    options = dict(test=test, correction=correction, alpha=alpha, seed=seed, permutations=permutations)
+    paired = _paired_by_task(scores, base, show_progress)
+    if not paired.by_task and paired.left_out:  # every task of every model is on other data than the baseline's
+        raise ValueError(f"{paired.left_out[0][2]}. Nothing else is left to compare: evaluate both on the same data")
     comparisons: list[Comparison] = []
-    pooled: dict[str, dict[str, list[tuple[np.ndarray, np.ndarray]]]] = {}
+    for task, pairs in paired.by_task.items():
+        comparisons += _scope_comparisons(task, False, base, pairs, **options)
+    for benchmark, per_model in paired.pooled.items():
+        pairs = [(model, np.concatenate([v for v, _ in chunks]), np.concatenate([b for _, b in chunks]))
+                 for model, chunks in per_model.items()]
+        pooled = _scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs, **options)
+        comparisons += [replace(c, excluded=tuple(task for task, model, _ in paired.left_out if model == c.model
+                                                  and task_benchmark(task) == benchmark)) for c in pooled]
+    notes = [*scores.notes, *paired.notes]
+    notes += small_sample_notes(comparisons, test, alpha)
+    return ComparisonReport(metric=scores.metric, baseline=base, test=test, correction=correction, alpha=alpha, seed=int(seed),
+                            permutations=permutations, comparisons=tuple(comparisons), models=scores.models, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class _Paired:
+    """Each task's (model, values, baseline values) in one query order, the same chunks per benchmark for the pooled
+    rows, the (task, model, reason) left out because the model's data differ from the baseline's, and the notes."""
+
+    by_task: dict[str, list[tuple[str, np.ndarray, np.ndarray]]]
+    pooled: dict[str, dict[str, list[tuple[np.ndarray, np.ndarray]]]]
+    left_out: list[tuple[str, str, str]]
+    notes: list[str]
+
+
+def _paired_by_task(scores: PerQueryScores, base: str, show_progress: bool) -> _Paired:
+    """Pair every other model's per-query values with the baseline's, task by task. A task whose data differ from the
+    baseline's is left out for that model (said in a note, and in its pooled row); the other tasks are compared."""
+    paired = _Paired({}, {}, [], [])
     missing: dict[str, list[str]] = {}
     tasks = scores.tasks
     if show_progress:
@@ -360,28 +406,23 @@ def compare_scores(
         tasks = tqdm(tasks, desc="compare", unit="task")
     for task in tasks:
         if scores.get(base, task) is None:
-            notes.append(f"{task}: the baseline {base} has no result; not compared")
+            paired.notes.append(f"{task}: the baseline {base} has no result; not compared")
             continue
-        pairs = []
-        for model in others:
+        for model in (model for model in scores.models if model != base):
             if scores.get(model, task) is None:
                 missing.setdefault(model, []).append(task)
                 continue
+            other_data = data_difference(scores, model, base, task)
+            if other_data:
+                paired.left_out.append((task, model, other_data))
+                paired.notes.append(f"{other_data}; {task} is left out for {model}, and its pooled row excludes it")
+                continue
             _, values, base_values = aligned(scores, model, base, task)
-            pairs.append((model, values, base_values))
-            pooled.setdefault(task_benchmark(task), {}).setdefault(model, []).append((values, base_values))
-        comparisons += _scope_comparisons(task, False, base, pairs, test=test, correction=correction, alpha=alpha, seed=seed,
-                                          permutations=permutations)
+            paired.by_task.setdefault(task, []).append((model, values, base_values))
+            paired.pooled.setdefault(task_benchmark(task), {}).setdefault(model, []).append((values, base_values))
     for model, tasks_missing in missing.items():
-        notes.append(f"{model}: no result for {', '.join(tasks_missing)}; its pooled row covers the other tasks")
-    for benchmark, per_model in pooled.items():
-        pairs = [(model, np.concatenate([v for v, _ in chunks]), np.concatenate([b for _, b in chunks]))
-                 for model, chunks in per_model.items()]
-        comparisons += _scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs, test=test,
-                                          correction=correction, alpha=alpha, seed=seed, permutations=permutations)
-    notes += small_sample_notes(comparisons, test, alpha)
-    return ComparisonReport(metric=scores.metric, baseline=base, test=test, correction=correction, alpha=alpha, seed=int(seed),
-                            permutations=permutations, comparisons=tuple(comparisons), models=scores.models, notes=tuple(notes))
+        paired.notes.append(f"{model}: no result for {', '.join(tasks_missing)}; its pooled row covers the other tasks")
+    return paired
 
 
 INTERVAL_AND_TEST = (
@@ -433,7 +474,7 @@ def report_cells(report: ComparisonReport) -> list[list[str]]:
     rows = []
     for c in report.comparisons:
         rows.append([
-            c.scope, c.model, str(c.n), f"{100 * c.mean:.2f}", f"{100 * c.baseline_mean:.2f}", _points(c.delta),
+            c.label, c.model, str(c.n), f"{100 * c.mean:.2f}", f"{100 * c.baseline_mean:.2f}", _points(c.delta),
             f"[{_points(c.ci_low)}, {_points(c.ci_high)}]", "-" if math.isnan(c.effect_size) else f"{c.effect_size:+.2f}",
             f"{c.wins}/{c.ties}/{c.losses}", _p(c.p_value), _p(c.p_adjusted), "yes" if c.significant else "no",
         ])
@@ -449,7 +490,7 @@ def render_report(report: ComparisonReport, fmt: str = "md") -> str:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(CSV_HEADER)
         for c in report.comparisons:
-            writer.writerow([c.scope, c.model, c.baseline, c.n, repr(c.mean), repr(c.baseline_mean), repr(c.delta), repr(c.ci_low),
+            writer.writerow([c.label, c.model, c.baseline, c.n, repr(c.mean), repr(c.baseline_mean), repr(c.delta), repr(c.ci_low),
                              repr(c.ci_high), repr(c.effect_size), c.wins, c.ties, c.losses, repr(c.p_value), repr(c.p_adjusted),
                              c.significant, report.test, report.correction, report.alpha, report.seed, report.permutations])
         return buffer.getvalue()

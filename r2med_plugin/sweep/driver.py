@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from r2med_plugin.sweep.engines import make_engine
-from r2med_plugin.sweep.jobs import driver_env, finished_record, job_stamps
+from r2med_plugin.sweep.jobs import applied_env, driver_env, finished_record, job_stamps
 from r2med_plugin.sweep.job import Job
 from r2med_plugin.sweep.spec import SweepSpec, expand_jobs
 
@@ -87,6 +87,22 @@ def plan(spec: SweepSpec, *, devices: Sequence[str] | None = None) -> list[JobSt
     return statuses
 
 
+def check_job_inputs(statuses: Sequence[JobStatus]) -> None:
+    """Every job still to run has its task's files, and its expansion or run file, read and checked before the first
+    job runs (one task in memory at a time), so that bad input stops the sweep before any result is written."""
+    from r2med_plugin.evaluation.runner import TaskInputs, check_inputs
+    from r2med_plugin.sweep.job import job_request
+
+    by_env: dict[tuple, list[Job]] = {}
+    for status in statuses:
+        if status.status == "pending":
+            by_env.setdefault(tuple(sorted(status.job.env.items())), []).append(status.job)
+    models: dict[str, Any] = {}  # a model of many jobs is named once (job_request loads none)
+    for env, jobs in by_env.items():
+        with applied_env(dict(env)):  # a job reads its data where its env says (R2MED_DATA_DIR, R2MED_ACCEPT_DRIFT)
+            check_inputs([TaskInputs.of_request(job_request(job, models)) for job in jobs])
+
+
 def estimate_sweep_cost(spec: SweepSpec, *, devices: Sequence[str] | None = None, show_progress: bool = False) -> tuple[list, int]:
     """What the spec's LLM reranker jobs still to run would cost, without sending a request (one CostEstimate per job,
     r2med_plugin.evaluation.cost), and how many jobs to run send no LLM request."""
@@ -159,6 +175,7 @@ def run_sweep(
         raise ValueError(f"--retries must be 0 or more, got {retries}")
     began = time.perf_counter()
     statuses = plan(spec, devices=devices)
+    check_job_inputs(statuses)
 
     def checkpoint() -> None:
         write_summary(SweepSummary(spec, engine, statuses, time.perf_counter() - began))

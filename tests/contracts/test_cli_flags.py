@@ -60,7 +60,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 
     monkeypatch.setattr("r2med_plugin.evaluation.plan.plan_request",
                         recorder("plan_request", lambda request, **k: SimpleNamespace(task=request.task, reranker=request.reranker)))
-    monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan: _fake_result(plan.task)))
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan, **k: _fake_result(plan.task)))
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.validate_inputs", lambda plans: [None] * len(plans))
     monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder", recorder("encoder", encoder))
     monkeypatch.setattr("r2med_plugin.models.cross_encoder.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))

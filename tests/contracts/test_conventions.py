@@ -106,10 +106,16 @@ def test_ctrl_c_is_one_line_and_exit_130(mirror_env: Path, monkeypatch: pytest.M
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "execute", interrupted)  # the CLI builds plans, then executes them
-    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--output", str(tmp_path), "--quiet"]) == 130
-    err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and err.startswith("r2med: interrupted") and "Traceback" not in err
+    # the CLI builds plans, checks their input, then executes them: an interrupt in either step is one line
+    for step in ("validate_inputs", "execute"):
+        with monkeypatch.context() as patch:
+            patch.setattr(runner, step, interrupted)
+            if step == "execute":
+                patch.setattr(runner, "validate_inputs", lambda plans: [None] * len(plans))
+            assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--output", str(tmp_path),
+                         "--quiet"]) == 130
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("r2med: interrupted") and "Traceback" not in err
 
 
 def test_interrupted_trec_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

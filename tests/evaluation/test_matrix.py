@@ -156,6 +156,20 @@ def test_a_rerun_recomputes_nothing_and_an_edited_expansion_file_recomputes_its_
     assert (third.computed, third.reused, third.indexes_built) == (1, 14 * 8 - 1, 1)
 
 
+def test_an_expansion_file_lacking_a_query_stops_the_matrix_before_any_row(mirror_copy_env: Path, tmp_path: Path):
+    from r2med_plugin.errors import InputFileError
+
+    spec = r2med_plugin.get_task_spec("R2MEDMedQADiag")  # a later task: the earlier ones would be computed first
+    path = mirror_copy_env / spec.hub_repo / "hyde" / "gpt4" / "query_with_hydoc.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    dropped = json.loads(lines[0])["id"]
+    path.write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(InputFileError) as raised:
+        run_matrix(output=tmp_path, show_progress=False)
+    assert str(path) in str(raised.value) and repr(dropped) in str(raised.value)
+    assert not (tmp_path / "results").exists() and not (tmp_path / ".matrix-state").exists()
+
+
 def test_an_interrupted_matrix_finishes_the_rest(mirror_env: Path, tmp_path: Path):
     run_matrix(pattern="GPT4o + BM25", output=tmp_path, show_progress=False)
     report = run_matrix(output=tmp_path, show_progress=False)

@@ -8,7 +8,7 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.runner import evaluate_task
+from r2med_plugin.evaluation.runner import evaluate_task, execute
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.models.hashing import HashingEncoder
@@ -137,3 +137,32 @@ def test_rerank_candidates_api(mirror_env: Path):
     assert {q: set(docs) for q, docs in bm25.items()} == {q: set(ids) for q, ids in data.candidates["bm25"].items()}
     with pytest.raises(ValueError, match="unknown candidate subset"):
         r2med_plugin.rerank_candidates(encoder, data, "all")
+
+
+def test_validate_inputs_hands_each_plan_its_data_within_the_memory_bound(mirror_env: Path):
+    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.evaluation.runner import validate_inputs
+
+    plans = [build_plan(task, "bm25-robertson", expansion=expansion, show_progress=False)
+             for task in ("R2MEDBiology", "R2MEDBioinformatics") for expansion in ("hyde/gpt4", "query2doc/gpt4")]
+    kept = validate_inputs(plans)
+    assert [data.name for data in kept] == ["R2MEDBiology"] * 2 + ["R2MEDBioinformatics"] * 2
+    assert kept[0] is kept[1] and kept[2] is kept[3]  # one task read once for all its expansions
+    bounded = validate_inputs(plans, keep_bytes=0)  # only the first task's data is kept; the other is read again
+    assert [data is not None for data in bounded] == [True, True, False, False]
+    assert execute(plans[2], data=kept[2]).scores == execute(plans[2]).scores
+
+
+def test_an_expansion_lacking_a_query_is_an_input_file_error(mirror_copy_env: Path):
+    from r2med_plugin.errors import InputFileError
+    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.evaluation.runner import validate_inputs
+
+    path = mirror_copy_env / "R2MED" / "Biology" / "hyde" / "gpt4" / "query_with_hydoc.jsonl"
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join(rows[1:]) + "\n")
+    plan = build_plan("R2MEDBiology", "bm25-robertson", expansion="hyde/gpt4", show_progress=False)
+    for check in (lambda: validate_inputs([plan]), lambda: execute(plan)):
+        with pytest.raises(InputFileError) as raised:
+            check()
+        assert str(path) in str(raised.value) and "'biology-q-000'" in str(raised.value)

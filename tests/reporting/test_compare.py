@@ -279,6 +279,24 @@ def test_runs_over_different_query_sets_are_refused(results_copy: Path, capsys: 
     assert "Paired tests need the same queries" in err and f"{dropped!r} only in" in err
 
 
+def test_a_task_on_other_data_is_left_out_and_the_others_compared(results_copy: Path, capsys: pytest.CaptureFixture[str]):
+    path = _sidecar(results_copy, "hash-64", "R2MEDBiology")
+    sidecar = read_per_query(path)
+    write_per_query(path, sidecar.frame, info={**sidecar.info, "paired_data": "another-revision+files-0123abcd"},
+                    ranked=sidecar.ranked)
+    assert main(["compare", str(results_copy), "--baseline", "bm25-lucene", "--permutations", "200"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| R2MED") or line.startswith("| all ")]
+    assert not any(line.startswith("| R2MEDBiology | hash-64 |") for line in rows)
+    assert len(rows) == 8 * 2 - 1 + 2  # every other task of both models, and both pooled rows
+    (pooled,) = [line for line in rows if line.startswith("| all R2MED tasks") and "| hash-64 |" in line]
+    assert "without R2MEDBiology: other data" in pooled and "| 35 |" in pooled  # 7 tasks x 5 queries
+    (other,) = [line for line in rows if line.startswith("| all R2MED tasks") and "| hash-8 |" in line]
+    assert "without" not in other and "| 40 |" in other
+    (note,) = [line for line in out.splitlines() if "is left out for hash-64" in line]
+    assert "R2MEDBiology" in note and "dataset revision another-revision, files 0123abcd" in note and str(path) in note
+
+
 @pytest.fixture(scope="module")
 def demo_and_edited_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """bm25-lucene on the demo sample and bm25-robertson on a copy lacking one qrels row, in one output folder: both

@@ -194,6 +194,20 @@ def test_finished_jobs_are_skipped_until_an_input_changes(mirror_copy: Path, tmp
     assert _scores(spec.output) == before
 
 
+def test_a_truncated_corpus_of_the_second_task_stops_the_sweep_before_any_job(mirror_copy: Path, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch, capsys):
+    monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
+    monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
+    corpus = mirror_copy / "R2MED" / "Bioinformatics" / "corpus.jsonl"
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    corpus.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    spec = _spec(tmp_path, tasks=["R2MEDBiology", "R2MEDBioinformatics"], retrievers=["bm25-robertson"])
+    assert main(["sweep", str(spec), "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert "corpus.jsonl" in error and f"line {len(lines)}" in error and "Traceback" not in error
+    assert not (load_spec(spec).output / "results").exists()
+
+
 def test_a_result_another_job_overwrote_makes_its_job_run_again(mirror_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("R2MED_DATA_DIR", str(mirror_copy))
     monkeypatch.setenv("R2MED_ACCEPT_DRIFT", "1")
