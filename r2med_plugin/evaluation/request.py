@@ -302,6 +302,15 @@ class EvaluationRequest:
         values["outputs"] = Outputs(**dict(values.get("outputs") or {}))
         return cls(**values)
 
+    def recorded(self) -> dict[str, Any] | None:
+        """What a result records of the request that produced it (``r2med_provenance.request``): ``to_dict()`` as plain
+        JSON; None for a request holding Python objects, which do not serialise."""
+        try:
+            payload = self.to_dict()
+        except TypeError:
+            return None
+        return json.loads(json.dumps(payload, default=str))
+
     def identity(self) -> str:
         """A stable id of what this request computes (schema 1): sha256 of the canonical JSON of ``to_dict`` without
         the neutral fields (devices, batch sizes, concurrency, the key's variable, retries, timeouts, where the data

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +44,7 @@ from r2med_plugin.reporting.hakari_files import (
 from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
+from r2med_plugin.rules import flag_of
 from r2med_plugin.version import __version__
 
 VENUES = ("r2med", "mteb", "hakari")
@@ -356,6 +358,7 @@ def _hakari_config(provenance: Mapping, reranked: bool, retriever: str) -> dict:
         "rerank_top_k": None, "bm25": bm25,
         "r2med_plugin": {"version": provenance.get("r2med_plugin_version") or __version__, "top_k": provenance.get("top_k"),
                          "dataset_files_fingerprint": provenance.get("dataset_files_fingerprint"),
+                         "request": provenance.get("request"),
                          "metric_conventions": "HAKARI-Bench's (MAP@k over min(R, k), ties by id ascending, every query with text)"},
     }
 
@@ -433,12 +436,80 @@ def _reranked_cell(payload: dict) -> str:
     return payload["evaluation"]["reranking_evaluations"][0].get("reason") or "not evaluated"
 
 
+NOT_RECORDED = "not recorded (the result records no request: written by an earlier release, or of a model given as a Python object)"
+# what a recorded request's parts say on the command line: field -> flag (first stage, reranker); paths on the
+# evaluating machine are shown as placeholders
+_FIRST_STAGE_FLAGS = {"revision": "--model-revision", "display_name": "--model-name"}
+_RERANKER_FLAGS = {"revision": "--rerank-revision", "depth": "--rerank-depth"}
+_SOURCES = ("variant", "name", "path")
+
+
+def evaluate_command(request: Mapping | None) -> str:
+    """The ``r2med evaluate`` command line of a recorded request (``r2med_provenance.request``), without the task's
+    ``--task``, or ``NOT_RECORDED``. ``--output`` and ``--data-dir`` show as RESULTS and DATA_DIR."""
+    if not isinstance(request, Mapping) or not isinstance(request.get("first_stage"), Mapping):
+        return NOT_RECORDED
+    first, reranker = request["first_stage"], request.get("reranker")
+    words = ["--first-stage" if reranker else "--retriever", _source(first), *_spec_words(first, _FIRST_STAGE_FLAGS)]
+    if isinstance(reranker, Mapping):
+        words += ["--rerank", _source(reranker), *_spec_words(reranker, _RERANKER_FLAGS)]
+    scoring, outputs = request.get("scoring") or {}, request.get("outputs") or {}
+    words += _value_words({"top_k": scoring.get("top_k") if scoring.get("top_k") != 1000 else None,
+                           **{key: scoring.get(key) for key in ("hybrid", "candidates", "candidates_only", "expansion")},
+                           "first_stage_name": request.get("first_stage_name"), "bm25_workers": request.get("bm25_workers"),
+                           "accept_drift": request.get("accept_drift"),
+                           "data_dir": "DATA_DIR" if request.get("data_dir") else None,
+                           "output": "RESULTS" if outputs.get("folder") else None, "trec": outputs.get("trec"),
+                           "trec_depth": outputs.get("trec_depth") if outputs.get("trec_depth") != 1000 else None})
+    if request.get("show_progress") is False:
+        words.append("--quiet")
+    return " ".join(words)
+
+
+def _source(spec: Mapping) -> str:
+    return shlex.quote(str(next((spec[key] for key in _SOURCES if spec.get(key)), "?")))
+
+
+def _spec_words(spec: Mapping, flags: Mapping[str, str]) -> list[str]:
+    values = {key: value for key, value in spec.items() if key not in (*_SOURCES, "kind", "endpoint", "settings")}
+    values |= dict(spec.get("endpoint") or {}) | dict(spec.get("settings") or {})
+    return _value_words(values, flags)
+
+
+def _value_words(values: Mapping, flags: Mapping[str, str] | None = None) -> list[str]:
+    """Each set value as its flag: True as the flag alone, a list as its items, a mapping as JSON; None and False left out."""
+    words: list[str] = []
+    for key, value in values.items():
+        if value is None or value is False or value == [] or value == {}:
+            continue
+        flag = (flags or {}).get(key) or flag_of(key)
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, list):
+            words += [flag, *(shlex.quote(str(item)) for item in value)]
+        else:
+            words += [flag, shlex.quote(json.dumps(value) if isinstance(value, Mapping) else str(value))]
+    return words
+
+
+def evaluate_commands(payloads: Mapping[str, dict]) -> str:
+    """The ``r2med evaluate`` commands that produced the payloads' results: tasks run by the same command share one."""
+    by_command: dict[str, list[str]] = {}
+    for task, payload in sorted(payloads.items()):
+        command = evaluate_command(payload["config"].get("r2med_plugin", {}).get("request"))
+        by_command.setdefault(command, []).append(task)
+    return "; ".join(f"{', '.join(tasks)}: {command}" if command == NOT_RECORDED else
+                     f"`r2med evaluate --task {' '.join(tasks)} {command}`" for command, tasks in by_command.items())
+
+
 def hakari_pr_body(model: str, payloads: Mapping[str, dict], missing: list[str], model_dir: str) -> str:
     """The pull-request body HAKARI-Bench's docs/contributing_results.md asks for, filled from the payloads."""
     first = next(iter(payloads.values()))
     versions = first["environment"].get("package_versions", {})
     revisions = sorted({p["target"]["dataset_revision"].get("resolved") or "none resolved (see target.dataset_revision.error)"
                         for p in payloads.values()})
+    unresolved = any(p["target"]["dataset_revision"].get("resolved") is None for p in payloads.values())
+    allow = " --allow-incomplete" if unresolved else ""
     rows = "\n".join(f"| {task} | {p['evaluation']['aggregate_metric_value']:.4f} | "
                      f"{_reranked_cell(p)} |"
                      for task, p in sorted(payloads.items()))
@@ -451,9 +522,8 @@ def hakari_pr_body(model: str, payloads: Mapping[str, dict], missing: list[str],
         f"- Model ID and revision: `{model}` @ `{first['model']['source'].get('revision')}`",
         f"- Dataset: `{HAKARI_DATASET_ID}`, revision(s) as recorded in the result JSON: {', '.join(revisions)}",
         f"- Files: {len(payloads)} × `hakari-results/{model_dir}/{hakari_path_part(HAKARI_DATASET_ID)}/<Task>.json.xz`",
-        f"- Command: `r2med evaluate --task <Task> --retriever {first['model'].get('r2med_retriever')} --output RESULTS` "
-        f"for each task, then `r2med export --submission RESULTS --model {model} --venue hakari --out DIR` (TODO: the "
-        "exact options used)",
+        f"- Command: {evaluate_commands(payloads)}, then `r2med export --submission RESULTS --model {shlex.quote(model)} "
+        f"--venue hakari{allow} --out DIR`",
         f"- Evaluation method: {first['model']['method']}; dtype: {first['model'].get('dtype') or 'TODO'}; device: TODO; "
         f"batch size: TODO; query prompt: {json.dumps(first['config'].get('query_prompt'))}",
         f"- Candidate ranking: {first['config'].get('candidate_ranking') or 'none'}; rerank top-k: all of each list "

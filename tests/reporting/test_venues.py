@@ -20,6 +20,7 @@ from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.venues import (
     export_hakari,
+    evaluate_command,
     export_mteb,
     hakari_dataset_revision,
     hakari_path_part,
@@ -279,3 +280,28 @@ def test_an_unproven_result_exported_with_allow_incomplete_says_so_without_a_pat
     export_mteb([results["folder"]], "org/hash-64", tmp_path / "m", allow_incomplete=True)
     copied = next((tmp_path / "m").rglob(f"{NANO}.json"))
     assert json.loads(copied.read_text())["r2med_provenance"]["dataset_revision_verified"] is False
+
+
+def test_the_command_line_is_the_recorded_request_and_an_older_result_says_not_recorded():
+    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, Scoring
+    from r2med_plugin.evaluation.specs import ModelSpec
+
+    request = EvaluationRequest(NANO, ModelSpec("minilm-packaged", device="cuda", batch_size=64),
+                                scoring=Scoring(hybrid=True, candidates=("hybrid",)), outputs=Outputs("/home/me/results"),
+                                data_dir="/home/me/mirror", show_progress=False)
+    assert evaluate_command(request.to_dict()) == ("--retriever minilm-packaged --device cuda --batch-size 64 --hybrid "
+                                                   "--candidates hybrid --data-dir DATA_DIR --output RESULTS --quiet")
+    assert evaluate_command(None).startswith("not recorded")
+
+
+def test_the_hakari_pr_body_gives_the_command_that_produced_the_results(mirror_env: Path, tmp_path: Path, results: dict):
+    out = str(tmp_path / "cli-results")
+    assert main(["evaluate", "--task", NANO, "--retriever", "bm25-robertson", "--top-k", "500", "--quiet", "--output", out]) == 0
+    as_on_exact_counts({"mteb": next((Path(out) / "results").rglob(f"{NANO}.json"))})
+    (target, body) = export_hakari([out], "bm25-robertson", tmp_path / "h", allow_incomplete=True)
+    assert (f"- Command: `r2med evaluate --task {NANO} --retriever bm25-robertson --top-k 500 --output RESULTS --quiet`, "
+            "then `r2med export --submission RESULTS --model bm25-robertson --venue hakari --allow-incomplete --out DIR`"
+            ) in body.read_text()
+    assert _read_hakari(target)["config"]["r2med_plugin"]["request"]["scoring"]["top_k"] == 500
+    (_, older) = export_hakari([results["folder"]], "org/hash-64", tmp_path / "o", allow_incomplete=True)
+    assert f"- Command: {NANO}: not recorded" in older.read_text()
