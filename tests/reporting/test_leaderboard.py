@@ -193,3 +193,19 @@ def test_a_newer_revision_with_only_candidate_results_never_hides_an_older_full_
     rows = build_leaderboard([tmp_path], benchmark="nano")
     full = [row for row in rows if row.scores]
     assert len(full) == 1 and full[0].scores == pytest.approx({spec.hub_name: 40.0 for spec in list_tasks("nano")})
+
+
+def test_a_verdict_s_data_is_named_with_the_leaderboard_s_words():
+    from r2med_plugin.reporting.grouping import (
+        DRIFT_LABEL, LOCAL_MIRROR_SET, SYNTHETIC_LABEL, UNVERIFIED_SET, data_label,
+    )
+
+    commit = "8b9fec2db9eda4b5742d03732213fbaee8169556"
+    proven = {"dataset_revision": commit, "verified": True, "files_fingerprint": "ab", "count_drift": {}}
+    assert data_label([proven, proven]) is None
+    assert data_label([proven, proven | {"verified": False}]) == UNVERIFIED_SET
+    drift = {"documents": {"expected": 10, "found": 9}}
+    assert data_label([proven | {"count_drift": drift}]) == DRIFT_LABEL
+    assert data_label([proven | {"verified": False, "count_drift": drift}]) == f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
+    assert data_label([proven | {"dataset_revision": "local-0123", "verified": False}]) == LOCAL_MIRROR_SET
+    assert data_label([proven | {"dataset_revision": "synthetic-sample", "verified": False}]) == SYNTHETIC_LABEL
