@@ -330,7 +330,9 @@ def _add_reproduce(commands: Any) -> None:
     matrix.add_argument("--device", default="cpu",
                         help="device for the selected rows that load a model: cpu (default), cuda, cuda:1, mps")
     matrix.add_argument("--json", default=None, metavar="FILE",
-                        help='write {"rows": [...]} (per row llm, retriever, published, ours, delta, status, command)')
+                        help='write {"data": {...}, "rows": [...]} (per task the data the verdicts stand on: dataset_revision, '
+                             "verified, files_fingerprint, count_drift; per row llm, retriever, published, ours, delta, "
+                             "status, data_label, command)")
     repro.set_defaults(func=_reproduce)
 
 def _add_demo(commands: Any) -> None:
