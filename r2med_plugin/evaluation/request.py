@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from r2med_plugin.data.expansions import ExpansionName, expansion_name, released_expansions
@@ -304,12 +305,16 @@ class EvaluationRequest:
 
     def recorded(self) -> dict[str, Any] | None:
         """What a result records of the request that produced it (``r2med_provenance.request``): ``to_dict()`` as plain
-        JSON; None for a request holding Python objects, which do not serialise."""
+        JSON, naming no folder of this machine (result files are published): ``data_dir`` (neutral) is left empty and
+        the output folder is its last part. None for a request holding Python objects, which do not serialise."""
         try:
-            payload = self.to_dict()
+            payload = json.loads(json.dumps(self.to_dict(), default=str))
         except TypeError:
             return None
-        return json.loads(json.dumps(payload, default=str))
+        payload["data_dir"] = None
+        if payload["outputs"]["folder"]:
+            payload["outputs"]["folder"] = Path(payload["outputs"]["folder"]).name or "."
+        return payload
 
     def identity(self) -> str:
         """A stable id of what this request computes (schema 1): sha256 of the canonical JSON of ``to_dict`` without

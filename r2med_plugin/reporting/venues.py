@@ -295,7 +295,7 @@ def hakari_dataset_revision(record: ResultRecord, allow_incomplete: bool) -> dic
     if why is None:
         return {"requested": None, "resolved": DatasetRevision.parse(record.dataset_revision).commit, "source": "r2med-plugin"}
     return {"requested": None, "resolved": None, "source": "r2med-plugin",
-            "error": f"{why}; not a hub commit of {HAKARI_DATASET_ID} that the files read prove"}
+            "error": why}
 
 
 def hakari_payload(record: ResultRecord, content: dict, model: str, *, allow_incomplete: bool = False) -> dict:
