@@ -133,9 +133,7 @@ def _export_venue(args: argparse.Namespace) -> list:
     why = f"it describes an R2MED leaderboard submission (--venue r2med), not one for {args.venue}"
     refuse_unreached(args, {dest: why for dest in ("model_size", "uses_llm", "description")})
     if args.venue == "mteb":
-        refuse_unreached(args, {"allow_incomplete": "mteb's results hold any subset of tasks, and every result exported "
-                                                    "needs its revisions"})
-        return export_mteb(args.submission, args.model, args.out, force=args.force)
+        return export_mteb(args.submission, args.model, args.out, allow_incomplete=args.allow_incomplete, force=args.force)
     return export_hakari(args.submission, args.model, args.out, allow_incomplete=args.allow_incomplete, force=args.force)
 
 
@@ -298,8 +296,10 @@ def _add_export(commands: Any) -> None:
     export.add_argument("--description", default="")
     export.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
     export.add_argument("--allow-incomplete", action="store_true",
-                        help="write a submission although tasks are missing or ran on unverified mirror files (marked in its "
-                             "README; --venue hakari: written with no resolved dataset revision)")
+                        help="write a submission although tasks are missing (--venue r2med) or ran on mirror files that prove "
+                             "no hub commit, marked as such: in the README (r2med), dataset_revision_verified false (mteb), "
+                             "no resolved dataset revision (hakari); synthetic-sample and count-drift results are refused "
+                             "on every venue")
     export.add_argument("--force", action="store_true",
                         help="replace a submission folder of another model (or with other files in it) whole; never mixed "
                              "(--venue mteb/hakari: overwrite a file there that holds another result)")
@@ -332,7 +332,9 @@ def _add_reproduce(commands: Any) -> None:
     matrix.add_argument("--device", default="cpu",
                         help="device for the selected rows that load a model: cpu (default), cuda, cuda:1, mps")
     matrix.add_argument("--json", default=None, metavar="FILE",
-                        help='write {"rows": [...]} (per row llm, retriever, published, ours, delta, status, command)')
+                        help='write {"data": {...}, "rows": [...]} (per task the data the verdicts stand on: dataset_revision, '
+                             "verified, files_fingerprint, count_drift; per row llm, retriever, published, ours, delta, "
+                             "status, data_label, command)")
     repro.set_defaults(func=_reproduce)
 
 def _add_demo(commands: Any) -> None:

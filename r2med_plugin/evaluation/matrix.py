@@ -228,6 +228,18 @@ class MatrixReport:
     indexes_built: int = 0  # corpus indexes built (at most one per task)
     computed: int = 0  # (row, task) pairs computed; the others were read from the state
     reused: int = 0
+    data: dict[str, dict] = field(default_factory=dict)  # hub name -> what its verdicts stand on (naming.data_entry)
+
+    def data_label(self, outcome: RowOutcome) -> str | None:
+        """The leaderboard's words for the data a row's verdict stands on when it is not proven pinned data, else None."""
+        from r2med_plugin.reporting.grouping import data_label
+
+        return data_label(self.data[name] for name in outcome.ours if name in self.data)
+
+    def verdict(self, outcome: RowOutcome) -> str:
+        """The row's status, and what data it stands on when that is not proven pinned data."""
+        label = None if outcome.not_run else self.data_label(outcome)
+        return outcome.status(self.tolerance) + (f" (data: {label})" if label else "")
 
     @property
     def passed(self) -> bool:
@@ -321,8 +333,10 @@ def _run_task(task: str, outcomes: list[RowOutcome], report: MatrixReport, state
               compute: Callable[[TaskData, MatrixRow], object], options: MatrixOptions) -> None:
     """One task's rows: each read from the state when its key matches, else computed (``compute(data, row)``)."""
     from r2med_plugin.data.loader import load_task
+    from r2med_plugin.evaluation.naming import data_entry
 
     data = load_task(task, data_dir=options.data_dir, accept_drift=options.accept_drift)
+    report.data[data.spec.hub_name] = data_entry(data)
     for outcome in outcomes:
         key = state_key(data, outcome.row, options.data_dir)
         official = state.read(outcome.row, task, key)
@@ -467,11 +481,14 @@ class MatrixState:
 
 
 def matrix_json(report: MatrixReport) -> dict:
-    """``{"rows": [...]}``: per row llm, retriever, published, ours, delta, status, command (dicts keyed by task + avg)."""
-    return {"tolerance": report.tolerance, "rows": [
+    """``{"tolerance", "data", "rows": [...]}``: ``data`` per hub task name the data the verdicts stand on
+    (dataset_revision, verified, files_fingerprint, count_drift); per row llm, retriever, published, ours, delta,
+    status, data_label (the leaderboard's words for unproven data, else null), command (dicts keyed by task + avg)."""
+    return {"tolerance": report.tolerance, "data": dict(report.data), "rows": [
         {"llm": outcome.row.llm, "retriever": outcome.row.retriever, "expansion": outcome.row.expansion,
          "published": outcome.row.published, "ours": dict(outcome.ours) or None, "delta": outcome.delta() or None,
-         "status": outcome.status(report.tolerance), "needs": outcome.row.needs, "command": outcome.row.command()}
+         "status": outcome.status(report.tolerance), "data_label": None if outcome.not_run else report.data_label(outcome),
+         "needs": outcome.row.needs, "command": outcome.row.command()}
         for outcome in report.outcomes]}
 
 
@@ -482,7 +499,7 @@ def render_matrix(report: MatrixReport) -> str:
     for outcome in report.outcomes:
         if outcome.not_run:
             continue
-        lines += ["", f"{outcome.row.label}: {outcome.status(report.tolerance)}",
+        lines += ["", f"{outcome.row.label}: {report.verdict(outcome)}",
                   f"  {'task':<18} {'published':>9} {'ours':>9} {'delta':>7}"]
         delta = outcome.delta()
         for name in hub_names:
@@ -501,4 +518,8 @@ def render_matrix(report: MatrixReport) -> str:
                   f"{report.reused} read from the state, {report.indexes_built} corpus indexes built"]
     if failed:
         lines.append(f"MISMATCH: {', '.join(failed)}")
+    unproven = [outcome.row.label for outcome in ran if report.data_label(outcome)]
+    if unproven:
+        lines.append(f"{len(unproven)}/{len(ran)} verdicts stand on data that proves no pinned R2MED commit (marked "
+                     "\"data: ...\"): download it with `huggingface-cli download --local-dir` for verdicts on R2MED data")
     return "\n".join(lines) + "\n"

@@ -70,6 +70,13 @@ def reranked_revision(reranker_revision: str, first_stage_revision: str) -> str:
     return f"{reranker_revision}+first-stage-{short}"
 
 
+def data_entry(data: TaskData) -> dict[str, object]:
+    """What a verdict computed on ``data`` stands on: its dataset revision, whether the files proved it, the
+    fingerprint of the files read and how the counts differ from the dataset card ({} when they match)."""
+    return {"dataset_revision": data.revision, "verified": data.revision_verified,
+            "files_fingerprint": data.files_fingerprint, "count_drift": dataset_count_drift(data)}
+
+
 def dataset_count_drift(data: TaskData) -> dict[str, dict[str, int]]:
     """How the data's counts differ from the dataset card's (evaluated with --accept-drift); {} when they match."""
     return {} if data.report.synthetic_sample else dict(data.report.count_drift)

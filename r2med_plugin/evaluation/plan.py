@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from r2med_plugin.catalog import get_task_spec
@@ -49,6 +49,7 @@ class EvaluationPlan:
     data_dir: str | os.PathLike | None = None
     accept_drift: bool | None = None
     show_progress: bool = True
+    request: Mapping[str, Any] | None = field(default=None, compare=False)  # EvaluationRequest.recorded()
 
     @property
     def hybrid_with(self) -> str | None:
@@ -152,7 +153,8 @@ def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | Run
 def plan_request(request: EvaluationRequest, *, encoder: object | None = None, reranker: object | None = None) -> EvaluationPlan:
     """The stages that carry ``request`` out. ``encoder`` and ``reranker``: what a ModelSpec / CrossEncoderSpec loads,
     when the caller loaded it once for several tasks (loaded here otherwise)."""
-    common = dict(data_dir=request.data_dir, accept_drift=request.accept_drift, show_progress=request.show_progress)
+    common = dict(data_dir=request.data_dir, accept_drift=request.accept_drift, show_progress=request.show_progress,
+                  request=request.recorded())
     if request.reranker is not None:
         return _rerank_plan(request, encoder, reranker, common)
     scoring, expansion = request.scoring, request.scoring.expansion

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,10 +73,19 @@ class ReproduceReport:
     profiles: list[ProfileRow] = field(default_factory=list)
     coverage: list[StoredListCoverage] = field(default_factory=list)
     source: str = "the published BM25 row and task_metadata"  # where the expected values came from
+    data: dict[str, dict] = field(default_factory=dict)  # task name -> what its verdicts stand on (naming.data_entry)
 
     @property
     def passed(self) -> bool:
         return all(row.passed(self.tolerance) for row in self.bm25) and all(row.passed for row in self.profiles)
+
+    def data_note(self, tasks: Iterable[str]) -> str:
+        """" (data: <the leaderboard's words>)" when a verdict on ``tasks`` stands on data that is not proven pinned
+        data, else ""."""
+        from r2med_plugin.reporting.grouping import data_label
+
+        label = data_label(self.data[task] for task in tasks if task in self.data)
+        return f" (data: {label})" if label else ""
 
 
 def published_bm25() -> dict[str, float]:
@@ -145,6 +154,7 @@ def reproduce(
 ) -> ReproduceReport:
     """Run the official BM25 on each task of the expected table and profile the Nano candidate lists."""
     from r2med_plugin.data.loader import load_task
+    from r2med_plugin.evaluation.naming import data_entry
     from r2med_plugin.evaluation.runner import evaluate_task
     from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.retrieval.candidates import candidate_profile
@@ -158,6 +168,7 @@ def reproduce(
             data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
         except FileNotFoundError as error:
             raise FileNotFoundError(f"{error}; to check the 8 R2MED tasks' BM25 alone, add --skip-nano") from None
+        report.data[task] = data_entry(data)
         for subset, profile in subsets.items():
             if subset not in data.candidates:
                 raise ValueError(f"{task}: no stored candidate list {subset!r}; the lists are {sorted(data.candidates)}")
@@ -175,6 +186,7 @@ def reproduce(
         result = evaluate_task(task, "bm25-lucene", data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
         if output is not None:
             write_outputs(result, output)
+        report.data[task] = data_entry(result.data)
         report.bm25.append(Bm25Row(task, published, round(result.official["ndcg_at_10"] * 100, 2)))
     return report
 
@@ -187,14 +199,16 @@ def render_report(report: ReproduceReport) -> str:
         f"{'task':<28} {'expected':>9} {'ours':>9} {'diff':>7}  result",
     ]
     for row in report.bm25:
-        lines.append(f"{row.task:<28} {row.published:>9.2f} {row.ours:>9.2f} {row.difference:>+7.2f}  {'PASS' if row.passed(report.tolerance) else 'FAIL'}")
+        lines.append(f"{row.task:<28} {row.published:>9.2f} {row.ours:>9.2f} {row.difference:>+7.2f}  "
+                     f"{'PASS' if row.passed(report.tolerance) else 'FAIL'}{report.data_note([row.task])}")
     unchecked = [spec.name for spec in list_tasks("r2med") if spec.name not in {row.task for row in report.bm25}]
     if unchecked:  # a partial expected table checks only its tasks: say so, never a silent "all PASS"
         lines.append(f"not checked ({len(unchecked)} of 8 R2MED tasks have no expected value): {', '.join(unchecked)}")
     if report.profiles:
         failed = [row for row in report.profiles if not row.passed]
         lines.append("")
-        lines.append(f"NanoR2MED stored candidate profiles: {len(report.profiles) - len(failed)}/{len(report.profiles)} values match the expected profiles")
+        lines.append(f"NanoR2MED stored candidate profiles: {len(report.profiles) - len(failed)}/{len(report.profiles)} values "
+                     f"match the expected profiles{report.data_note({row.task for row in report.profiles})}")
         for row in failed:
             lines.append(f"  FAIL {row.task} {row.subset} {row.metric}: expected {row.expected:.10g}, ours {row.ours:.10g}")
     if report.coverage:
@@ -204,7 +218,8 @@ def render_report(report: ReproduceReport) -> str:
     if not report.passed:
         lines.append("MISMATCH: at least one check failed")
     else:
-        lines.append("all checks PASS" + (f" ({len(report.bm25)} of 8 BM25 tasks checked)" if unchecked else ""))
+        lines.append("all checks PASS" + (f" ({len(report.bm25)} of 8 BM25 tasks checked)" if unchecked else "")
+                     + report.data_note(report.data))
     return "\n".join(lines) + "\n"
 
 

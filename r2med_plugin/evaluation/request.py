@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from r2med_plugin.data.expansions import ExpansionName, expansion_name, released_expansions
@@ -301,6 +302,19 @@ class EvaluationRequest:
         values["scoring"] = Scoring(**scoring)
         values["outputs"] = Outputs(**dict(values.get("outputs") or {}))
         return cls(**values)
+
+    def recorded(self) -> dict[str, Any] | None:
+        """What a result records of the request that produced it (``r2med_provenance.request``): ``to_dict()`` as plain
+        JSON, naming no folder of this machine (result files are published): ``data_dir`` (neutral) is left empty and
+        the output folder is its last part. None for a request holding Python objects, which do not serialise."""
+        try:
+            payload = json.loads(json.dumps(self.to_dict(), default=str))
+        except TypeError:
+            return None
+        payload["data_dir"] = None
+        if payload["outputs"]["folder"]:
+            payload["outputs"]["folder"] = Path(payload["outputs"]["folder"]).name or "."
+        return payload
 
     def identity(self) -> str:
         """A stable id of what this request computes (schema 1): sha256 of the canonical JSON of ``to_dict`` without

@@ -42,4 +42,5 @@ class TaskRunResult:
     hybrid_with: str | None = None  # the BM25 fused with the model's run for hybrid_* (None: no hybrid)
     official_run: Run | None = None  # the run the official scores were computed on (for the per-query sidecar)
     hakari: dict | None = None  # NanoR2MED: what HAKARI-Bench's result file needs (evaluation/hakari_record.py)
+    request: dict | None = None  # the request that produced it (EvaluationRequest.recorded); None: given as Python objects
     instructions: dict[str, str | None] | None = None  # what an encoder applying its own instructions used (official profiles)

@@ -88,6 +88,7 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         query_prompt=ranker.effective_query_prompt if isinstance(ranker, Dense) else None, official_run=scores.official_run,
         dataset_revision_verified=data.revision_verified, candidates_only=plan.candidates_only, hybrid_with=plan.hybrid_with,
         instructions=_own_instructions(ranker, data.name), hakari=_hakari(plan, data, run, stage.name),
+        request=_recorded(plan),
     )
 
 
@@ -174,6 +175,8 @@ def _check_inputs(inputs: TaskInputs, data: TaskData) -> None:
     _check_against_data(inputs, data)
     if inputs.expansion is not None:
         expansion_texts(data, inputs.expansion, inputs.data_dir)
+def _recorded(plan: EvaluationPlan) -> dict | None:
+    return dict(plan.request) if plan.request is not None else None
 
 
 def _saved_run(stage: object, run: Run, top_k: int) -> Run:
@@ -245,7 +248,7 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
         task=data.name, retriever=reranked_model_name(reranker.name, stage.name, depth), expansion=None,
         model_revision=reranked_revision(reranker.revision, stage.revision), dataset_revision=data.revision,
         scores=scores.metrics, main_score="ndcg_at_10", run=reranked, evaluation_time=time.perf_counter() - started,
-        data=data, dataset_revision_verified=data.revision_verified,
+        data=data, dataset_revision_verified=data.revision_verified, request=_recorded(plan),
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
                           first_stage_run=first, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
                           usage=None if report is None else report.usage,

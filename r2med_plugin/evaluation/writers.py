@@ -48,7 +48,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
             "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
             "dataset_files_fingerprint": result.data.files_fingerprint,
             "dataset_count_drift": dataset_count_drift(result.data), "dataset_rows": dataset_rows(result.data),
-        } | ({"rerank_usage": info.usage} if info.usage is not None else {})
+        } | ({"rerank_usage": info.usage} if info.usage is not None else {}) | recorded_request(result)
     return {
         "model_name": result_model_name(result),
         "model_revision": result.model_revision,
@@ -64,7 +64,14 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "dataset_rows": dataset_rows(result.data),
         **local_expansion_file(result),
         "r2med_plugin_version": __version__,
+        **recorded_request(result),
     }
+
+
+def recorded_request(result: TaskRunResult) -> dict[str, object]:
+    """The request that produced the result (``EvaluationRequest.to_dict``), which ``r2med export --venue hakari``
+    turns into the command line; nothing for a result of Python objects (they do not serialise)."""
+    return {"request": result.request} if result.request is not None else {}
 
 
 def local_expansion_file(result: TaskRunResult) -> dict[str, str]:

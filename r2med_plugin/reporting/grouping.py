@@ -4,7 +4,7 @@ newer row says so); results of one task on two sets of files go to rows of their
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from r2med_plugin.catalog import list_tasks
@@ -18,6 +18,23 @@ DRIFT_LABEL = "counts differ from the dataset card"
 UNVERIFIED_DRIFT_SET = f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
 PINNED_DRIFT_SET = f"pinned commits, {DRIFT_LABEL}"
 LOCAL_MIRROR_SET = "local-mirror-files"  # NanoR2MED mirror results with no commit recorded
+
+
+def data_label(entries: Iterable[Mapping]) -> str | None:
+    """The leaderboard's words for the data a verdict stands on when it is not proven pinned data, from entries
+    ``{"dataset_revision", "verified", "count_drift", ...}`` (a reproduction's ``data``); None when every entry is."""
+    entries = list(entries)
+    revisions = [DatasetRevision.parse(str(entry.get("dataset_revision") or "")) for entry in entries]
+    words = []
+    if any(revision.synthetic for revision in revisions):
+        words.append(SYNTHETIC_LABEL)
+    elif any(revision.local for revision in revisions):
+        words.append(LOCAL_MIRROR_SET)
+    elif any(entry.get("verified") is not True for entry in entries):
+        words.append(UNVERIFIED_SET)
+    if any(entry.get("count_drift") or revision.count_drift for entry, revision in zip(entries, revisions)):
+        words.append(DRIFT_LABEL)
+    return ", ".join(words) or None
 
 
 def task_index() -> dict[str, tuple[str, str, bool]]:

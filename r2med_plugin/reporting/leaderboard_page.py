@@ -119,7 +119,8 @@ def _read_matrix(path: str | os.PathLike) -> Mapping:
 
 
 def matrix_section(matrix: Mapping) -> str:
-    """The reproduction matrix as a table: each published row, published and our average, delta, status, command."""
+    """The reproduction matrix as a table: each published row, published and our average, delta, status (with the
+    leaderboard's words for the data it stands on when that is not proven pinned data), command."""
     rows = matrix.get("rows") if isinstance(matrix, Mapping) else None
     if not isinstance(rows, list):
         raise ValueError('the matrix file must hold {"rows": [...]} as `r2med reproduce --matrix --json FILE` writes it')
@@ -131,7 +132,8 @@ def matrix_section(matrix: Mapping) -> str:
     for row in rows:
         ours, delta = row.get("ours") or {}, row.get("delta") or {}
         cells = [row.get("llm") or "None", row["retriever"], f"{row['published']['avg']:.2f}",
-                 f"{ours['avg']:.2f}" if "avg" in ours else "", f"{delta['avg']:+.2f}" if "avg" in delta else "", row["status"]]
+                 f"{ours['avg']:.2f}" if "avg" in ours else "", f"{delta['avg']:+.2f}" if "avg" in delta else "",
+                 row["status"] + (f" (data: {row['data_label']})" if row.get("data_label") else "")]
         lines.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells)
                      + f"<td><code>{html.escape(row['command'])}</code></td></tr>")
     return "\n".join(lines) + "\n</tbody></table></section>\n"

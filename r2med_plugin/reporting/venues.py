@@ -11,7 +11,14 @@ of another venue (``--venue r2med``, the R2MED leaderboard's, is reporting/submi
   docs/contributing_results.md asks for.
 
 Folder names come from model names a result file carries: each is encoded as its venue encodes it (HAKARI's
-``safe_path_part``, mteb's ``org__model``) and a name that would still leave ``DIR`` is refused.
+``safe_path_part``, mteb's ``org__model``); a name that would still leave ``DIR``, or still holds a character some file
+system cannot (``<>:"|?*``, a backslash, a control character), is refused.
+
+What data a result stands on decides whether a venue takes it, the same on every venue: results on the synthetic demo
+sample or on data whose counts differ from the dataset card are refused; results on mirror files that prove no hub
+commit (no download record, edited files) are refused unless ``allow_incomplete`` (``--allow-incomplete``), and then
+what is written says so (mteb: ``r2med_provenance.dataset_revision_verified: false``; HAKARI: ``resolved`` null and
+the reason). A reason written into a file names no path of the user's machine.
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.errors import InputFileError, UserError
 from r2med_plugin.reporting.hakari_files import (
     HAKARI_DATASET_NAME,
     HAKARI_RECORD_FORMAT,
@@ -32,9 +41,10 @@ from r2med_plugin.reporting.hakari_files import (
     read_xz_json,
     write_xz_json,
 )
-from r2med_plugin.identifiers import DatasetRevision, ResultName
+from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
+from r2med_plugin.rules import flag_of
 from r2med_plugin.version import __version__
 
 VENUES = ("r2med", "mteb", "hakari")
@@ -58,12 +68,26 @@ def hakari_path_part(value: str) -> str:
 
 def mteb_path_part(value: str, what: str = "model name") -> str:
     """A path part as mteb's ResultCache makes it ("/" -> "__", " " -> "_"); a name that would still leave the
-    folder (".", "..", empty, a backslash or NUL) is refused, naming the fix."""
+    folder (".", "..", empty) or holds a character some file system cannot is refused, naming the fix."""
     text = value.replace("/", "__").replace(" ", "_")
-    if text in {"", ".", ".."} or "\\" in text or "\0" in text:
-        raise ValueError(f"the {what} {value!r} makes the folder name {text!r}, which mteb's results layout cannot hold "
-                         f"inside --out; give the results a {what} that is a hub id (org/name) or a plain word")
-    return text
+    if text in {"", ".", ".."}:
+        raise UserError(f"the {what} {value!r} makes the folder name {text!r}, which mteb's results layout cannot hold "
+                        f"inside --out; give the results a {what} that is a hub id (org/name) or a plain word")
+    return portable_part(text, value, what)
+
+
+NOT_PORTABLE = frozenset('<>:"|?*\\')
+
+
+def portable_part(part: str, value: str, what: str) -> str:
+    """``part`` (the folder name a venue made of ``value``) if every file system can hold it; else a refusal naming the
+    first character that Windows, macOS or a shell-safe path cannot hold (``<>:"|?*``, backslash, control characters)."""
+    for character in part:
+        if character in NOT_PORTABLE or ord(character) < 32 or ord(character) == 127:
+            raise UserError(f"the {what} {value!r} holds {character!r}, which not every file system can hold in the folder "
+                            f"name {part!r}: give the results a {what} without it (a hub id org/name or a plain word; "
+                            "r2med evaluate --model-name NAME names a model's results)")
+    return part
 
 
 def _records_of(folders: Iterable[str | Path], model: str, venue: str) -> list[ResultRecord]:
@@ -95,8 +119,52 @@ def _check_revisions(record: ResultRecord) -> None:
                          "with the model's revision known (a hub model records its commit; --model-revision REV)")
 
 
-def export_mteb(folders: Iterable[str | Path], model: str, out_dir: str | Path, *, force: bool = False) -> list[Path]:
-    """``model``'s results in mteb's results-repository layout under ``out_dir`` (see module doc)."""
+def refused_data(record: ResultRecord) -> str | None:
+    """Why no venue takes a result's numbers, even with --allow-incomplete (the synthetic sample, counts that differ
+    from the dataset card), or None. Names no path."""
+    revision = DatasetRevision.parse(record.dataset_revision)
+    if revision.synthetic:
+        return "it ran on the synthetic demo sample (dataset_revision: synthetic-sample), which is not R2MED data"
+    if revision.count_drift or record.count_drift:
+        what = ", ".join(sorted(record.count_drift)) or f"dataset revision marked {COUNT_DRIFT}"
+        return f"it ran on data whose counts differ from the dataset card (--accept-drift: {what})"
+    return None
+
+
+def unproven_data(record: ResultRecord) -> str | None:
+    """Why a result's files prove no hub commit (a mirror without a download record, files edited after it), or None
+    when its dataset revision is a commit the files proved. Names no path of the user's machine."""
+    revision = DatasetRevision.parse(record.dataset_revision)
+    if revision.unverified:
+        return (f"the files read do not prove hub commit {revision.commit} (dataset revision {record.dataset_revision!r}: "
+                "no download record, or files edited after the download)")
+    if revision.local:
+        return f"the mirror records no hub commit (dataset revision {record.dataset_revision!r} is a fingerprint of its files)"
+    if not _COMMIT.match(revision.commit):
+        return f"dataset revision {record.dataset_revision!r} is not a hub commit"
+    return None
+
+
+def check_data(record: ResultRecord, venue: str, allow_incomplete: bool) -> str | None:
+    """Refuse a result no venue takes; refuse one on unproven files unless ``allow_incomplete``, else return why its
+    files are unproven (None: proven), for the venue's files to say."""
+    refused = refused_data(record)
+    if refused:
+        raise InputFileError(f"{record.path}: {refused}; no venue publishes such numbers, with or without "
+                             "--allow-incomplete: re-run the task on data downloaded with `huggingface-cli download "
+                             "--local-dir` and export that result")
+    why = unproven_data(record)
+    if why and not allow_incomplete:
+        raise InputFileError(f"{record.path}: {why}; {venue} records the data a result stands on: download the data with "
+                             "`huggingface-cli download --local-dir` (which records the commit) and re-run, or pass "
+                             "--allow-incomplete to write it marked as unverified")
+    return why
+
+
+def export_mteb(folders: Iterable[str | Path], model: str, out_dir: str | Path, *, allow_incomplete: bool = False,
+                force: bool = False) -> list[Path]:
+    """``model``'s results in mteb's results-repository layout under ``out_dir`` (see module doc); a result on unproven
+    files (only with ``allow_incomplete``) keeps ``r2med_provenance.dataset_revision_verified: false``."""
     listed = {spec.name for spec in list_tasks()} | {spec.mteb_builtin_task for spec in list_tasks() if spec.mteb_builtin_task}
     records = []
     for record in _records_of(folders, model, "mteb"):
@@ -107,20 +175,29 @@ def export_mteb(folders: Iterable[str | Path], model: str, out_dir: str | Path, 
             raise ValueError(f"{record.path}: task {record.task!r} is neither an R2MED/NanoR2MED task of r2med-plugin nor "
                              "mteb's R2MED<Domain>Retrieval; export it with mteb's own tools")
         _check_revisions(record)
-        records.append(record)
+        records.append((record, check_data(record, "mteb", allow_incomplete)))
     written: list[Path] = []
     by_folder: dict[Path, list[ResultRecord]] = {}
-    for task, record in _one_per_task(records, "mteb").items():
+    unproven = {record.path: why for record, why in records}
+    for task, record in _one_per_task([record for record, _ in records], "mteb").items():
         folder = Path(out_dir) / "results" / mteb_path_part(model) / mteb_path_part(record.revision, "model revision")
-        written.append(_copy_unchanged(record.path, folder / f"{task}.json", force))
+        written.append(_copy_unchanged(record.path, folder / f"{task}.json", force, marked=unproven[record.path] is not None))
         by_folder.setdefault(folder, []).append(record)
     for folder, held in by_folder.items():
         written += [_model_meta(held[0], folder, model), _write_run_settings(folder, held)]
     return written
 
 
-def _copy_unchanged(source: Path, target: Path, force: bool) -> Path:
+def _copy_unchanged(source: Path, target: Path, force: bool, *, marked: bool = False) -> Path:
+    """The result file as it is; ``marked`` (unproven data): with ``r2med_provenance.dataset_revision_verified`` false,
+    which every result r2med-plugin writes on such data already holds."""
     data = source.read_bytes()
+    if marked:
+        payload = json.loads(data)
+        provenance = payload.get("r2med_provenance") if isinstance(payload.get("r2med_provenance"), dict) else {}
+        if provenance.get("dataset_revision_verified") is not False:
+            payload["r2med_provenance"] = provenance | {"dataset_revision_verified": False}
+            data = (json.dumps(payload, indent=2) + "\n").encode("utf-8")
     if target.is_file() and target.read_bytes() != data and not force:
         raise ValueError(f"{target} exists and holds another result; give another --out, or --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +258,7 @@ def export_hakari(folders: Iterable[str | Path], model: str, out_dir: str | Path
                              "the folders (R2MED results go to the R2MED leaderboard: --venue r2med)")
         if not record.candidates_only:
             _check_revisions(record)
+            check_data(record, "HAKARI-Bench", allow_incomplete)
             records.append(record)
     if not records:
         raise ValueError(f"no full-corpus NanoR2MED results of {model!r} (a --candidates-only result ranks stored lists only); "
@@ -210,19 +288,14 @@ def _hakari_record(record: ResultRecord) -> dict:
 
 def hakari_dataset_revision(record: ResultRecord, allow_incomplete: bool) -> dict:
     """HAKARI's ``target.dataset_revision``: the hub commit the result's data was downloaded at. Data that does not
-    prove a commit (a mirror without a download record, edited files, the synthetic sample) is refused, or with
-    ``allow_incomplete`` written with ``resolved`` None and the reason in ``error``, as HAKARI writes a revision the
-    hub did not resolve."""
-    revision = DatasetRevision.parse(record.dataset_revision)
-    if _COMMIT.match(revision.commit) and not revision.unverified and not revision.count_drift:
-        return {"requested": None, "resolved": revision.commit, "source": "r2med-plugin"}
-    why = (f"{record.path}: dataset revision {record.dataset_revision!r} is not a hub commit of {HAKARI_DATASET_ID} that "
-           "the files read prove")
-    if not allow_incomplete:
-        raise ValueError(f"{why}; HAKARI-Bench records the commit its data came from: download it with "
-                         "`huggingface-cli download --local-dir` (which records the commit) and re-run, or pass "
-                         "--allow-incomplete to write it with no resolved revision")
-    return {"requested": None, "resolved": None, "source": "r2med-plugin", "error": why}
+    prove a commit (a mirror without a download record, edited files) is refused, or with ``allow_incomplete`` written
+    with ``resolved`` None and the reason in ``error`` (no path in it), as HAKARI writes a revision the hub did not
+    resolve; the synthetic sample and count drift are always refused (``check_data``)."""
+    why = check_data(record, "HAKARI-Bench", allow_incomplete)
+    if why is None:
+        return {"requested": None, "resolved": DatasetRevision.parse(record.dataset_revision).commit, "source": "r2med-plugin"}
+    return {"requested": None, "resolved": None, "source": "r2med-plugin",
+            "error": why}
 
 
 def hakari_payload(record: ResultRecord, content: dict, model: str, *, allow_incomplete: bool = False) -> dict:
@@ -285,6 +358,7 @@ def _hakari_config(provenance: Mapping, reranked: bool, retriever: str) -> dict:
         "rerank_top_k": None, "bm25": bm25,
         "r2med_plugin": {"version": provenance.get("r2med_plugin_version") or __version__, "top_k": provenance.get("top_k"),
                          "dataset_files_fingerprint": provenance.get("dataset_files_fingerprint"),
+                         "request": provenance.get("request"),
                          "metric_conventions": "HAKARI-Bench's (MAP@k over min(R, k), ties by id ascending, every query with text)"},
     }
 
@@ -362,12 +436,80 @@ def _reranked_cell(payload: dict) -> str:
     return payload["evaluation"]["reranking_evaluations"][0].get("reason") or "not evaluated"
 
 
+NOT_RECORDED = "not recorded (the result records no request: written by an earlier release, or of a model given as a Python object)"
+# what a recorded request's parts say on the command line: field -> flag (first stage, reranker); paths on the
+# evaluating machine are shown as placeholders
+_FIRST_STAGE_FLAGS = {"revision": "--model-revision", "display_name": "--model-name"}
+_RERANKER_FLAGS = {"revision": "--rerank-revision", "depth": "--rerank-depth"}
+_SOURCES = ("variant", "name", "path")
+
+
+def evaluate_command(request: Mapping | None) -> str:
+    """The ``r2med evaluate`` command line of a recorded request (``r2med_provenance.request``), without the task's
+    ``--task``, or ``NOT_RECORDED``. ``--output`` and ``--data-dir`` show as RESULTS and DATA_DIR."""
+    if not isinstance(request, Mapping) or not isinstance(request.get("first_stage"), Mapping):
+        return NOT_RECORDED
+    first, reranker = request["first_stage"], request.get("reranker")
+    words = ["--first-stage" if reranker else "--retriever", _source(first), *_spec_words(first, _FIRST_STAGE_FLAGS)]
+    if isinstance(reranker, Mapping):
+        words += ["--rerank", _source(reranker), *_spec_words(reranker, _RERANKER_FLAGS)]
+    scoring, outputs = request.get("scoring") or {}, request.get("outputs") or {}
+    words += _value_words({"top_k": scoring.get("top_k") if scoring.get("top_k") != 1000 else None,
+                           **{key: scoring.get(key) for key in ("hybrid", "candidates", "candidates_only", "expansion")},
+                           "first_stage_name": request.get("first_stage_name"), "bm25_workers": request.get("bm25_workers"),
+                           "accept_drift": request.get("accept_drift"),
+                           "data_dir": "DATA_DIR" if request.get("data_dir") else None,
+                           "output": "RESULTS" if outputs.get("folder") else None, "trec": outputs.get("trec"),
+                           "trec_depth": outputs.get("trec_depth") if outputs.get("trec_depth") != 1000 else None})
+    if request.get("show_progress") is False:
+        words.append("--quiet")
+    return " ".join(words)
+
+
+def _source(spec: Mapping) -> str:
+    return shlex.quote(str(next((spec[key] for key in _SOURCES if spec.get(key)), "?")))
+
+
+def _spec_words(spec: Mapping, flags: Mapping[str, str]) -> list[str]:
+    values = {key: value for key, value in spec.items() if key not in (*_SOURCES, "kind", "endpoint", "settings")}
+    values |= dict(spec.get("endpoint") or {}) | dict(spec.get("settings") or {})
+    return _value_words(values, flags)
+
+
+def _value_words(values: Mapping, flags: Mapping[str, str] | None = None) -> list[str]:
+    """Each set value as its flag: True as the flag alone, a list as its items, a mapping as JSON; None and False left out."""
+    words: list[str] = []
+    for key, value in values.items():
+        if value is None or value is False or value == [] or value == {}:
+            continue
+        flag = (flags or {}).get(key) or flag_of(key)
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, list):
+            words += [flag, *(shlex.quote(str(item)) for item in value)]
+        else:
+            words += [flag, shlex.quote(json.dumps(value) if isinstance(value, Mapping) else str(value))]
+    return words
+
+
+def evaluate_commands(payloads: Mapping[str, dict]) -> str:
+    """The ``r2med evaluate`` commands that produced the payloads' results: tasks run by the same command share one."""
+    by_command: dict[str, list[str]] = {}
+    for task, payload in sorted(payloads.items()):
+        command = evaluate_command(payload["config"].get("r2med_plugin", {}).get("request"))
+        by_command.setdefault(command, []).append(task)
+    return "; ".join(f"{', '.join(tasks)}: {command}" if command == NOT_RECORDED else
+                     f"`r2med evaluate --task {' '.join(tasks)} {command}`" for command, tasks in by_command.items())
+
+
 def hakari_pr_body(model: str, payloads: Mapping[str, dict], missing: list[str], model_dir: str) -> str:
     """The pull-request body HAKARI-Bench's docs/contributing_results.md asks for, filled from the payloads."""
     first = next(iter(payloads.values()))
     versions = first["environment"].get("package_versions", {})
     revisions = sorted({p["target"]["dataset_revision"].get("resolved") or "none resolved (see target.dataset_revision.error)"
                         for p in payloads.values()})
+    unresolved = any(p["target"]["dataset_revision"].get("resolved") is None for p in payloads.values())
+    allow = " --allow-incomplete" if unresolved else ""
     rows = "\n".join(f"| {task} | {p['evaluation']['aggregate_metric_value']:.4f} | "
                      f"{_reranked_cell(p)} |"
                      for task, p in sorted(payloads.items()))
@@ -380,9 +522,8 @@ def hakari_pr_body(model: str, payloads: Mapping[str, dict], missing: list[str],
         f"- Model ID and revision: `{model}` @ `{first['model']['source'].get('revision')}`",
         f"- Dataset: `{HAKARI_DATASET_ID}`, revision(s) as recorded in the result JSON: {', '.join(revisions)}",
         f"- Files: {len(payloads)} × `hakari-results/{model_dir}/{hakari_path_part(HAKARI_DATASET_ID)}/<Task>.json.xz`",
-        f"- Command: `r2med evaluate --task <Task> --retriever {first['model'].get('r2med_retriever')} --output RESULTS` "
-        f"for each task, then `r2med export --submission RESULTS --model {model} --venue hakari --out DIR` (TODO: the "
-        "exact options used)",
+        f"- Command: {evaluate_commands(payloads)}, then `r2med export --submission RESULTS --model {shlex.quote(model)} "
+        f"--venue hakari{allow} --out DIR`",
         f"- Evaluation method: {first['model']['method']}; dtype: {first['model'].get('dtype') or 'TODO'}; device: TODO; "
         f"batch size: TODO; query prompt: {json.dumps(first['config'].get('query_prompt'))}",
         f"- Candidate ranking: {first['config'].get('candidate_ranking') or 'none'}; rerank top-k: all of each list "

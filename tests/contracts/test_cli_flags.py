@@ -389,7 +389,6 @@ REFUSED: list[tuple[list[str], str]] = [
     (["export", "--trec", "a", "--out", "o", "--force"], "--force"),
     (["export", "--trec", "a", "--out", "o", "--venue", "mteb"], "--venue"),
     (["export", "--submission", "a", "--model", "m", "--out", "o", "--venue", "hakari", "--model-size", "7B"], "--model-size"),
-    (["export", "--submission", "a", "--model", "m", "--out", "o", "--venue", "mteb", "--allow-incomplete"], "--allow-incomplete"),
     (SWEEP + ["--dry-run", "--workers", "2"], "--workers"),
     (SWEEP + ["--address", "auto"], "--address"),
     (INSPECT_QUERY + ["--worst", "3"], "--worst"),

@@ -20,9 +20,12 @@ from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.errors import UnknownNameError
 from r2med_plugin.evaluation.matrix import (MatrixState, leaderboard_expansions, matrix_json, matrix_rows, run_matrix,
                                             select_rows, why_not_run)
+from r2med_plugin.reporting.grouping import DRIFT_LABEL, UNVERIFIED_SET
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids
 
 R2MED_TASKS = [spec.name for spec in r2med_plugin.list_tasks("r2med")]
+# the leaderboard's words for the fixture mirror's data: files that prove no commit, counts that differ from the card
+UNPROVEN = f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
@@ -197,6 +200,16 @@ def test_the_json_file_has_every_row_with_its_status_and_command(mirror_env: Pat
     assert {row["status"] for row in rows[1:] if row["ours"] is None} == {"not run: not selected (--rows)"}
     assert rows[0]["status"].startswith("not run: reranked by ReasonRank(32B)")  # the matrix computes first stages only
     assert "QwQ-32B + BM25: FAIL" in out and "65 more rows not selected" in out
+    # every verdict says what data it stands on: the fixture mirror proves no commit, and its counts are tiny
+    data = json.loads(target.read_text())["data"]
+    assert list(data) == keys[:-1]
+    assert all(set(entry) == {"dataset_revision", "verified", "files_fingerprint", "count_drift"} for entry in data.values())
+    assert all(entry["verified"] is False and entry["count_drift"] for entry in data.values())
+    assert [entry["dataset_revision"] for entry in data.values()] == [spec.revision for spec in r2med_plugin.list_tasks("r2med")]
+    assert all(len(entry["files_fingerprint"]) == 16 for entry in data.values())
+    assert {row["data_label"] for row in ran} == {UNPROVEN}
+    assert {row["data_label"] for row in rows if row["ours"] is None} == {None}
+    assert f"QwQ-32B + BM25: FAIL (data: {UNPROVEN})" in out and "2/2 verdicts stand on data that proves no pinned" in out
     assert list((tmp_path / "out" / "official").glob("hyde__qwq-32b+bm25-lucene/*/R2MEDBiology.json"))
 
 
@@ -246,7 +259,7 @@ def test_the_leaderboard_page_shows_the_matrix_with_its_commands(mirror_env: Pat
     gpt4o = json.loads(target.read_text())["rows"][12]
     assert (gpt4o["llm"], gpt4o["retriever"]) == ("GPT4o", "BM25")
     assert (f"<tr><td>GPT4o</td><td>BM25</td><td>37.70</td><td>{gpt4o['ours']['avg']:.2f}</td>"
-            f"<td>{gpt4o['delta']['avg']:+.2f}</td><td>FAIL</td>") in section
+            f"<td>{gpt4o['delta']['avg']:+.2f}</td><td>FAIL (data: {UNPROVEN})</td>") in section
     assert "--retriever bm25-lucene --expansion hyde/gpt4 --output results/matrix</code>" in section
     plain = tmp_path / "plain"
     assert main(["leaderboard", str(out), "--compare-published", "--html", str(plain)]) == 0

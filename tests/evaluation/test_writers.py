@@ -57,3 +57,25 @@ def test_a_candidates_only_bm25_run_keeps_only_the_candidates(mirror_env: Path, 
     trec = write_outputs(result, tmp_path, trec=True)["trec"]
     written = {(line.split()[0], line.split()[2]) for line in trec.read_text().splitlines()}
     assert written == {(query_id, doc_id) for query_id, ranked in result.run.items() for doc_id in ranked}
+
+
+def test_every_result_records_the_request_that_produced_it(mirror_env: Path, tmp_path: Path):
+    from r2med_plugin.evaluation.plan import request_of
+    from dataclasses import replace
+
+    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, TaskArguments
+
+    request = request_of("NanoR2MEDBiology", "bm25-robertson", TaskArguments.of({"top_k": 50, "candidates": ["bm25"],
+                                                                                 "show_progress": False}, "test"))
+    paths = write_outputs(evaluate_task(request), tmp_path)
+    recorded = json.loads(paths["mteb"].read_text())["r2med_provenance"]["request"]
+    assert recorded == request.to_dict()
+    assert EvaluationRequest.from_dict(recorded) == request  # what ran, read back
+    assert json.loads(paths["official_metadata"].read_text())["request"] == recorded
+    placed = replace(request, data_dir=str(tmp_path / "mirror-elsewhere"), outputs=Outputs(str(tmp_path / "out"), trec=True))
+    assert placed.recorded() == request.to_dict() | {"outputs": {"folder": "out", "trec": True, "trec_depth": 1000}}
+    assert str(tmp_path) not in json.dumps(placed.recorded())  # result files are published: no folder of this machine
+    assert EvaluationRequest.from_dict(placed.recorded()).outputs.trec  # still a request that runs
+    objects = write_outputs(evaluate_task("NanoR2MEDBiology", HashingEncoder(dim=16, name="h"), show_progress=False),
+                            tmp_path / "objects")
+    assert "request" not in json.loads(objects["mteb"].read_text())["r2med_provenance"]  # a Python object: not recorded

@@ -227,3 +227,17 @@ def test_your_rows_carry_the_published_llm_name_beside_the_expansion_file(tmp_pa
     assert [row.average for row in ours] == [row.average for row in alone]  # the same rows, in the same order
     text = render(rows, "md")
     assert "| GPT4o (hyde/gpt4) | bm25-lucene (hyde) |" in text and "| GPT4o | BM25 [published] |" in text
+def test_a_verdict_s_data_is_named_with_the_leaderboard_s_words():
+    from r2med_plugin.reporting.grouping import (
+        DRIFT_LABEL, LOCAL_MIRROR_SET, SYNTHETIC_LABEL, UNVERIFIED_SET, data_label,
+    )
+
+    commit = "8b9fec2db9eda4b5742d03732213fbaee8169556"
+    proven = {"dataset_revision": commit, "verified": True, "files_fingerprint": "ab", "count_drift": {}}
+    assert data_label([proven, proven]) is None
+    assert data_label([proven, proven | {"verified": False}]) == UNVERIFIED_SET
+    drift = {"documents": {"expected": 10, "found": 9}}
+    assert data_label([proven | {"count_drift": drift}]) == DRIFT_LABEL
+    assert data_label([proven | {"verified": False, "count_drift": drift}]) == f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
+    assert data_label([proven | {"dataset_revision": "local-0123", "verified": False}]) == LOCAL_MIRROR_SET
+    assert data_label([proven | {"dataset_revision": "synthetic-sample", "verified": False}]) == SYNTHETIC_LABEL

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
+from r2med_plugin.errors import InputFileError, UserError
 from r2med_plugin.evaluation.hakari_metrics import hakari_metrics, rankings_from_run
 from r2med_plugin.reporting.hakari_files import hakari_record_path, read_xz_json
 from r2med_plugin.evaluation.runner import evaluate_task
@@ -19,24 +20,42 @@ from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.venues import (
     export_hakari,
+    evaluate_command,
     export_mteb,
     hakari_dataset_revision,
     hakari_path_part,
     mteb_path_part,
 )
+from tests.support.builders import write_result
 
 NANO = "NanoR2MEDIIYiClinical"
 
 
+def as_on_exact_counts(paths: dict) -> dict:
+    """A result of the fixture mirror as an exact-size mirror writes it: the fixture's counts are tiny, so its results
+    record count drift, which every venue refuses; an exact-size mirror's record none. Its files still prove no commit."""
+    payload = json.loads(paths["mteb"].read_text())
+    payload["r2med_provenance"]["dataset_count_drift"] = {}
+    for holder in (payload, payload["r2med_provenance"]):
+        holder["dataset_revision"] = holder["dataset_revision"].removesuffix("+count-drift")
+    paths["mteb"].write_text(json.dumps(payload, indent=2))
+    return paths
+
+
+def evaluated(result, folder: Path) -> tuple:
+    return result, as_on_exact_counts(write_outputs(result, folder))
+
+
 @pytest.fixture()
 def results(mirror_env: Path, tmp_path: Path) -> dict:
-    """One NanoR2MED BM25 result, one encoder result with the hybrid list re-ranked, one R2MED BM25 result."""
+    """One NanoR2MED BM25 result, one encoder result with the hybrid list re-ranked, one R2MED BM25 result (on mirror
+    files that prove no commit, with the counts of the dataset card)."""
     folder = tmp_path / "results"
     bm25 = evaluate_task(NANO, "bm25-robertson", show_progress=False)
     encoder = evaluate_task(NANO, HashingEncoder(dim=64, name="org/hash-64"), candidates=["hybrid"], show_progress=False)
     r2med = evaluate_task("R2MEDBiology", "bm25-robertson", show_progress=False)
-    return {"folder": folder, "bm25": (bm25, write_outputs(bm25, folder)), "encoder": (encoder, write_outputs(encoder, folder)),
-            "r2med": (r2med, write_outputs(r2med, folder))}
+    return {"folder": folder, "bm25": evaluated(bm25, folder), "encoder": evaluated(encoder, folder),
+            "r2med": evaluated(r2med, folder)}
 
 
 @pytest.mark.parametrize(("name", "part"), [
@@ -54,17 +73,38 @@ def test_mteb_folder_names_are_made_as_mteb_makes_them(name, part):
     assert mteb_path_part(name) == part
 
 
-@pytest.mark.parametrize("name", ["..", ".", "", "a\\..\\b"])
+@pytest.mark.parametrize("name", ["..", ".", ""])
 def test_an_mteb_folder_name_that_would_leave_the_folder_is_refused(name):
-    with pytest.raises(ValueError, match="cannot hold inside --out"):
+    with pytest.raises(UserError, match="cannot hold inside --out"):
         mteb_path_part(name)
+
+
+@pytest.mark.parametrize(("name", "character"), [
+    ("<script>alert(1)</script>", "<"), ("a\\..\\b", "\\"), ("bm25-hakari:regex", ":"), ('say"hi"', '"'),
+    ("a|b", "|"), ("what?", "?"), ("star*", "*"), ("tab\tname", "\t"), ("bell\x07", "\x07"), ("del\x7f", "\x7f"),
+])
+def test_an_mteb_folder_name_with_a_character_some_file_system_cannot_hold_is_refused_naming_it(name, character):
+    with pytest.raises(UserError) as raised:
+        mteb_path_part(name)
+    assert repr(character) in str(raised.value) and repr(name) in str(raised.value) and "--model-name" in str(raised.value)
+    with pytest.raises(UserError, match="model revision"):
+        mteb_path_part(name, "model revision")
+
+
+def test_a_hakari_folder_name_never_holds_a_character_some_file_system_cannot_hold():
+    for name in ("<script>alert(1)</script>", "a\\b", "x:y", 'q"', "a|b?c*", "tab\tname\x7f"):
+        assert set(hakari_path_part(name)) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
 def test_mteb_export_round_trips_through_mtebs_result_cache(results: dict, tmp_path: Path):
     import mteb
 
     out = tmp_path / "mteb-out"
-    written = export_mteb([results["folder"]], "org/hash-64", out)
+    with pytest.raises(InputFileError) as refused:
+        export_mteb([results["folder"]], "org/hash-64", out)
+    assert str(results["encoder"][1]["mteb"]) in str(refused.value) and "--allow-incomplete" in str(refused.value)
+    assert not out.exists()
+    written = export_mteb([results["folder"]], "org/hash-64", out, allow_incomplete=True)
     result, paths = results["encoder"]
     folder = out / "results" / "org__hash-64" / result.model_revision
     assert sorted(path.relative_to(folder).as_posix() for path in written) == [f"{NANO}.json", "model_meta.json", "run_settings.jsonl"]
@@ -75,16 +115,17 @@ def test_mteb_export_round_trips_through_mtebs_result_cache(results: dict, tmp_p
     loaded_scores = task_result.scores["test"][0]
     assert {key: loaded_scores[key] for key in result.scores} == result.scores  # every score, equal
     assert (folder / f"{NANO}.json").read_bytes() == paths["mteb"].read_bytes()  # mteb's keys and values, unchanged
+    assert json.loads((folder / f"{NANO}.json").read_text())["r2med_provenance"]["dataset_revision_verified"] is False
 
 
 def test_mteb_export_refuses_what_mteb_cannot_hold(results: dict, tmp_path: Path):
     with pytest.raises(ValueError, match="no results for model 'nobody'"):
-        export_mteb([results["folder"]], "nobody", tmp_path / "x")
+        export_mteb([results["folder"]], "nobody", tmp_path / "x", allow_incomplete=True)
     only = results["folder"] / "candidates-only"
     evaluate_copy = evaluate_task(NANO, "bm25-robertson", candidates=["bm25"], candidates_only=True, show_progress=False)
     write_outputs(evaluate_copy, only.parent)
     with pytest.raises(ValueError, match="--candidates-only result ranks stored lists"):
-        export_mteb([only], "bm25-robertson", tmp_path / "y")
+        export_mteb([only], "bm25-robertson", tmp_path / "y", allow_incomplete=True)
 
 
 def test_mteb_export_keeps_another_tasks_run_settings_and_refuses_to_overwrite_another_result(results: dict, tmp_path: Path):
@@ -95,8 +136,8 @@ def test_mteb_export_keeps_another_tasks_run_settings_and_refuses_to_overwrite_a
     (folder / "run_settings.jsonl").write_text(json.dumps({"task": "Other", "splits": ["test"], "subsets": ["default"]}) + "\n")
     (folder / f"{NANO}.json").write_text("{}")
     with pytest.raises(ValueError, match="holds another result; give another --out, or --force"):
-        export_mteb([results["folder"]], "bm25-robertson", out)
-    export_mteb([results["folder"]], "bm25-robertson", out, force=True)
+        export_mteb([results["folder"]], "bm25-robertson", out, allow_incomplete=True)
+    export_mteb([results["folder"]], "bm25-robertson", out, allow_incomplete=True, force=True)
     tasks = [json.loads(line)["task"] for line in (folder / "run_settings.jsonl").read_text().splitlines()]
     assert tasks == ["Other", NANO, "R2MEDBiology"]
 
@@ -138,8 +179,7 @@ def test_hakari_export_writes_hakaris_layout_and_payload(results: dict, tmp_path
 
 
 def test_a_bm25_hakari_export_records_hakaris_bm25_configuration_and_bm25s_order(mirror_env: Path, tmp_path: Path):
-    result = evaluate_task(NANO, "bm25-hakari:regex", show_progress=False)
-    write_outputs(result, tmp_path / "results")
+    result, _ = evaluated(evaluate_task(NANO, "bm25-hakari:regex", show_progress=False), tmp_path / "results")
     (target, _) = export_hakari([tmp_path / "results"], "bm25-hakari:regex", tmp_path / "out", allow_incomplete=True)
     payload = _read_hakari(target)
     bm25 = payload["config"]["bm25"]
@@ -169,8 +209,10 @@ def test_hakari_export_refuses_a_reranked_result(tmp_path: Path):
 
 
 def test_hakari_export_refuses_unproven_data_and_results_without_a_record(results: dict, tmp_path: Path):
-    with pytest.raises(ValueError, match="is not a hub commit of hakari-bench/NanoR2MED .* --allow-incomplete"):
+    with pytest.raises(InputFileError) as refused:
         export_hakari([results["folder"]], "org/hash-64", tmp_path / "a")
+    assert str(results["encoder"][1]["mteb"]) in str(refused.value) and "no hub commit" in str(refused.value)
+    assert "--allow-incomplete" in str(refused.value)
     _, paths = results["encoder"]
     hakari_record_path(paths["mteb"]).unlink()
     with pytest.raises(ValueError, match=r"no HAKARI record beside it \(NanoR2MEDIIYiClinical.hakari.json.xz\); .* re-run"):
@@ -184,13 +226,19 @@ def test_a_hub_commit_is_hakaris_resolved_revision_and_a_result_without_a_revisi
     assert hakari_dataset_revision(record, allow_incomplete=False) == {"requested": None, "resolved": commit,
                                                                         "source": "r2med-plugin"}
     edited = ResultRecord(**{**record.__dict__, "dataset_revision": commit + "+unverified-files-abc"})
-    with pytest.raises(ValueError, match="not a hub commit"):
+    with pytest.raises(InputFileError, match="do not prove hub commit"):
         hakari_dataset_revision(edited, allow_incomplete=False)
+    written = hakari_dataset_revision(edited, allow_incomplete=True)
+    assert written["resolved"] is None and "do not prove hub commit" in written["error"]
+    assert str(tmp_path) not in written["error"] and "x.json" not in written["error"]  # no path of the user's machine
 
 
 def test_the_cli_exports_to_each_venue_and_refuses_options_a_venue_does_not_read(results: dict, tmp_path: Path, capsys):
     folder = str(results["folder"])
-    assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "mteb", "--out", str(tmp_path / "m")]) == 0
+    assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "mteb", "--out", str(tmp_path / "m")]) == 2
+    assert "no hub commit" in capsys.readouterr().err
+    assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "mteb", "--allow-incomplete",
+                 "--out", str(tmp_path / "m")]) == 0
     assert main(["export", "--submission", folder, "--model", "org/hash-64", "--venue", "hakari", "--allow-incomplete",
                  "--out", str(tmp_path / "h")]) == 0
     assert "hakari-bench__NanoR2MED" in capsys.readouterr().out
@@ -199,3 +247,61 @@ def test_the_cli_exports_to_each_venue_and_refuses_options_a_venue_does_not_read
     assert "--model-size reaches no code here" in capsys.readouterr().err
     assert main(["export", "--trec", folder, "--venue", "mteb", "--out", str(tmp_path / "t")]) == 2
     assert "--venue reaches no code here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("venue", ["mteb", "hakari"])
+def test_every_venue_refuses_synthetic_sample_and_count_drift_results_even_with_allow_incomplete(
+        venue: str, mirror_env: Path, tmp_path: Path):
+    export = export_mteb if venue == "mteb" else export_hakari
+    drifted = tmp_path / "drifted"
+    paths = write_outputs(evaluate_task(NANO, "bm25-robertson", show_progress=False), drifted)  # tiny fixture counts
+    with pytest.raises(InputFileError) as refused:
+        export([drifted], "bm25-robertson", tmp_path / "a", allow_incomplete=True)
+    assert str(paths["mteb"]) in str(refused.value) and "counts differ from the dataset card" in str(refused.value)
+    synthetic = tmp_path / "synthetic"
+    path = write_result(synthetic, "org/m", NANO, 0.5, "synthetic-sample")
+    with pytest.raises(InputFileError) as refused:
+        export([synthetic], "org/m", tmp_path / "b", allow_incomplete=True)
+    assert str(path) in str(refused.value) and "synthetic demo sample" in str(refused.value)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_an_unproven_result_exported_with_allow_incomplete_says_so_without_a_path(results: dict, tmp_path: Path):
+    out = tmp_path / "h"
+    (target, body) = export_hakari([results["folder"]], "org/hash-64", out, allow_incomplete=True)
+    revision = _read_hakari(target)["target"]["dataset_revision"]
+    assert revision["resolved"] is None and "no hub commit" in revision["error"]
+    assert str(tmp_path) not in json.dumps(_read_hakari(target)["target"])
+    assert "none resolved" in body.read_text()
+    older = results["encoder"][1]["mteb"]  # a result whose provenance lacks the verification (an earlier release's)
+    payload = json.loads(older.read_text())
+    del payload["r2med_provenance"]["dataset_revision_verified"]
+    older.write_text(json.dumps(payload))
+    export_mteb([results["folder"]], "org/hash-64", tmp_path / "m", allow_incomplete=True)
+    copied = next((tmp_path / "m").rglob(f"{NANO}.json"))
+    assert json.loads(copied.read_text())["r2med_provenance"]["dataset_revision_verified"] is False
+
+
+def test_the_command_line_is_the_recorded_request_and_an_older_result_says_not_recorded():
+    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, Scoring
+    from r2med_plugin.evaluation.specs import ModelSpec
+
+    request = EvaluationRequest(NANO, ModelSpec("minilm-packaged", device="cuda", batch_size=64),
+                                scoring=Scoring(hybrid=True, candidates=("hybrid",)), outputs=Outputs("/home/me/results"),
+                                data_dir="/home/me/mirror", show_progress=False)
+    assert evaluate_command(request.to_dict()) == ("--retriever minilm-packaged --device cuda --batch-size 64 --hybrid "
+                                                   "--candidates hybrid --data-dir DATA_DIR --output RESULTS --quiet")
+    assert evaluate_command(None).startswith("not recorded")
+
+
+def test_the_hakari_pr_body_gives_the_command_that_produced_the_results(mirror_env: Path, tmp_path: Path, results: dict):
+    out = str(tmp_path / "cli-results")
+    assert main(["evaluate", "--task", NANO, "--retriever", "bm25-robertson", "--top-k", "500", "--quiet", "--output", out]) == 0
+    as_on_exact_counts({"mteb": next((Path(out) / "results").rglob(f"{NANO}.json"))})
+    (target, body) = export_hakari([out], "bm25-robertson", tmp_path / "h", allow_incomplete=True)
+    assert (f"- Command: `r2med evaluate --task {NANO} --retriever bm25-robertson --top-k 500 --output RESULTS --quiet`, "
+            "then `r2med export --submission RESULTS --model bm25-robertson --venue hakari --allow-incomplete --out DIR`"
+            ) in body.read_text()
+    assert _read_hakari(target)["config"]["r2med_plugin"]["request"]["scoring"]["top_k"] == 500
+    (_, older) = export_hakari([results["folder"]], "org/hash-64", tmp_path / "o", allow_incomplete=True)
+    assert f"- Command: {NANO}: not recorded" in older.read_text()
