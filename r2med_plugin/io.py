@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+def atomic_write(target: str | os.PathLike, write: Callable[[Path], object]) -> Path:
     """Call ``write(temporary_path)`` and rename the finished file over ``target``."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -36,7 +36,7 @@ def atomic_write(target: str | os.PathLike, write: Callable[[Path], None]) -> Pa
     return target
 
 
-def atomic_folder(target: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+def atomic_folder(target: str | os.PathLike, write: Callable[[Path], object]) -> Path:
     """Call ``write(temporary_folder)`` (a new empty folder beside ``target``) and put the finished folder in place of
     ``target``: what ``target`` held is moved aside first and deleted last, so a reader sees the old or the new
     folder, never a mix of the two. An interrupted write (Ctrl-C included) leaves no temporary folder."""

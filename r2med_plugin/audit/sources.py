@@ -21,12 +21,11 @@ def match_sources(names: Iterable[str]) -> list[dict]:
     tasks, note, citation, url. Names that match nothing are left out."""
     found = []
     for name in sorted(set(names)):
-        entry = next((e for e in source_entries() if re.search(e["pattern"], name)), None)
-        if entry is not None:
+        entry, match = next(((e, m) for e in source_entries() if (m := re.search(e["pattern"], name))), (None, None))
+        if entry is not None and match is not None:
             tasks = entry["tasks"]
             if tasks == "domain":  # the pattern's first group is the domain
-                domain = re.search(entry["pattern"], name).group(1)
-                tasks = [f"R2MED{domain}", f"NanoR2MED{domain}"]
+                tasks = [f"R2MED{match.group(1)}", f"NanoR2MED{match.group(1)}"]
             found.append({"dataset": name, **{k: v for k, v in entry.items() if k != "pattern"}, "tasks": list(tasks)})
     return found
 

@@ -288,7 +288,7 @@ def _columns_read(source: TrainingSource) -> list[str]:
 
 
 def _row(source: TrainingSource, record: dict, row: int, line: int | None) -> dict:
-    fields = []
+    fields: list[tuple[str, int, str]] = []
     for role, names in source.roles.items():
         for name in names:
             fields += [(role, len(fields), text) for text in _texts(source, record, name, row, line)]

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +25,8 @@ from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.llm import client as api
 from r2med_plugin.evaluation.first_stages import as_first_stage
-from r2med_plugin.generation.config import IDENTITY_KEYS, Endpoint, GenerationConfig, GenerationRequest
+from r2med_plugin.generation.config import IDENTITY_KEYS, GenerationConfig, GenerationRequest
+from r2med_plugin.llm.config import Sending
 from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
 from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
@@ -60,7 +61,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def sampling_parameters(preset: str, **overrides: float | int | None) -> dict[str, Any]:
+def sampling_parameters(preset: str, **overrides: Any) -> dict[str, Any]:
     """The preset's official defaults with the given (non-None) overrides, validated."""
     return GenerationConfig("hyde", "-", preset=preset, **overrides).sampling()
 
@@ -115,7 +116,7 @@ def generate_expansions(request: GenerationRequest | str, *args: Any, **settings
     if request.endpoint is None or not request.endpoint.base_url:
         raise ValueError("generate_expansions sends requests: give the endpoint, "
                          "GenerationRequest(task, config, Endpoint(base_url)) (or base_url in the keyword form)")
-    return _generate(request, _generation_spec(request.task), request.endpoint.with_defaults())
+    return _generate(request, _generation_spec(request.task), request.endpoint.sending())
 
 
 def _request_of(request: GenerationRequest | str, args: tuple, settings: dict[str, Any], what: str) -> GenerationRequest:
@@ -126,7 +127,7 @@ def _request_of(request: GenerationRequest | str, args: tuple, settings: dict[st
     return GenerationRequest.of(request, *args, what=what, **settings)
 
 
-def _generate(request: GenerationRequest, spec: TaskSpec, endpoint: Endpoint) -> GenerationReport:
+def _generate(request: GenerationRequest, spec: TaskSpec, endpoint: Sending) -> GenerationReport:
     config, base_url, show_progress = request.config, endpoint.base_url, request.show_progress
     key = api.api_key(endpoint.api_key_env)
     config.first_stage_identity()  # a missing run file is refused before the data loads
@@ -163,7 +164,7 @@ def _generate(request: GenerationRequest, spec: TaskSpec, endpoint: Endpoint) ->
 
 
 def _send(job: _Job, store: ExpansionStore, manifest: dict[str, Any], query_ids: list[str], pending: list[str], done: int,
-          endpoint: Endpoint, key: str, show_progress: bool) -> None:
+          endpoint: Sending, key: str, show_progress: bool) -> None:
     """The pending queries' requests, ``endpoint.concurrency`` at a time; the manifest finished whatever happens."""
     report, started = job.report, time.perf_counter()
     try:
@@ -362,7 +363,7 @@ class _Job:
     passages: dict[str, str]
     positives: dict[str, dict[str, int]]
     sampling: dict[str, Any]
-    extra_body: dict[str, Any] | None
+    extra_body: Mapping[str, Any] | None
     key_env: str
     base_url: str
     secrets: list[str]
@@ -376,13 +377,13 @@ class _Job:
     async def run(self, pending: list[str], client: Any, concurrency: int, show_progress: bool, *, done_before: int) -> None:
         semaphore = asyncio.Semaphore(concurrency)
 
-        async def one(query_id: str) -> tuple[str, api.Completion | None, BaseException | None]:
+        async def one(query_id: str) -> tuple[str, api.Completion | BaseException]:
             async with semaphore:
                 chat = messages(self.spec, self.method, self.texts[query_id], self.passages.get(query_id))
                 try:
-                    return query_id, await api.complete(client, self.model, chat, self.sampling, self.extra_body, self.rules), None
+                    return query_id, await api.complete(client, self.model, chat, self.sampling, self.extra_body, self.rules)
                 except Exception as error:  # noqa: BLE001 - classified below
-                    return query_id, None, error
+                    return query_id, error
 
         progress = tqdm(
             total=done_before + len(pending), initial=done_before, unit="query", disable=not show_progress,
@@ -392,12 +393,12 @@ class _Job:
         tasks = [asyncio.create_task(one(query_id)) for query_id in pending]
         try:
             for next_done in asyncio.as_completed(tasks):
-                query_id, completion, error = await next_done
-                if error is not None:
-                    await self._failed(client, query_id, error)
+                query_id, outcome = await next_done
+                if isinstance(outcome, BaseException):
+                    await self._failed(client, query_id, outcome)
                     progress.set_postfix(failed=len(self.report.failures), refresh=False)
                     continue
-                self._save(query_id, completion)
+                self._save(query_id, outcome)
                 elapsed = max(time.perf_counter() - started, 1e-9)
                 progress.set_postfix({"tok/s": f"{self.report.completion_tokens / elapsed:.1f}"}, refresh=False)
                 progress.update(1)

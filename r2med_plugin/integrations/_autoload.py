@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import sys
 
-# Kept free of typing/importlib.abc imports: this module is imported at every interpreter start-up.
+# Kept free of typing/importlib.abc imports: this module is imported at every interpreter start-up (the
+# block below is read by type checkers only).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.abc import Loader
+    from importlib.abc import Loader as _LoaderBase
+    from importlib.machinery import ModuleSpec
+    from importlib.metadata import EntryPoint
+    from types import ModuleType
+else:
+    _LoaderBase = object  # a Loader to type checkers, with no import at start-up
 
 ENTRY_POINT_GROUPS = {"mteb": "mteb.tasks", "ir_datasets": "ir_datasets.datasets"}
 DISABLE_ENV = "R2MED_PLUGIN_NO_AUTOLOAD"
 
 
 # module name -> entry points whose module was still importing when its host finished (see run_entry_points)
-_DEFERRED: dict[str, list[tuple[object, str]]] = {}
+_DEFERRED: dict[str, list[tuple[EntryPoint, str]]] = {}
 
 
 def _initializing(module_name: str) -> bool:
@@ -39,13 +50,14 @@ def run_entry_points(group: str) -> None:
         _call(entry_point, group)
 
 
-def group_entry_points(group: str) -> list[object]:
+def group_entry_points(group: str) -> list[EntryPoint]:
     """``importlib.metadata.entry_points(group=group)``, found faster: the same distributions, de-duplicated the same
     way (the first on sys.path wins), but only the entry_points.txt files that mention ``group`` are parsed. Parsing
     all ~160 files of a typical environment took ~15 ms of CPU inside every ``import mteb``; reading them, ~6 ms."""
     from importlib.metadata import distributions
 
-    found, seen = [], set()
+    found: list[EntryPoint] = []
+    seen: set[str] = set()
     for distribution in distributions():
         key = getattr(distribution, "_normalized_name", None) or distribution.name  # importlib.metadata's own key
         if key in seen:
@@ -63,7 +75,7 @@ def run_deferred(module_name: str) -> None:
         _call(entry_point, group)
 
 
-def _call(entry_point: object, group: str) -> None:
+def _call(entry_point: EntryPoint, group: str) -> None:
     import logging
 
     try:
@@ -77,20 +89,21 @@ def _call(entry_point: object, group: str) -> None:
         )
 
 
-class _RegisterAfterExec:
-    def __init__(self, loader: object, group: str) -> None:
+class _RegisterAfterExec(_LoaderBase):
+    def __init__(self, loader: Loader, group: str) -> None:
         self._loader = loader
         self._group = group
 
     def __getattr__(self, name: str) -> object:  # get_data, get_resource_reader, ... of the real loader
         return getattr(self._loader, name)
 
-    def create_module(self, spec: object) -> object:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self._loader.create_module(spec)
 
-    def exec_module(self, module: object) -> None:
+    def exec_module(self, module: ModuleType) -> None:
         # The host reads its own package data while importing (pkgutil.get_data): give it its real loader.
-        module.__spec__.loader = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
         module.__loader__ = self._loader
         self._loader.exec_module(module)
         run_entry_points(self._group)
@@ -99,7 +112,8 @@ class _RegisterAfterExec:
 class HostImportHook:
     """Wraps the loader of ``mteb`` / ``ir_datasets`` so their entry points run once they are imported."""
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         group = ENTRY_POINT_GROUPS.get(fullname)
         if group is None:
             return None

@@ -20,6 +20,7 @@ import os
 import re
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,7 +193,7 @@ async def create_completion(client: Any, rules: RequestRules | None, **arguments
                 raise
 
 
-async def complete(client: Any, model: str, messages: list[dict[str, str]], sampling: dict[str, Any], extra_body: dict | None,
+async def complete(client: Any, model: str, messages: list[dict[str, str]], sampling: dict[str, Any], extra_body: Mapping[str, Any] | None,
                    rules: RequestRules | None = None) -> Completion:
     """One chat completion (the client retries transient faults itself; ``rules``: what the endpoint refused)."""
     started = time.perf_counter()

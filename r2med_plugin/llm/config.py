@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from r2med_plugin.rules import neutral, seconds_problem, whole_number
+from r2med_plugin.rules import RequestError, neutral, seconds_problem, whole_number
 
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
 DEFAULT_STEP = 10
@@ -109,12 +109,33 @@ class Endpoint:
         """The settings that were set, among ``names``."""
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
+    def sending(self) -> Sending:
+        """What requests are sent with: ``base_url`` (required) and the sending settings, unset ones at their defaults
+        (8 concurrent requests, 6 retries, 600 s)."""
+        if not self.base_url:
+            raise RequestError("base_url", "is not set, and requests need it", "give the endpoint's URL, e.g. "
+                               "http://127.0.0.1:8000/v1")
+        done = self.with_defaults()
+        return Sending(self.base_url, done.concurrency or DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES
+                       if done.max_retries is None else done.max_retries, done.timeout or DEFAULT_TIMEOUT, self.api_key_env)
+
     def with_defaults(self) -> Endpoint:
         """This endpoint with the sending settings left unset at their defaults (8 concurrent requests, 6 retries,
         600 s)."""
         return replace(self, concurrency=DEFAULT_CONCURRENCY if self.concurrency is None else self.concurrency,
                        max_retries=DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries,
                        timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout)
+
+
+@dataclass(frozen=True)
+class Sending:
+    """An endpoint as requests are sent to it: every setting has its value (``Endpoint.sending``)."""
+
+    base_url: str
+    concurrency: int
+    max_retries: int
+    timeout: float
+    api_key_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -269,7 +290,7 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
         require_openai(what)
     endpoint = Endpoint(str(base_url), api_key_env=api_key_env, concurrency=concurrency, max_retries=max_retries,
                         timeout=timeout)
-    asks = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),
+    asks: dict[str, Any] = {name: value for name, value in (("window", window), ("step", step), ("max_tokens", max_tokens),
                                             ("extra_body", extra_body), ("set_size", set_size),
                                             ("setwise_method", setwise_method), ("setwise_k", setwise_k),
                                             ("group_size", group_size), ("grouping", grouping), ("group_seed", group_seed),

@@ -53,7 +53,8 @@ def listwise_messages(query: str, passages: Sequence[str], window: int,
     ]
     for rank, passage in enumerate(passages, start=1):
         content = _no_brackets(" ".join(passage.strip().split()[:words]))
-        body = (shown["body_user"].format(rank=rank, score=shown_score(scores[rank - 1]), passage=content) if shown
+        body = (shown["body_user"].format(rank=rank, score=shown_score(scores[rank - 1]), passage=content)
+                if shown and scores is not None
                 else prompt["body_user"].format(rank=rank, passage=content))
         messages.append({"role": "user", "content": body})
         messages.append({"role": "assistant", "content": prompt["body_assistant"].format(rank=rank)})
@@ -187,9 +188,9 @@ def parse_group_scores(answer: str, size: int) -> dict[int, float]:
         answer = answer.split("</think>")[-1]
     text = answer.translate(_FAKE_DIGITS)
     for parsed in _json_values(text):
-        scores = _scores_of_json(parsed, size)
-        if scores:
-            return scores
+        from_json = _scores_of_json(parsed, size)
+        if from_json:
+            return from_json
     scores: dict[int, float] = {}
     for pattern in (_QUOTED_SCORE, _BRACKETED_SCORE, _LINE_SCORE):
         for number, value in pattern.findall(text):

@@ -117,7 +117,8 @@ class Requester:
 
     def __init__(self, model: str, endpoint: Endpoint, cache: ResponseCache, *, model_option: str = "--rerank",
                  extra_body: dict[str, Any] | None = None) -> None:
-        api.endpoint_host(endpoint.base_url)  # a malformed URL is refused before anything is sent
+        self.sending = endpoint.sending()
+        api.endpoint_host(self.sending.base_url)  # a malformed URL is refused before anything is sent
         self.model = model
         self.extra_body = dict(extra_body) if extra_body else None  # merged into every request body, and in its key
         self.endpoint = endpoint
@@ -135,7 +136,7 @@ class Requester:
         self._semaphore: asyncio.Semaphore | None = None
         self._key_env = endpoint.api_key_env or api.DEFAULT_KEY_ENV
         self._secrets: list[str] = []
-        self.rules = cache.get_rules(api.endpoint_host(endpoint.base_url), model)  # what the model refused (HTTP 400)
+        self.rules = cache.get_rules(api.endpoint_host(self.sending.base_url), model)  # what the model refused (HTTP 400)
 
     async def ask(self, messages: list[dict[str, str]], parameters: dict[str, Any], *, probe: bool = False) -> api.Answer | None:
         """The answer to ``messages`` (from the cache, else from the endpoint); None when the request failed every
@@ -143,7 +144,7 @@ class Requester:
         asked to learn about the endpoint, counted apart unless a later question is the same (see Usage)."""
         if self.extra_body:  # the client merges it into the body; as a parameter it is part of the answer's key
             parameters = {**parameters, "extra_body": self.extra_body}
-        key = ResponseCache.key(self.model, messages, parameters, api.endpoint_host(self.endpoint.base_url))
+        key = ResponseCache.key(self.model, messages, parameters, api.endpoint_host(self.sending.base_url))
         if key in self._pending:  # the same question is in flight: its answer, not a second request
             answer = await self._pending[key]
         elif key in self._answered:
@@ -212,7 +213,7 @@ class Requester:
         return answer
 
     def _failed(self, error: BaseException) -> str:
-        message = api.describe(error, model=self.model, key_env=self._key_env, base_url=self.endpoint.base_url,
+        message = api.describe(error, model=self.model, key_env=self._key_env, base_url=self.sending.base_url,
                                secrets=self._secrets, model_option=self.model_option)
         if api.classify(error) == "fatal":
             raise api.EndpointError(message) from None
@@ -229,8 +230,9 @@ class Requester:
     async def _run(self, main: Callable[[], Awaitable[T]]) -> T:
         key = api.api_key(self.endpoint.api_key_env)
         self._secrets = [key]
-        self._client = api.make_client(self.endpoint.base_url, key, timeout=self.endpoint.timeout, max_retries=self.endpoint.max_retries)
-        self._semaphore = asyncio.Semaphore(self.endpoint.concurrency)
+        self._client = api.make_client(self.sending.base_url, key, timeout=self.sending.timeout,
+                                       max_retries=self.sending.max_retries)
+        self._semaphore = asyncio.Semaphore(self.sending.concurrency)
         self.failures = {}
         self.refused = set()
         try:
@@ -239,9 +241,9 @@ class Requester:
             self._count_probes()
             await self._client.close()
             self._client = None
-            self.cache.put_rules(api.endpoint_host(self.endpoint.base_url), self.model, self.rules)
+            self.cache.put_rules(api.endpoint_host(self.sending.base_url), self.model, self.rules)
         if self.failures:
-            host, first = api.endpoint_host(self.endpoint.base_url), next(iter(self.failures.values()))
+            host, first = api.endpoint_host(self.sending.base_url), next(iter(self.failures.values()))
             if set(self.failures) <= self.refused:  # a rerun sends the same requests and gets the same answers
                 raise api.EndpointError(
                     f"{len(self.failures)} request(s) to {host} were refused (not retried; first: {first}); running the same "

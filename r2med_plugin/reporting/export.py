@@ -89,8 +89,8 @@ def dropped_score_groups(previous: Mapping[str, object], scores: Mapping[str, ob
     counts: dict[tuple[str, str], int] = {}
     for key in previous:
         if key not in scores and key not in _NOT_SCORES:
-            group = _score_group(key)
-            counts[group] = counts.get(group, 0) + 1
+            key_group = _score_group(key)
+            counts[key_group] = counts.get(key_group, 0) + 1
     described = []
     for (group, option), count in counts.items():
         details = [f"{count} scores"] if group.endswith("*") else []
@@ -211,7 +211,7 @@ def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str,
     run: bm25s's ranking, which HAKARI-Bench's metrics read as given)."""
     if depth < 1:
         raise ValueError(f"TREC depth must be a positive number of documents per query, got {depth}")
-    lines = []
+    lines: list[str] = []
     for query_id, ranked in run.items():
         if keep_order:
             ordered = sorted(ranked.items(), key=lambda item: -item[1])[:depth]  # stable: ties stay in the run's order

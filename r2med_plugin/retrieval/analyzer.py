@@ -52,7 +52,7 @@ class _Tables:
     def __init__(self) -> None:
         with resources.files("r2med_plugin.retrieval").joinpath("data", _DATA).open("rb") as raw:
             payload = json.loads(gzip.decompress(raw.read()))
-        self.classes = [CharClass(wb, *map(bool, flags), special=special) for wb, *flags, special in payload["classes"]]
+        self.classes = [CharClass._make([wb, *map(bool, flags), special]) for wb, *flags, special in payload["classes"]]
         ids = np.zeros(0x110000, dtype=np.uint8)
         for first, last, cid in payload["runs"]:
             ids[first : last + 1] = cid
@@ -120,14 +120,20 @@ def _dfa_tokens(text: str) -> list[str]:
     return [text[a:b] for a, b in _dfa_spans(text)]
 
 
+def _run_end(run: re.Pattern[str], text: str, start: int) -> int:
+    """Where ``run`` (a pattern that also matches the empty string) stops matching from ``start``."""
+    match = run.match(text, start)
+    return start if match is None else match.end()
+
+
 def _complex_runs(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of every run between safe cuts that holds a DFA-only character."""
     t = tables()
     reversed_text, size, pos = text[::-1], len(text), 0
     while (hit := t.dfa_only.search(text, pos)) is not None:
         first = hit.start()
-        start = size - t.unsafe_run.match(reversed_text, size - first).end()
-        pos = t.unsafe_run.match(text, first).end()
+        start = size - _run_end(t.unsafe_run, reversed_text, size - first)
+        pos = _run_end(t.unsafe_run, text, first)
         yield start, pos
 
 
@@ -214,7 +220,9 @@ class _TokenIds(dict):
 
     def __init__(self, session: object) -> None:
         super().__init__()
-        self.session, self.terms, self.term_ids = session, [], {}
+        self.session = session
+        self.terms: list[str] = []
+        self.term_ids: dict[str, int] = {}
 
     def __missing__(self, token: str) -> int:
         if len(token) > MAX_TOKEN_LENGTH:  # never cached: every text holding one is re-tokenized alone

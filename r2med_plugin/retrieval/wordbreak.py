@@ -132,7 +132,7 @@ class DFA:
     """
 
     def __init__(self, classes: Sequence[CharClass]) -> None:
-        self.edges: list[list[tuple[object, int]]] = []  # NFA: state -> [(pred, or None for epsilon, target)]
+        self.edges: list[list[tuple[Pred | None, int]]] = []  # NFA: state -> [(pred, or None for epsilon, target)]
         start = self._new()
         self.final = self._build(_grammar(), start)
         preds = list({id(p): p for state in self.edges for p, _ in state if p is not None}.values())
