@@ -1,8 +1,8 @@
 """`r2med demo`: the whole job on the shipped SYNTHETIC sample, offline, in about a minute.
 
 NanoR2MED's own BM25 (bm25-hakari, as HAKARI-Bench computes it) through the evaluator, the packaged MiniLM
-model through the real MTEB path (`mteb.evaluate` on the NanoR2MED<Domain> tasks: full corpus, hybrid and candidate-subset
-scores), then the NanoR2MED leaderboard table and a chart. The sample is made-up data in the
+model through the real MTEB path (`mteb.evaluate` on the NanoR2MED<Domain> tasks: full corpus, hybrid and
+candidate-subset scores), then the NanoR2MED leaderboard table, with a legend, and a chart. The sample is made-up data in the
 NanoR2MED hub layout (scripts/make_demo_sample.py): it is not R2MED data.
 """
 
@@ -62,8 +62,8 @@ def _cache_hybrid_partner_runs(tasks: list[str]) -> None:
     """Compute, with no bar, the BM25 runs the mteb tasks fuse with for their hybrid scores (each task's own
     bm25-hakari, from the run cache): mteb's task cannot be told to hide its bars."""
     from r2med_plugin.data.loader import load_task
-    from r2med_plugin.retrieval.bm25_cache import bm25_run
     from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS
+    from r2med_plugin.retrieval.bm25_cache import bm25_run
 
     for task in tasks:
         bm25_run(load_task(task), BM25_RETRIEVERS[DEMO_BM25], show_progress=False)
