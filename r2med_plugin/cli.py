@@ -148,9 +148,12 @@ def _cache_packaged_model(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from r2med_plugin.integrations.demo import run_demo
+    from r2med_plugin.integrations.demo import run_demo, sample_dir
     from r2med_plugin.reporting.plots import require_matplotlib
 
+    if args.sample_dir:  # for --data-dir / R2MED_DATA_DIR: needs no extra
+        print(sample_dir())
+        return 0
     require_matplotlib("demo")  # the demo ends with a chart: refused before it evaluates anything
     if args.quiet:
         from r2med_plugin.quiet import silence_libraries
@@ -341,6 +344,8 @@ def _add_demo(commands: Any) -> None:
     demo = commands.add_parser("demo", help="BM25, MiniLM, hybrid and candidate subsets on the shipped synthetic sample, offline")
     demo.add_argument("--out", default="r2med-demo", help="folder for the results, table and chart (default: ./r2med-demo)")
     demo.add_argument("--quiet", action="store_true")
+    demo.add_argument("--sample-dir", action="store_true",
+                      help="print the folder of the packaged synthetic sample (a mirror for --data-dir) and exit")
     demo.set_defaults(func=_demo)
 
 def _add_cache_packaged_model(commands: Any) -> None:

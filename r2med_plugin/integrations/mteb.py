@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 # mteb's cutoffs (1, 3, 5, 10, 20, 100, 1000) plus the official 25 and 50: r2med_plugin.metrics.DEFAULT_K_VALUES, written
 # out so that registering does not import the metrics (tests/integrations/test_mteb_integration.py checks they agree)
 K_VALUES = (1, 3, 5, 10, 20, 25, 50, 100, 1000)
+HYBRID_WITH_KEY = "r2med_hybrid_with"  # the BM25 the hybrid_* scores fused with
 RERANKING_SUFFIX = "Reranking"
 RERANKING_CANDIDATES = "hybrid"
 PAPER_URL = "https://arxiv.org/abs/2505.14558"
@@ -97,7 +98,7 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         results: dict[str, dict[str, float]],
         hf_split: str,
         hf_subset: str,
-    ) -> dict[str, float]:
+    ) -> dict[str, float | str]:
         from r2med_plugin.evaluation.plan import extra_scorers
         from r2med_plugin.evaluation.scorers import Retrieved, merged
         from r2med_plugin.integrations.mteb_per_query import save_task_per_query
@@ -110,7 +111,8 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         save_task_per_query(self, qrels, {"": kept}, kept)  # <Task>.per_query.parquet beside mteb's result
         # the model's run through the same scorers as `r2med evaluate` (hybrid with the task's BM25, candidate lists)
         extras = merged(extra_scorers(self.task_data.spec), Retrieved(self.task_data, results, top_k=1000))
-        return scores_of_model | extras.metrics
+        # which BM25 hybrid_* fused with, as `r2med evaluate` records it (mteb's file keeps it beside the scores)
+        return scores_of_model | extras.metrics | {HYBRID_WITH_KEY: self.task_data.spec.own_bm25}
 
 
 class R2MEDRerankingTask(R2MEDRetrievalTask):

