@@ -19,6 +19,10 @@ EXTRAS = {"matplotlib": "plots", "datasketch": "audit"}  # top-level module -> t
 class MissingExtraError(UserError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it."""
 
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        super().__init__(message)  # ValueError, first in the order, takes no keywords: ImportError's name is set here
+        self.name = name
+
 
 def missing_extra_message(module: str, needed_for: str, extra: str | None = None) -> str:
     top = module.partition(".")[0]
