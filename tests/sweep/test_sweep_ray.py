@@ -10,6 +10,7 @@ import ray
 import yaml
 
 from r2med_plugin.cli import main
+from r2med_plugin.evaluation.request import EvaluationRequest
 from r2med_plugin.sweep import expand_jobs, load_spec, run_sweep
 from r2med_plugin.sweep.engines import RayEngine
 
@@ -30,8 +31,19 @@ def _results(output: Path) -> dict[str, dict]:
         relative = path.relative_to(output).as_posix()
         if relative.startswith(("results/", "official/")) and path.name != "model_meta.json":
             payload = json.loads(path.read_text())
-            found[relative] = payload.get("scores") or payload.get("test") or payload  # .metadata.json: provenance
+            found[relative] = payload.get("scores") or payload.get("test") or _comparable_provenance(payload)
     return found
+
+
+def _comparable_provenance(payload: dict) -> dict:
+    """A .metadata.json with its recorded request reduced to what computes the results: the neutral fields (devices,
+    batch sizes, progress) and the output folder, which differ between a sweep and one-by-one runs, left out."""
+    request = payload.get("request")
+    if request is None:
+        return payload
+    essential = EvaluationRequest.from_dict(request).to_dict(results_only=True)
+    essential["outputs"].pop("folder")
+    return payload | {"request": essential}
 
 
 def test_ray_sweep_equals_r2med_evaluate_one_by_one(ray_session, fixture_mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
