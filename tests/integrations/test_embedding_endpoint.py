@@ -21,6 +21,8 @@ import pytest
 from r2med_plugin.cli import main
 from tests.support.loopback_openai import LoopbackOpenAI
 
+pytestmark = pytest.mark.slow  # loopback servers and CLI child processes
+
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "NanoR2MEDBiology"
 KEY = "sk-loopback-test"

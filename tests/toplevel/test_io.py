@@ -98,6 +98,7 @@ def test_a_folder_replaces_a_file_and_a_failed_rename_puts_the_old_folder_back(t
     assert [path.name for path in target.iterdir()] == ["a.json"] and [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
+@pytest.mark.slow
 def test_interrupted_write_leaves_no_result(tmp_path: Path):
     target = tmp_path / "results" / "R2MEDBiology.json"
     code = f"""
