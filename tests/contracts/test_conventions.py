@@ -407,10 +407,10 @@ def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_
     with os.fdopen(read_end) as ready:
         reached = ready.readline()  # blocks until the second task encodes; "" if the run ended before it
     if not reached:
-        out, err = process.communicate(timeout=120)
+        _, err = process.communicate(timeout=120)
         pytest.fail(f"the run never reached the second task (exit {process.returncode}): {err[-2000:]}")
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("r2med: interrupted")
     written = sorted(path for path in out_folder.rglob("*") if path.is_file())
