@@ -18,7 +18,7 @@ PACKAGES = {path.name for path in SOURCE.iterdir() if (path / "__init__.py").is_
 OTHER_FOLDERS = {
     "contracts": "rules across packages: layering, conventions, the CLI flag table, docs, golden outputs, public API, layout",
     "cli": "cli.py and its cli_*.py helpers",
-    "toplevel": "the other top-level modules of r2med_plugin (catalog, io, metrics, names)",
+    "toplevel": "the other top-level modules of r2med_plugin (catalog, io, metrics, names, quiet)",
     "support": "helpers shared by the tests (builders, loopback servers, strategies); no test files",
     "fixtures": "committed test data (golden outputs, Lucene vectors); no Python",
 }

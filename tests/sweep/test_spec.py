@@ -278,3 +278,15 @@ def test_a_specs_expansions_are_parsed_once_into_values_its_jobs_carry():
     carried = [job.options.get("expansion") for job in expand_jobs(spec)]
     assert carried == [None, *list_expansions("R2MEDBiology")]  # "all" expands once; hyde/gpt4 is one of them
     assert all(type(value) is ExpansionName for value in carried[1:])
+
+
+def test_a_sweep_spec_with_a_near_miss_bm25_name_is_refused(tmp_path):
+    from r2med_plugin.sweep import SpecError, load_spec
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucen]\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="Did you mean 'bm25-lucene'"):
+        load_spec(spec)
+    spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucene]\ntop_k: 5\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="top_k"):
+        load_spec(spec)
