@@ -39,6 +39,14 @@ def mirror_env(fixture_mirror: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture()
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of this test only (LLM answers: the session cache would answer another test's prompts)."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("R2MED_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture()
 def mirror_copy(fixture_mirror: Path, tmp_path: Path) -> Path:
     """A private copy of the mirror that a test may break."""
     target = tmp_path / "mirror"
