@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.runs import read_run_file
 from r2med_plugin.evaluation.first_stages import task_run_file
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
 from r2med_plugin.llm.rerankers import is_llm_reranker_name

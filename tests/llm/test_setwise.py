@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, SetwiseLLMReranker
 from r2med_plugin.llm.prompting import parse_pick, setwise_messages
 from tests.llm.replies import config_for, hidden_order, server_host, TASK, toy_data, write_sweep_spec

@@ -16,7 +16,7 @@ import pytest
 from r2med_plugin.cache import key_of, read_cached_array
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.first_stages import Dense, Named, as_first_stage
-from r2med_plugin.evaluation.rerankers import CrossEncoderReranker, as_reranker
+from r2med_plugin.evaluation.reranker_stage import CrossEncoderReranker, as_reranker
 from r2med_plugin.evaluation.runner import evaluate_task, score_candidate_lists
 from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.models.protocols import (
