@@ -101,7 +101,7 @@ def oracle_rows(python: str, work: Path) -> list[str]:
     import asyncio
     import random
 
-    from r2med_plugin.llm.rerankers import bubble_top, heap_top
+    from r2med_plugin.llm.reranker_kinds import bubble_top, heap_top
 
     (work / "oracle.json").write_text(json.dumps(ORACLE_SETTINGS))
     subprocess.run([python, "-c", THEIRS_ORACLE, str(work / "oracle.json"), str(work / "oracle.out.json")], check=True,
@@ -209,7 +209,7 @@ def main() -> int:
         parser.error("--llm-rankers-python (or LLM_RANKERS_PYTHON) is required: the set-up is in this script's docstring")
     import logging
 
-    logging.getLogger("r2med_plugin.llm.rerankers").setLevel(logging.ERROR)  # the malformed answers are on purpose
+    logging.getLogger("r2med_plugin.llm").setLevel(logging.ERROR)  # the malformed answers are on purpose (strategy.py warns)
     if args.oracle_only:
         print("\n".join(oracle_rows(args.llm_rankers_python, Path(tempfile.mkdtemp(prefix="setwise-oracle-")))))
         return 0

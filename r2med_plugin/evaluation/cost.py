@@ -12,7 +12,7 @@ from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.runner import rerank_inputs
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.cost import CostEstimate
-from r2med_plugin.llm.rerankers import LLMReranker
+from r2med_plugin.llm.reranker_kinds import LLMReranker
 from r2med_plugin.types import TaskData
 
 

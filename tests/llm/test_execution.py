@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.llm.execution import TICK, Ask, RerankTask, Together, drive
-from r2med_plugin.llm.rerankers import LLM_RERANKER_KINDS, LLMReranker, llm_reranker, register_llm_reranker
+from r2med_plugin.llm.reranker_kinds import LLM_RERANKER_KINDS, LLMReranker, llm_reranker, register_llm_reranker
 from r2med_plugin.llm.strategy import positional_scores
 from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of, reranker_config
 
@@ -123,7 +123,7 @@ class _FirstStageOrder(LLMReranker):
 
 
 def test_a_kind_is_registered_once_and_then_named_like_the_others(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("r2med_plugin.llm.rerankers.LLM_RERANKER_KINDS", dict(LLM_RERANKER_KINDS))
+    monkeypatch.setattr("r2med_plugin.llm.reranker_kinds.LLM_RERANKER_KINDS", dict(LLM_RERANKER_KINDS))
     from r2med_plugin.llm import rerankers
     from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
 

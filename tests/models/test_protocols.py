@@ -122,7 +122,7 @@ def test_the_sentence_transformers_family_is_an_encoder():
 
 def test_every_reranker_family_subclasses_the_defaults_and_declares_every_member():
     from r2med_plugin.integrations.mteb import MtebPairScorer
-    from r2med_plugin.llm.rerankers import (
+    from r2med_plugin.llm.reranker_kinds import (
         ListwiseLLMReranker,
         PointwiseLLMReranker,
         ReasoningLLMReranker,
