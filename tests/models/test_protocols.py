@@ -129,7 +129,7 @@ def test_every_reranker_family_subclasses_the_defaults_and_declares_every_member
         SetwiseLLMReranker,
     )
     from r2med_plugin.models.cross_encoder import SentenceTransformerCrossEncoder
-    from r2med_plugin.models.official.rerankers import OfficialReranker
+    from r2med_plugin.models.official.reranker_model import OfficialReranker
 
     rerankers = [CrossEncoderReranker, ListwiseLLMReranker, PointwiseLLMReranker, ReasoningLLMReranker,
                  SetwiseLLMReranker, AdaptedReranker]
