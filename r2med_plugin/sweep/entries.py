@@ -22,7 +22,7 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "load
               "concurrency", "extra_body"}
 
 
-# How a model loads (issue 22): --loader, and an openai:<model> endpoint's settings; kept in a job only when given
+# How a model loads: --loader, and an openai:<model> endpoint's settings; kept in a job only when given
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 
 

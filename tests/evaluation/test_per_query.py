@@ -1,4 +1,4 @@
-"""Issue 24: every result comes with its per-query scores (<Task>.per_query.parquet beside <Task>.json)."""
+"""Every result comes with its per-query scores (<Task>.per_query.parquet beside <Task>.json)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each stage of an evaluation plan alone (issue 21): first stages, the reranker, scorers, writers, the plan."""
+"""Each stage of an evaluation plan alone: first stages, the reranker, scorers, writers, the plan."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ class RecordingEncoder(HashingEncoder):
         return super().encode([(prompt or "") + text for text in texts], kind=kind)
 
 
-# --- item 1: the prompt reaches the encoder --------------------------------------------------------
+# --- the prompt reaches the encoder ----------------------------------------------------------------
 
 
 def test_query_prompt_reaches_the_encoder_on_every_path(mirror_env: Path):
@@ -180,7 +180,7 @@ def test_cli_model_name_files_results_under_it(mirror_env: Path, model_copy: Pat
     assert "drop --model-name" in capsys.readouterr().err
 
 
-# --- item 2: the cache key follows the model --------------------------------------------------------
+# --- the cache key follows the model ----------------------------------------------------------------
 
 
 @pytest.mark.slow

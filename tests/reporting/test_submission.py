@@ -80,7 +80,7 @@ def test_submission_warns_about_missing_tasks_and_unverified_files(tmp_path: Pat
     for spec in R2MED[:3]:
         write_result(tmp_path / "r", "org/m", spec.name, official_row(0.1), f"{spec.revision}+unverified-files-abc")
     with caplog.at_level("WARNING"):
-        export_submission([tmp_path / "r"], "org/m", tmp_path / "out", allow_incomplete=True)  # refused without (issue 20)
+        export_submission([tmp_path / "r"], "org/m", tmp_path / "out", allow_incomplete=True)  # refused without it
     messages = " ".join(record.getMessage() for record in caplog.records)
     assert f"no results for {', '.join(spec.hub_name for spec in R2MED[3:])}" in messages and "all 8 tasks" in messages
     assert f"{', '.join(sorted(spec.name for spec in R2MED[:3]))} ran on mirror files that do not prove" in messages
