@@ -4,7 +4,7 @@ OpenAI-compatible server that answers every request after a fixed 200 ms (an LLM
     python benchmarks/groupwise_concurrency.py          # 16 queries x depth 100, groups of 20, --regroup 2: 160 requests
 
 Groupwise asks every group of every query and regrouping at once (no group waits for another's answer), so the
-wall time falls with the concurrency until the limit: the target is 10x at 16 (issue 33). Each run starts from an
+wall time falls with the concurrency until the limit: the target is 10x at 16. Each run starts from an
 empty answer cache; the rankings of both runs are checked to be identical.
 """
 

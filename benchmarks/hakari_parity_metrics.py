@@ -1,13 +1,14 @@
 """Our HAKARI metric conventions (r2med_plugin.evaluation.hakari_metrics) against HAKARI-Bench's own
 ``compute_ir_metrics``, run unchanged from a fetched source folder, on random rankings and qrels.
 
-    HAKARI_SRC=/work/hakari-src python benchmarks/hakari_parity_metrics.py [--trials 200] [--seed 0]
+    HAKARI_SRC=DIR python benchmarks/hakari_parity_metrics.py [--trials 200] [--seed 0]
         [--record results/<model>/<revision>/<Task>.hakari.json.xz run_hakari_out.json]
 
 Each trial draws a task (queries with and without qrels, rankings with ties broken by either side, rankings
 shorter than the deepest cutoff, empty rankings) and compares every metric of HAKARI's families at cutoffs
 1, 3, 5, 10, 25, 100; prints the largest absolute difference (0.0: equal to the last digit). ``compare_metrics``
-is the function ``benchmarks/hakari_parity.py`` calls for its metric half.
+is the function ``benchmarks/hakari_parity.py`` calls for its metric half. ``DIR``: a folder, outside the project tree,
+holding HAKARI-Bench's source (how to get it: ../shared/tools/hakari-bench/README.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ same MiniLM run locally, on the test fixture mirror (all 16 tasks), in one run.
     python benchmarks/llama_cpp_embeddings.py --server-python VENV/bin/python --sdist llama_cpp_python-X.tar.gz
 
 Set-up (once; the build compiles llama.cpp, about 12 min on 2 cores):
-    python -m venv /tmp/lcpvenv && /tmp/lcpvenv/bin/pip install "llama-cpp-python[server]"
-    pip download llama-cpp-python --no-deps --no-binary :all: -d /tmp/lcp     # the sdist holds convert_hf_to_gguf.py
+    python -m venv VENV && VENV/bin/pip install "llama-cpp-python[server]"
+    pip download llama-cpp-python --no-deps --no-binary :all: -d DIR         # the sdist holds convert_hf_to_gguf.py
     pip install gguf                                                         # in this venv, for the converter
 
 What it does: converts the packaged all-MiniLM-L6-v2 to GGUF (f32) with the converter the sdist ships, serves it with

@@ -6,8 +6,10 @@ empty answer, prose. Prints whether every final ranking and every prompt sent is
 
 rank-llm is not a dependency (it requires vllm); install it beside the package without its dependencies:
 
-    pip install --no-deps --target /tmp/rankllm rank-llm==0.25.7 ftfy dacite wcwidth python-dotenv
-    PYTHONPATH=/tmp/rankllm python benchmarks/rankllm_parity.py
+    pip install --no-deps --target DIR rank-llm==0.25.7 ftfy dacite wcwidth python-dotenv
+    PYTHONPATH=DIR python benchmarks/rankllm_parity.py
+
+(``DIR``: any folder outside the project tree.)
 
 Modules rank-llm imports but SafeOpenai never uses (vllm, google.generativeai, ...) are stubbed, and so is
 tiktoken, whose encodings would be downloaded: rank-llm uses it only to count tokens for a context budget that

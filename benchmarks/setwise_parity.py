@@ -14,10 +14,12 @@ llm-rankers 0.0.2 calls the API through openai<1 (``openai.ChatCompletion``) whi
 it runs in its own environment, in a subprocess; it imports torch and transformers at import time (never used by its
 OpenAI ranker):
 
-    python -m venv /tmp/llmrankers
-    /tmp/llmrankers/bin/pip install --no-deps llm-rankers==0.0.2
-    /tmp/llmrankers/bin/pip install "openai==0.28.1" tiktoken torch transformers
-    python benchmarks/setwise_parity.py --llm-rankers-python /tmp/llmrankers/bin/python
+    python -m venv VENV
+    VENV/bin/pip install --no-deps llm-rankers==0.0.2
+    VENV/bin/pip install "openai==0.28.1" tiktoken torch transformers
+    python benchmarks/setwise_parity.py --llm-rankers-python VENV/bin/python   # or set LLM_RANKERS_PYTHON
+
+(``VENV``: any folder outside the project tree.)
 
 tiktoken's ``encoding_for_model`` is stubbed there: it would download an encoding (and knows no model "test-llm"),
 and the ranker uses it only in ``truncate``, which ``rerank`` never calls.
@@ -99,7 +101,7 @@ def oracle_rows(python: str, work: Path) -> list[str]:
     import asyncio
     import random
 
-    from r2med_plugin.llm.rerankers import bubble_top, heap_top
+    from r2med_plugin.llm.reranker_kinds import bubble_top, heap_top
 
     (work / "oracle.json").write_text(json.dumps(ORACLE_SETTINGS))
     subprocess.run([python, "-c", THEIRS_ORACLE, str(work / "oracle.json"), str(work / "oracle.out.json")], check=True,
@@ -198,13 +200,16 @@ def run_setting(python: str, work: Path, run, queries, texts, method: str, set_s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--llm-rankers-python", default="/tmp/llmrankers/bin/python",
-                        help="the interpreter of an environment with llm-rankers 0.0.2 and openai<1")
+    parser.add_argument("--llm-rankers-python", default=os.environ.get("LLM_RANKERS_PYTHON"),
+                        help="the interpreter of an environment with llm-rankers 0.0.2 and openai<1 "
+                             "(default: $LLM_RANKERS_PYTHON)")
     parser.add_argument("--oracle-only", action="store_true", help="only the third table (no server)")
     args = parser.parse_args()
+    if not args.llm_rankers_python:
+        parser.error("--llm-rankers-python (or LLM_RANKERS_PYTHON) is required: the set-up is in this script's docstring")
     import logging
 
-    logging.getLogger("r2med_plugin.llm.rerankers").setLevel(logging.ERROR)  # the malformed answers are on purpose
+    logging.getLogger("r2med_plugin.llm").setLevel(logging.ERROR)  # the malformed answers are on purpose (strategy.py warns)
     if args.oracle_only:
         print("\n".join(oracle_rows(args.llm_rankers_python, Path(tempfile.mkdtemp(prefix="setwise-oracle-")))))
         return 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from r2med_plugin.cli_evaluate import progress_line  # noqa: F401 - part of the CLI module's names
 from r2med_plugin.cli_options import given_options, positive_int, price, refuse_unreached
-from r2med_plugin.extras import MissingExtraError
+from r2med_plugin.optional_dependencies import MissingExtraError
 
 
 def _tasks(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""`r2med audit`: argument parsing and printing only (issue 34). Added to cli.py with one line (``add_commands``)."""
+"""`r2med audit`: argument parsing and printing only. Added to cli.py with one line (``add_commands``)."""
 
 from __future__ import annotations
 

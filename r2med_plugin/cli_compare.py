@@ -1,4 +1,4 @@
-"""`r2med compare` and `r2med inspect`: argument parsing and printing only (issue 24).
+"""`r2med compare` and `r2med inspect`: argument parsing and printing only.
 
 Kept apart from cli.py so that the commands can be added with one line there (``add_commands``).
 """

@@ -246,7 +246,7 @@ def _first_stage(args: argparse.Namespace, source: str):
 def _reranker(args: argparse.Namespace):
     from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec
     from r2med_plugin.llm.config import llm_reranker_kind, settings_unused_by
-    from r2med_plugin.llm.rerankers import is_llm_reranker_name
+    from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 
     if not args.rerank:
         return None
@@ -472,7 +472,7 @@ def print_scores(result: TaskRunResult, keys: Sequence[str]) -> None:
 def print_usage(result: TaskRunResult, price_in: float | None = None, price_out: float | None = None) -> None:
     """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing), and how
     its pairs (or listwise windows) were scored: by log-probabilities, labels or the said word, undecided, unparsed."""
-    from r2med_plugin.llm.rerankers import ANSWER_COUNTS
+    from r2med_plugin.llm.reranker_kinds import ANSWER_COUNTS
 
     usage = result.rerank.usage if result.rerank is not None else None
     if usage:

@@ -171,7 +171,7 @@ def nano_task(entry: dict, profiles: dict, position: int) -> dict:
         "card_stats": {
             "positives_per_query": dict(profile["positives_per_query"]),
             "text_stats_chars": dict(profile["text_stats_chars"]),
-            # the card's training and leakage fields, as data (shown on the task pages, issue 32)
+            # the card's training and leakage fields, as data (shown on the task pages)
             **({"learning": dict(profile["learning"])} if "learning" in profile else {}),
         },
         "source": f"{profiles['source']}; {CITATION_SOURCE}",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from r2med_plugin.audit.text import fmix64
-from r2med_plugin.extras import import_extra, require_extra
+from r2med_plugin.optional_dependencies import import_extra, require_extra
 
 NUM_PERM = 128
 SEED = 1

@@ -12,7 +12,7 @@ from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.runner import rerank_inputs
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.cost import CostEstimate
-from r2med_plugin.llm.rerankers import LLMReranker
+from r2med_plugin.llm.reranker_kinds import LLMReranker
 from r2med_plugin.types import TaskData
 
 
@@ -49,7 +49,7 @@ def estimate_rerank_cost(
     ("llm-<kind>:<model>" with ``llm``, or a built LLMReranker) would cost, without sending a request: the number of
     requests (exact, or with a worst case where it depends on the answers), prompt tokens, the completion budget;
     ``CostEstimate.dollars(price_in, price_out)`` prices it."""
-    from r2med_plugin.evaluation.rerankers import as_reranker
+    from r2med_plugin.evaluation.reranker_stage import as_reranker
 
     reranker = as_reranker(rerank, llm=llm) if llm is not None else rerank
     plan = build_plan(task, rerank=reranker, first_stage=first_stage, rerank_depth=rerank_depth, data_dir=data_dir,

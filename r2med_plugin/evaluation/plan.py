@@ -24,9 +24,9 @@ from r2med_plugin.evaluation.first_stages import (
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments, hybrid_partner  # noqa: F401
 from r2med_plugin.evaluation.specs import check_retriever_name  # noqa: F401 - also a name of this module
 from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
-from r2med_plugin.llm.rerankers import is_llm_reranker_name
+from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder adapts it)
 from r2med_plugin.types import TaskSpec
 

@@ -13,7 +13,7 @@ What the official code (R2MED/R2MED ``src/eval_reranker.py``) does, and what the
 
 Here the first stage is also any retriever this package runs (its top 1000, as its own result: the
 reranker takes its top k, ``first_stage_*`` equals the own result's scores), a TREC run or an in-memory run. The mode is a plan like any other:
-a first stage (r2med_plugin.evaluation.first_stages), a reranker (.rerankers), the ``Reranked`` scorer
+a first stage (r2med_plugin.evaluation.first_stages), a reranker (.reranker_stage), the ``Reranked`` scorer
 (.scorers) and the writers (.writers). This module keeps the functions earlier releases exported.
 """
 

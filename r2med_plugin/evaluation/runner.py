@@ -24,7 +24,7 @@ from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25,
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
 from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.scorers import Retrieved, merged

@@ -25,10 +25,10 @@ from typing import Any, ClassVar
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.runs import read_run_file
 from r2med_plugin.evaluation.first_stages import task_run_file
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
-from r2med_plugin.llm.rerankers import is_llm_reranker_name
+from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader

@@ -115,7 +115,7 @@ def write_reasoning(result: TaskRunResult, mteb_path: Path) -> dict[str, Path]:
     traces = result.rerank.traces if result.rerank is not None else None
     if not traces:
         return {}
-    from r2med_plugin.llm.rerankers import trace_order
+    from r2med_plugin.llm.reranker_kinds import trace_order
 
     name = result.rerank.traces_name
     text = "".join(json.dumps(trace, ensure_ascii=False) + "\n" for trace in sorted(traces, key=trace_order))

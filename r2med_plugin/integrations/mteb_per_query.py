@@ -1,4 +1,4 @@
-"""The per-query sidecar of an ``mteb run`` / ``mteb.evaluate`` result of one of our tasks (issue 24).
+"""The per-query sidecar of an ``mteb run`` / ``mteb.evaluate`` result of one of our tasks.
 
 An mteb task computes its scores without knowing where mteb will save them: ``task_specific_scores``
 gets the qrels and the run, not the ResultCache. The result folder is known only to the running

@@ -8,7 +8,7 @@ Nothing here imports ``openai`` at import time; it is loaded when a request is f
 
 from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
 from r2med_plugin.llm.cost import CostEstimate, RequestPlan, token_counter
-from r2med_plugin.llm.rerankers import (
+from r2med_plugin.llm.reranker_kinds import (
     LLM_RERANKER_KINDS,
     GroupwiseLLMReranker,
     ListwiseLLMReranker,

@@ -6,7 +6,7 @@ receives their answers (r2med_plugin.llm.execution). A rerank drives that genera
 estimate (``estimate_cost``, ``plan_requests``, ``--estimate-cost``) drives the same generator against a stand-in
 that answers blankly. Where the questions depend on the answers, the kind's ``request_plan`` adds a worst case.
 Checks, naming, the requester (client, concurrency, cache, retries), progress, counts, traces and the report live
-here, once. A kind is registered in one place: ``r2med_plugin.llm.rerankers.register_llm_reranker``.
+here, once. A kind is registered in one place: ``r2med_plugin.llm.reranker_kinds.register_llm_reranker``.
 """
 
 from __future__ import annotations

@@ -327,7 +327,7 @@ def is_reranker(value: object) -> bool:
 
 def as_reranker_model(value: object) -> Reranker:
     """``value`` as a ``Reranker``: ours as they are, a user's object with name, revision and rerank adapted once.
-    (r2med_plugin.evaluation.rerankers.as_reranker also takes names, pair scorers and LLM reranker names.)"""
+    (r2med_plugin.evaluation.reranker_stage.as_reranker also takes names, pair scorers and LLM reranker names.)"""
     if isinstance(value, RerankerBase):
         return value
     if isinstance(value, PlainReranker):

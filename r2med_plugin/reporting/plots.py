@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from r2med_plugin.extras import import_extra, require_extra
+from r2med_plugin.optional_dependencies import import_extra, require_extra
 from r2med_plugin.reporting.leaderboard import LeaderboardRow, row_label, task_columns
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]

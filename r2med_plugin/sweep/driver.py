@@ -12,7 +12,7 @@ from typing import Any
 
 from r2med_plugin.sweep.engines import make_engine
 from r2med_plugin.sweep.jobs import applied_env, driver_env, finished_record, job_stamps
-from r2med_plugin.sweep.job import Job
+from r2med_plugin.sweep.job_definition import Job
 from r2med_plugin.sweep.spec import SweepSpec, expand_jobs
 
 SUMMARY_FILE = "sweep-summary.json"
@@ -91,7 +91,7 @@ def check_job_inputs(statuses: Sequence[JobStatus]) -> None:
     """Every job still to run has its task's files, and its expansion or run file, read and checked before the first
     job runs (one task in memory at a time), so that bad input stops the sweep before any result is written."""
     from r2med_plugin.evaluation.runner import TaskInputs, check_inputs
-    from r2med_plugin.sweep.job import job_request
+    from r2med_plugin.sweep.job_definition import job_request
 
     by_env: dict[tuple, list[Job]] = {}
     for status in statuses:

@@ -14,7 +14,7 @@ from typing import Any
 from r2med_plugin.evaluation.request import RequestError
 from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, check_retriever_name
 from r2med_plugin.identifiers import BM25_NAMES
-from r2med_plugin.llm.rerankers import is_llm_reranker_name
+from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.rules import neutral_fields
 from r2med_plugin.sweep.shorthand import SpecError, as_bool, as_int, as_list, read_devices, spec_error
 
@@ -22,7 +22,7 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "load
               "concurrency", "extra_body"}
 
 
-# How a model loads (issue 22): --loader, and an openai:<model> endpoint's settings; kept in a job only when given
+# How a model loads: --loader, and an openai:<model> endpoint's settings; kept in a job only when given
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from r2med_plugin.data.expansions import expansion_name
 from r2med_plugin.models.protocols import as_encoder
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
-from r2med_plugin.sweep.job import Job
+from r2med_plugin.sweep.job_definition import Job
 
 RECORDS = Path(".sweep") / "jobs"
 # What a job needs from the driver's environment to find the same data, cache and model files.
@@ -259,7 +259,7 @@ def estimate_job_cost(job: Job, show_progress: bool = False):
 
     from r2med_plugin.evaluation.cost import estimate_plan_cost
     from r2med_plugin.evaluation.plan import plan_request
-    from r2med_plugin.sweep.job import job_request
+    from r2med_plugin.sweep.job_definition import job_request
 
     with applied_env(job.env):
         request = replace(job_request(job), show_progress=show_progress)
@@ -275,7 +275,7 @@ def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show
     from r2med_plugin.evaluation.runner import execute
     from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.io import write_json_atomic
-    from r2med_plugin.sweep.job import job_request
+    from r2med_plugin.sweep.job_definition import job_request
 
     job = Job.from_dict(job_payload)
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """A sweep spec (YAML) -> validated settings -> one plain, serialisable job per evaluation.
 
 A spec is a list of requests written in shorthand: its keys are read in ``sweep/shorthand.py`` (top level) and
-``sweep/entries.py`` (retrievers, rerankers), and every job it expands to (``sweep/job.py``) is built as the
+``sweep/entries.py`` (retrievers, rerankers), and every job it expands to (``sweep/job_definition.py``) is built as the
 ``EvaluationRequest`` it runs before anything runs, so a spec is checked by the same types as ``r2med evaluate``.
 A job is (task, retriever, expansion or reranker option). Expansions apply to the R2MED tasks, candidate subsets to
 the NanoR2MED tasks; options that ``evaluate_task`` gains later pass through the ``options`` key unchanged.
@@ -20,7 +20,7 @@ import yaml
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.expansions import ExpansionName, list_expansions, parse_expansion
 from r2med_plugin.sweep.entries import read_rerankers, read_retriever
-from r2med_plugin.sweep.job import JOB_SCHEMA_VERSION, Job, job_identity, job_request
+from r2med_plugin.sweep.job_definition import JOB_SCHEMA_VERSION, Job, job_identity, job_request
 from r2med_plugin.sweep.shorthand import (
     DEFAULT_TOP_K, TOP_KEYS, SpecError, as_bool, as_int, as_list, check_candidates, check_expansions, evaluate_task_parameters,
     read_expansions, read_options, read_resources, read_scoring, read_tasks, spec_error,

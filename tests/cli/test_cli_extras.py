@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med_plugin.extras import MissingExtraError
+from r2med_plugin.optional_dependencies import MissingExtraError
 
 HEAVY = ("numpy", "polars", "pyarrow", "scipy", "torch", "mteb")
 

@@ -11,7 +11,7 @@ import r2med_plugin
 PACKAGE = Path(r2med_plugin.__file__).parent
 # Lower numbers are lower layers; a module may import its own layer or lower ones.
 LAYERS = {
-    "version": 0, "types": 0, "io": 0, "errors": 0, "rules": 0, "quiet": 0, "identifiers": 0, "extras": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
+    "version": 0, "types": 0, "io": 0, "errors": 0, "rules": 0, "quiet": 0, "identifiers": 0, "optional_dependencies": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
     "data": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
     "integrations": 6, "generation": 6, "sweep": 7, "cli": 8, "cli_options": 8, "cli_compare": 8, "cli_audit": 8, "cli_evaluate": 8, "cli_generate": 8, "": 9,
 }
@@ -101,7 +101,7 @@ def test_the_architecture_page_toy_first_stage_runs(mirror_env: Path, tmp_path: 
     import json
     import re
 
-    # the Architecture section moved from README.md to the docs site's page (issue 32); its one block is the toy
+    # the Architecture section moved from README.md to the docs site's page; its one block is the toy
     page = (PACKAGE.parent / "docs" / "explanation" / "architecture.md").read_text(encoding="utf-8")
     section = page.split("# Architecture", 1)[1]
     (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
@@ -127,7 +127,7 @@ def test_no_module_imports_a_private_name_of_another():
     assert found == []
 
 
-# --- issue 31, part 3: the models/ package ------------------------------------------------------------------
+# --- the models/ package ------------------------------------------------------------------------------------
 
 # Members our encoders, rerankers, recipes and loaders declare (r2med_plugin.models.protocols, registry.ModelLoader):
 # code reads them from the model, never asks with getattr/hasattr whether it has one.
@@ -182,7 +182,7 @@ def test_signatures_are_inspected_only_on_third_party_objects():
     assert sorted(found - {"models/cross_encoder.py", "models/protocols.py", "sweep/spec.py"}) == []
 
 
-# --- issue 43: short functions, no moved-name shims ---------------------------------------------------------
+# --- short functions, no moved-name shims ------------------------------------------------------------------
 
 MAX_FUNCTION_LINES = 60
 

@@ -65,7 +65,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder", recorder("encoder", encoder))
     monkeypatch.setattr("r2med_plugin.models.cross_encoder.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
-    # issue 22: models of mteb's registry and embedding endpoints load through their loaders
+    # models of mteb's registry and embedding endpoints load through their loaders
     monkeypatch.setattr("r2med_plugin.integrations.mteb_models._load", recorder("mteb_load", encoder))
     monkeypatch.setattr("r2med_plugin.integrations.mteb_models.MtebEncoder", recorder("mteb_encoder", encoder))
     monkeypatch.setattr("r2med_plugin.models.embedding_endpoint.EndpointEncoder", recorder("endpoint_encoder", encoder))
@@ -79,7 +79,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.reporting.venues.export_mteb", recorder("export_mteb", []))
     monkeypatch.setattr("r2med_plugin.reporting.venues.export_hakari", recorder("export_hakari", []))
     monkeypatch.setattr("r2med_plugin.generation.generate_expansions", recorder("generate", stop=True))
-    # issue 33: cost estimates (the data and the first stage are not loaded here)
+    # cost estimates (the data and the first stage are not loaded here)
     from r2med_plugin.llm.cost import CostEstimate
 
     estimate = CostEstimate("task  reranker", 10, 0, 1000, 50, 10, 1000, 50, True, True, "4 characters per token", "budget")
@@ -98,7 +98,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.sweep.load_spec", recorder("load_spec", SimpleNamespace(output=tmp_path / "sweep")))
     monkeypatch.setattr("r2med_plugin.sweep.plan", recorder("plan", stop=True))
     monkeypatch.setattr("r2med_plugin.sweep.run_sweep", recorder("run_sweep", stop=True))
-    # issue 24: compare, inspect, leaderboard --significance
+    # compare, inspect, leaderboard --significance
     monkeypatch.setattr("r2med_plugin.reporting.compare.compare_results", recorder("compare_results", "report"))
     monkeypatch.setattr("r2med_plugin.reporting.compare.render_report", recorder("render_report", "table\n"))
     monkeypatch.setattr("r2med_plugin.reporting.compare.plot_report", recorder("plot_report", lambda report, path: path))
@@ -108,7 +108,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.reporting.inspect.render_losses", recorder("render_losses", "losses\n"))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard_significance.significance_for_tables",
                         recorder("significance", lambda tables, **k: tables))
-    # issue 34: r2med audit, leaderboard --audit
+    # r2med audit, leaderboard --audit
     monkeypatch.setattr("r2med_plugin.audit.run.run_audit", recorder("run_audit", {"hits": 0}))
     monkeypatch.setattr("r2med_plugin.audit.report.render_report", recorder("render_report", "report\n"))
     monkeypatch.setattr("r2med_plugin.audit.report.render_declared", recorder("render_declared", "declared\n"))
@@ -184,10 +184,10 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "window"): (LLM, LLM + ["--window", "30"]),
     ("evaluate", "step"): (LLM, LLM + ["--step", "5"]),
     ("evaluate", "max_tokens"): (LLM, LLM + ["--max-tokens", "64"]),
-    ("evaluate", "set_size"): (LLM_SETWISE, LLM_SETWISE + ["--set-size", "4"]),  # issue 33: setwise
+    ("evaluate", "set_size"): (LLM_SETWISE, LLM_SETWISE + ["--set-size", "4"]),  # setwise
     ("evaluate", "setwise_method"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-method", "bubblesort"]),
     ("evaluate", "setwise_k"): (LLM_SETWISE, LLM_SETWISE + ["--setwise-k", "5"]),
-    ("evaluate", "estimate_cost"): (LLM, LLM + ["--estimate-cost"]),  # issue 33: cost before and after
+    ("evaluate", "estimate_cost"): (LLM, LLM + ["--estimate-cost"]),  # cost before and after
     ("evaluate", "price_in"): (LLM + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
                                LLM + ["--estimate-cost", "--price-in", "3", "--price-out", "2"]),
     ("evaluate", "price_out"): (LLM + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
@@ -197,12 +197,12 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
                                GENERATE + ["--estimate-cost", "--price-in", "3", "--price-out", "2"]),
     ("generate", "price_out"): (GENERATE + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
                                 GENERATE + ["--estimate-cost", "--price-in", "1", "--price-out", "5"]),
-    ("evaluate", "group_size"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-size", "10"]),  # issue 33: groupwise
+    ("evaluate", "group_size"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-size", "10"]),  # groupwise
     ("evaluate", "grouping"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--grouping", "first-stage"]),
     ("evaluate", "group_seed"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--group-seed", "3"]),
     ("evaluate", "regroup"): (LLM_GROUPWISE, LLM_GROUPWISE + ["--regroup", "3"]),
-    ("evaluate", "show_scores"): (LLM, LLM + ["--show-scores"]),  # issue 33: InsertRank
-    ("evaluate", "reasoning_effort"): (LLM, LLM + ["--reasoning-effort", "high"]),  # issue 33: listwise reasoning models
+    ("evaluate", "show_scores"): (LLM, LLM + ["--show-scores"]),  # InsertRank
+    ("evaluate", "reasoning_effort"): (LLM, LLM + ["--reasoning-effort", "high"]),  # listwise reasoning models
     ("sweep", "estimate_cost"): (SWEEP, SWEEP + ["--estimate-cost"]),
     ("sweep", "price_in"): (SWEEP + ["--estimate-cost", "--price-in", "1", "--price-out", "2"],
                             SWEEP + ["--estimate-cost", "--price-in", "3", "--price-out", "2"]),
@@ -330,7 +330,7 @@ REFUSED: list[tuple[list[str], str]] = [
     (BM25 + ["--rerank-revision", "v2"], "--rerank-revision"),
     (MODEL + ["--rerank-depth", "100"], "--rerank-depth"),
     (["evaluate", "--task", TASK, "--retriever", "bm25-robertson", "--workers", "2"], "--workers"),
-    (BM25 + ["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),  # issue 22: endpoint options need openai:<model>
+    (BM25 + ["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),  # endpoint options need openai:<model>
     (MODEL + ["--dimensions", "8"], "--dimensions"),
     (RERANK + ["--concurrency", "4"], "--concurrency"),
     (MODEL + ["--api-key-env", "HOME"], "--api-key-env"),
@@ -350,17 +350,17 @@ REFUSED: list[tuple[list[str], str]] = [
     (BM25 + ["--timeout", "30"], "--timeout"),
     (RERANK + ["--max-retries", "2"], "--max-retries"),
     (MODEL + ["--timeout", "30"], "--timeout"),
-    (BM25 + ["--extra-body", '{"a": 1}'], "--extra-body"),  # issue 36: an endpoint's requests only
+    (BM25 + ["--extra-body", '{"a": 1}'], "--extra-body"),  # an endpoint's requests only
     (RERANK + ["--extra-body", '{"a": 1}'], "--extra-body"),  # a cross-encoder sends no request
     (["evaluate", "--task", TASK, "--retriever", "official:openai", "--extra-body", '{"a": 1}'], "--extra-body"),
     (LLM_POINTWISE + ["--step", "5"], "--step"),
     (LLM_POINTWISE + ["--max-tokens", "5"], "--max-tokens"),
-    (LLM + ["--set-size", "4"], "--set-size"),  # issue 33: setwise settings for setwise only, and listwise's not for it
+    (LLM + ["--set-size", "4"], "--set-size"),  # setwise settings for setwise only, and listwise's not for it
     (LLM_POINTWISE + ["--setwise-method", "heapsort"], "--setwise-method"),
     (RERANK + ["--setwise-k", "5"], "--setwise-k"),
     (LLM_SETWISE + ["--window", "30"], "--window"),
     (LLM_SETWISE + ["--step", "5"], "--step"),
-    (LLM + ["--group-size", "10"], "--group-size"),  # issue 33: groupwise settings for groupwise only
+    (LLM + ["--group-size", "10"], "--group-size"),  # groupwise settings for groupwise only
     (LLM_SETWISE + ["--grouping", "random"], "--grouping"),
     (LLM_POINTWISE + ["--regroup", "2"], "--regroup"),
     (RERANK + ["--group-seed", "1"], "--group-seed"),
@@ -374,7 +374,7 @@ REFUSED: list[tuple[list[str], str]] = [
     (LLM + ["--batch-size", "8"], "--batch-size"),  # an LLM behind a BM25 first stage batches nothing
     (LLM + ["--rerank-revision", "v2"], "--rerank-revision"),
     ([*GENERATE[:4], "hyde", *GENERATE[5:], "--first-stage", "bm25-lucene"], "--first-stage"),
-    (BM25 + ["--price-in", "1", "--price-out", "2"], "--price-in"),  # issue 33: prices and estimates of LLM requests only
+    (BM25 + ["--price-in", "1", "--price-out", "2"], "--price-in"),  # prices and estimates of LLM requests only
     (RERANK + ["--estimate-cost"], "--estimate-cost"),
     (ENDPOINT + ["--price-out", "2"], "--price-out"),
     (LLM + ["--estimate-cost", "--output", "{tmp}/o"], "--output"),

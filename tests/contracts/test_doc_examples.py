@@ -173,6 +173,7 @@ PAGE_BLOCKS = {path.relative_to(ROOT).as_posix(): collect(path) for path in PAGE
 RUNNABLE = sorted(name for name, blocks in PAGE_BLOCKS.items() if blocks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", RUNNABLE)
 def test_every_example_of_the_page_runs(page: str, fixture_mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     workdir = tmp_path / "work"

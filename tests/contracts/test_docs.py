@@ -180,7 +180,7 @@ def _resolves(reference: str) -> bool:
 
 def test_readme_result_paths_match_what_is_written(mirror_env: Path, tmp_path: Path):
     root = Path(__file__).resolve().parents[2]
-    # the result paths moved from README.md to the docs site's file-format reference (issue 32): both are read
+    # the result paths moved from README.md to the docs site's file-format reference: both are read
     readme = "\n".join((root / name).read_text(encoding="utf-8") for name in ("README.md", "docs/reference/file-formats.md"))
     result = evaluate_task("NanoR2MEDBiology", "bm25-robertson", candidates=["hybrid"], show_progress=False)
     written = write_outputs(result, tmp_path / "DIR", trec=True)

@@ -170,7 +170,7 @@ def _outputs(root: Path) -> dict[str, str]:
         result = evaluate_task(task, options.pop("retriever", None), show_progress=False, **options)
         out = root / "out" / mode
         for kind, path in write_outputs(result, out, trec=True).items():
-            if kind in {"per_query", "hakari"}:  # binary sidecars added after the pin (issues 24, 41): tested in
+            if kind in {"per_query", "hakari"}:  # binary sidecars added after the pin: tested in
                 continue                         # test_per_query, test_hakari_record and test_venues
             text = _fingerprints(_normalised(path.read_text(encoding="utf-8"), root))
             if path.suffix == ".trec":

@@ -5,11 +5,11 @@ issue or review pass that added it: a test lives with the unit it tests."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import r2med_plugin
-from tests.conftest import SLOW_TESTS
 
 TESTS = Path(__file__).resolve().parents[1]
 SOURCE = Path(r2med_plugin.__file__).parent
@@ -18,7 +18,7 @@ PACKAGES = {path.name for path in SOURCE.iterdir() if (path / "__init__.py").is_
 OTHER_FOLDERS = {
     "contracts": "rules across packages: layering, conventions, the CLI flag table, docs, golden outputs, public API, layout",
     "cli": "cli.py and its cli_*.py helpers",
-    "toplevel": "the other top-level modules of r2med_plugin (catalog, io, metrics, names)",
+    "toplevel": "the other top-level modules of r2med_plugin (catalog, io, metrics, names, quiet)",
     "support": "helpers shared by the tests (builders, loopback servers, strategies); no test files",
     "fixtures": "committed test data (golden outputs, Lucene vectors); no Python",
 }
@@ -82,7 +82,16 @@ def test_the_history_word_check_catches_the_names_it_is_for():
             if history_words(stem)] == []
 
 
-def test_every_slow_entry_names_a_test_file_that_exists():
-    paths = [path.relative_to(TESTS).as_posix() for path in _test_files()]
-    files = [entry.split("::", 1)[0] for entry in SLOW_TESTS]  # a basename, or a path under tests/ where two share one
-    assert [file for file in files if not any(path == file or path.endswith(f"/{file}") for path in paths)] == []
+def test_slow_tests_are_marked_where_they_are_defined():
+    """A list of names in a conftest.py would silently unmark a renamed test: no conftest.py adds markers to
+    collected tests; a slow test carries ``@pytest.mark.slow`` (or its module ``pytestmark``)."""
+    hooks = {}
+    for conftest in sorted(TESTS.rglob("conftest.py")):
+        tree = ast.parse(conftest.read_text(encoding="utf-8"))
+        names = [node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                 and node.name in {"pytest_collection_modifyitems", "pytest_itemcollected"}]
+        calls = [node.func.attr for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_marker"]
+        if names or calls:
+            hooks[conftest.relative_to(TESTS).as_posix()] = names + calls
+    assert hooks == {}

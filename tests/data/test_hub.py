@@ -73,6 +73,7 @@ def test_nano_resolves_main_and_records_the_commit(hosted, tmp_path: Path):
     assert not any("NanoR2MEDBiology" in path for _, path in hub.requests)  # other splits are not fetched
 
 
+@pytest.mark.slow
 def test_transient_errors_are_retried(hosted, tmp_path: Path):
     with LoopbackHub(hosted) as hub:
         hub.add_fault("corpus.jsonl", "500", "drop", "500")

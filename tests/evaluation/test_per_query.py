@@ -1,4 +1,4 @@
-"""Issue 24: every result comes with its per-query scores (<Task>.per_query.parquet beside <Task>.json)."""
+"""Every result comes with its per-query scores (<Task>.per_query.parquet beside <Task>.json)."""
 
 from __future__ import annotations
 
@@ -128,6 +128,7 @@ def test_readers_of_result_folders_ignore_the_sidecar(mirror_env: Path, tmp_path
     assert [r.task_name for r in loaded.model_results[0].task_results] == ["NanoR2MEDIIYiClinical"]
 
 
+@pytest.mark.slow
 def test_mteb_run_writes_the_sidecar_in_the_result_folder(mirror_env: Path, tmp_path: Path):
     from tests.integrations.test_mteb_integration import _minilm
 

@@ -1,4 +1,4 @@
-"""Issue 31: each rule of an evaluation request lives once, in the type that owns it; the CLI, sweep specs and
+"""Each rule of an evaluation request lives once, in the type that owns it; the CLI, sweep specs and
 evaluate_task/build_plan all come through it (one test per rule, at its type, then that every front end says it)."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_the_tasks_own_bm25():
 
 def test_llm_settings_each_kind_reads():
     setwise = {"set_size", "setwise_method", "setwise_k"}
-    groupwise = {"group_size", "grouping", "group_seed", "regroup"}  # issue 33: groupwise, InsertRank, reasoning effort
+    groupwise = {"group_size", "grouping", "group_seed", "regroup"}  # groupwise, InsertRank, reasoning effort
     assert set(settings_unused_by("listwise")) == setwise | groupwise
     assert set(settings_unused_by("pointwise")) == {"window", "step", "max_tokens", "show_scores", "reasoning_effort"} | setwise | groupwise
     assert set(settings_unused_by("reasoning")) == {"window", "step", "show_scores"} | setwise | groupwise
@@ -143,7 +143,7 @@ def test_the_instruction_rule_is_the_models(tmp_path: Path, capsys: pytest.Captu
     assert why in str(raised.value) and "retrievers[0].instruction" in str(raised.value)
 
 
-# --- issue 31, the typed request: each rule at the type that owns it ---------------------------------------------------
+# --- the typed request: each rule at the type that owns it -------------------------------------------------------------
 
 from r2med_plugin.evaluation.request import EvaluationRequest, Outputs  # noqa: E402
 from r2med_plugin.evaluation.specs import (  # noqa: E402

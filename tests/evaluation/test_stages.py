@@ -1,4 +1,4 @@
-"""Each stage of an evaluation plan alone (issue 21): first stages, the reranker, scorers, writers, the plan."""
+"""Each stage of an evaluation plan alone: first stages, the reranker, scorers, writers, the plan."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from r2med_plugin.data.runs import rank_by_score
 from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
 from r2med_plugin.evaluation.first_stages import Bm25, Dense, RunDict, RunFile, StoredCandidates, as_first_stage
 from r2med_plugin.evaluation.plan import build_plan
-from r2med_plugin.evaluation.rerankers import CrossEncoderReranker, as_reranker
+from r2med_plugin.evaluation.reranker_stage import CrossEncoderReranker, as_reranker
 from r2med_plugin.models.protocols import Reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Retrieved, merged, within_depth
 from r2med_plugin.evaluation.writers import write_mteb, write_official, write_trec

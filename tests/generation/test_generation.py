@@ -185,6 +185,7 @@ def test_lamer_with_a_trec_or_topk_run_file(server, mirror_env, tmp_path):
 # --- reliability ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_faults_are_retried_and_every_query_lands_once(server, mirror_env, tmp_path):
     server.add_faults("429", "500", "drop", "slow:6")  # the slow answer comes after the 2 s timeout: retried
     report = _generate(server, tmp_path / "exp", "hyde", concurrency=1, timeout=2.0)
@@ -544,7 +545,7 @@ def test_generated_files_are_readable_like_any_file_open_creates(server, mirror_
 
 
 def test_an_openai_reasoning_model_gets_max_completion_tokens(mirror_env, tmp_path, monkeypatch, caplog):
-    """OpenAI's reasoning models answer max_tokens and temperature with HTTP 400 "Unsupported parameter" (issue 36): the
+    """OpenAI's reasoning models answer max_tokens and temperature with HTTP 400 "Unsupported parameter": the
     first refusal is learned, the request is sent again at once with max_completion_tokens and without temperature, and
     so is every later one; the manifest records it and one warning says it."""
     with LoopbackOpenAI(api_key=KEY, unsupported=("max_tokens", "temperature")) as server:
@@ -566,7 +567,7 @@ def test_an_openai_reasoning_model_gets_max_completion_tokens(mirror_env, tmp_pa
 
 def test_a_budget_the_context_cannot_hold_is_refused_before_any_request(mirror_env, tmp_path, monkeypatch, capsys):
     """--preset vllm sends max_tokens 10240; on a model served with a shorter context every request was refused (HTTP
-    400), the run stopped after 10 queries and said to run it again (issue 36). vLLM reports max_model_len in GET
+    400), the run stopped after 10 queries and said to run it again. vLLM reports max_model_len in GET
     /models: a budget that cannot fit is refused before the data loads or a completion is sent, with the fix."""
     with LoopbackOpenAI(api_key=KEY, max_model_len=4096) as server:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)

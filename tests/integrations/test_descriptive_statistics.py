@@ -85,6 +85,7 @@ def test_r2med_statistics_correct_mtebs_num_queries():
     assert biology["corrections"] == [] and biology["caveats"] == []
 
 
+@pytest.mark.slow
 def test_shipped_statistics_are_what_the_script_writes():
     for name in ALL_NAMES:
         assert ds.comparable(ds.shipped(name)) == ds.comparable(json.loads(ds.render(ds.without_data(name)))), name
@@ -93,6 +94,7 @@ def test_shipped_statistics_are_what_the_script_writes():
     assert run.stdout.strip() == f"checked 24 files in {ds.SHIPPED_DIR}"
 
 
+@pytest.mark.slow
 def test_script_rejects_unknown_task_names():
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--without-data", "--tasks", "NanoR2MEDBiolgy"], capture_output=True, text=True, cwd=REPO
@@ -118,6 +120,7 @@ def _text_stats(texts: list[str]) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_statistics_from_data_agree_with_the_loader(mirror_env: Path, tmp_path: Path):
     """The script's --from-data on the fixture mirror: mteb's computation, compared with the loader's data."""
     out = tmp_path / "stats"

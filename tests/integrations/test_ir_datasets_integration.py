@@ -163,3 +163,15 @@ def test_ir_datasets_counts_of_a_drifted_mirror_are_its_real_counts_before_and_a
     assert before == (data.corpus.height, data.queries.height, qrels)  # not the dataset card's 10000 documents
     assert sum(1 for _ in dataset.docs_iter()) == data.corpus.height
     assert (dataset.docs_count(), dataset.queries_count(), dataset.qrels_count()) == before
+
+
+def test_unknown_ir_datasets_id_suggests_the_nearest(mirror_env: Path):
+    import ir_datasets
+
+    with pytest.raises(KeyError) as error:
+        ir_datasets.load("r2med/bioinformatic/hyde/o3-mini")
+    message = str(error.value)
+    assert "r2med/bioinformatics/hyde/o3-mini" in message.split("Nearest: ")[1].split(",")[0]
+    assert message.count("r2med/") <= 7 and len(message) < 600  # a handful of ids, not all 168
+    with pytest.raises(KeyError, match="nano-r2med/biology"):
+        ir_datasets.load("nano-r2med/biologyy")

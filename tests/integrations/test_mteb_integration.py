@@ -16,6 +16,8 @@ from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.fusion import rrf
 from tests.fixture_mirror import SAFEGUARD_QUERY
 
+pytestmark = pytest.mark.slow  # mteb.evaluate runs
+
 DOMAINS = ["Biology", "Bioinformatics", "MedicalSciences", "MedXpertQAExam", "MedQADiag", "PMCTreatment", "PMCClinical", "IIYiClinical"]
 ALL_NAMES = (
     [f"R2MED{d}" for d in DOMAINS] + [f"NanoR2MED{d}" for d in DOMAINS] + [f"NanoR2MED{d}Reranking" for d in DOMAINS]
@@ -285,7 +287,7 @@ def test_an_unsupported_host_version_fails_loudly():
 
 
 def test_the_running_mteb_evaluation_is_read_only_on_a_supported_mteb(monkeypatch: pytest.MonkeyPatch):
-    """Issue 31: the stack walk into mteb's private _evaluate_task sits behind compat's version gate."""
+    """The stack walk into mteb's private _evaluate_task sits behind compat's version gate."""
     from types import SimpleNamespace
 
     from r2med_plugin.integrations import compat

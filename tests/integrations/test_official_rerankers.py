@@ -16,6 +16,8 @@ import pytest
 import torch
 import transformers
 
+pytestmark = pytest.mark.slow  # transformers and peft checkpoints
+
 WORDS = [f"w{i}" for i in range(40)] + ["query:", "document:", "the", "cell", "gene", "protein", "binds"]
 PAIRS = [
     ("the gene binds", "the protein binds the cell"),

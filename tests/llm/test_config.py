@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, ReasoningLLMReranker
 from tests.llm.replies import config_for, pointwise_reply, TASK, write_sweep_spec
 from tests.support.loopback_openai import LoopbackOpenAI

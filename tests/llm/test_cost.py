@@ -32,7 +32,7 @@ from r2med_plugin.llm import (
     token_counter,
 )
 from r2med_plugin.llm.cost import CHARS_PER_TOKEN, dollars
-from r2med_plugin.llm.rerankers import bubble_top, bubble_windows, heap_question_bound, heap_top
+from r2med_plugin.llm.reranker_kinds import bubble_top, bubble_windows, heap_question_bound, heap_top
 from r2med_plugin.llm.requests import run_coroutine
 from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.llm.execution import TICK, Ask, RerankTask, Together, drive
-from r2med_plugin.llm.rerankers import LLM_RERANKER_KINDS, LLMReranker, llm_reranker, register_llm_reranker
+from r2med_plugin.llm.reranker_kinds import LLM_RERANKER_KINDS, LLMReranker, llm_reranker, register_llm_reranker
 from r2med_plugin.llm.strategy import positional_scores
 from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of, reranker_config
 
@@ -123,16 +123,16 @@ class _FirstStageOrder(LLMReranker):
 
 
 def test_a_kind_is_registered_once_and_then_named_like_the_others(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("r2med_plugin.llm.rerankers.LLM_RERANKER_KINDS", dict(LLM_RERANKER_KINDS))
-    from r2med_plugin.llm import rerankers
+    monkeypatch.setattr("r2med_plugin.llm.reranker_kinds.LLM_RERANKER_KINDS", dict(LLM_RERANKER_KINDS))
+    from r2med_plugin.llm import reranker_kinds
     from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
 
     assert register_llm_reranker(_FirstStageOrder) is _FirstStageOrder
-    assert rerankers.LLM_RERANKER_KINDS["llm-first-stage-order"] is _FirstStageOrder
+    assert reranker_kinds.LLM_RERANKER_KINDS["llm-first-stage-order"] is _FirstStageOrder
     assert register_llm_reranker(_FirstStageOrder) is _FirstStageOrder  # the same class again: nothing changes
     reranker = llm_reranker("llm-first-stage-order:m", LLMRerankerConfig(Endpoint("http://127.0.0.1:9/v1")))
     assert reranker.name == "m (first-stage-order @127.0.0.1-9)"
-    assert "llm-first-stage-order:<model>" in rerankers.llm_reranker_names()
+    assert "llm-first-stage-order:<model>" in reranker_kinds.llm_reranker_names()
     with pytest.raises(ValueError, match="llm-listwise is already registered to ListwiseLLMReranker"):
         register_llm_reranker(type("Other", (_FirstStageOrder,), {"kind": "listwise"}))
     with pytest.raises(TypeError, match="an LLMReranker subclass that defines questions"):

@@ -16,7 +16,7 @@ from tests.support.loopback_openai import LoopbackOpenAI
 
 def test_extra_body_reaches_every_llm_request_and_names_the_reranker(mirror_env: Path, own_cache: Path, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch, capsys):
-    """--extra-body is merged into every chat request (Qwen3's thinking switch, issue 36); it changes the answers, so
+    """--extra-body is merged into every chat request (Qwen3's thinking switch); it changes the answers, so
     it is part of each answer's cache key and of the reranker's name (filed apart) and recorded in rerank_usage."""
     extra = {"chat_template_kwargs": {"enable_thinking": False}}
     label = "body-" + hashlib.sha256(json.dumps(extra, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, GroupwiseLLMReranker, LLMRerankerConfig
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
 from r2med_plugin.llm.prompting import groupwise_messages, parse_group_scores

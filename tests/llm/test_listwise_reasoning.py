@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import GroupwiseLLMReranker, ListwiseLLMReranker
 from tests.llm.keyed_replies import (
     config_for,

@@ -76,7 +76,7 @@ def thinking_first_tokens(parser: str | None) -> list[tuple[str, float, dict[str
 
 @pytest.mark.parametrize("parser", ["deepseek_r1", None])
 def test_pointwise_reads_no_reasoning_token_as_the_answer(own_cache: Path, monkeypatch, caplog, parser: str | None):
-    """Behind a reasoning parser the log-probabilities cover the reasoning first (issue 36): the pointwise P(Yes) is
+    """Behind a reasoning parser the log-probabilities cover the reasoning first: the pointwise P(Yes) is
     read at the answer's own tokens only, as llm-reasoning's; a one-token budget spent inside the thought (content
     empty, or "<think>" alone) gives no answer: the pair is undecided (0.5), not the thought's P(Yes) of 0.95 (or,
     on "<think>", 0.73), and the warning names the fix (llm-reasoning, or thinking turned off)."""

@@ -1,5 +1,5 @@
-"""The LLM rerankers and `r2med generate` against a real OpenAI-compatible server installed from the package index
-(issue 36): `transformers serve` (the `transformers[serving]` extra, in the test extra), on 127.0.0.1, serving a tiny
+"""The LLM rerankers and `r2med generate` against a real OpenAI-compatible server installed from the package index:
+`transformers serve` (the `transformers[serving]` extra, in the test extra), on 127.0.0.1, serving a tiny
 seeded one-layer Llama with a chat template (tests/support/tiny_official.chat_llama), not our loopback server.
 
 What this server does (transformers 5.24.0, observed here and read in transformers/cli/serving/):
@@ -199,7 +199,7 @@ def test_generate_against_transformers_serve_writes_one_expansion_per_query(tran
 
 
 def test_a_model_id_the_server_does_not_serve_stops_at_once(transformers_server, served_env: Path, tmp_path: Path, capsys):
-    """The regression of issue 36's fix, on the real server: `tiny-chat` (the folder's name, not the id it serves)."""
+    """A model id the server does not serve, on the real server: `tiny-chat` (the folder's name, not the id it serves)."""
     base_url, model, _ = transformers_server
     assert _evaluate(base_url, "llm-pointwise:tiny-chat", tmp_path / "out") == 1
     err = capsys.readouterr().err
@@ -209,7 +209,7 @@ def test_a_model_id_the_server_does_not_serve_stops_at_once(transformers_server,
 
 def test_the_estimate_counts_the_prompt_tokens_this_server_counts(transformers_server, served_env: Path, tmp_path: Path,
                                                                  monkeypatch, capsys):
-    """Issue 33, item 5: the model is a local folder with a chat template, so `--estimate-cost` counts with its tokenizer
+    """The model is a local folder with a chat template, so `--estimate-cost` counts with its tokenizer
     and template; the server reports the same prompt tokens for the requests it then gets (the windows keep the first
     stage's order here: the messages are the ones the estimate assumed), and the estimate sent nothing."""
     base_url, model, log = transformers_server

@@ -23,8 +23,8 @@ def graded_or_yes(body: dict) -> str:
 
 
 def test_an_openai_reasoning_model_gets_max_completion_tokens_and_labels(own_cache: Path, monkeypatch, caplog):
-    """OpenAI's reasoning models answer max_tokens, temperature and logprobs with HTTP 400 "Unsupported parameter"
-    (issue 36): each refusal is learned once (the probe's two 400s), every later request is sent with
+    """OpenAI's reasoning models answer max_tokens, temperature and logprobs with HTTP 400 "Unsupported parameter":
+    each refusal is learned once (the probe's two 400s), every later request is sent with
     max_completion_tokens and neither temperature nor logprobs, and pointwise falls back to the 0-3 labels, with the
     reasoning budget (their hidden reasoning counts in max_completion_tokens), with one message; a rerun asks as the
     first run did and is served from the cache."""

@@ -55,6 +55,7 @@ def test_without_the_openai_client_an_llm_reranker_is_refused_before_any_work(mi
     assert "Traceback" not in captured.out + captured.err and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_request_failing_every_retry_stops_the_run_and_keeps_the_answers(own_cache: Path, monkeypatch):
     first_stage, queries, documents = toy_data(count=4, queries=1)
     with LoopbackOpenAI(reply=pointwise_reply) as server:
@@ -114,6 +115,7 @@ reranker.rerank(first_stage, queries, documents, depth=40, show_progress=False)
 """
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_from_its_cached_answers(own_cache: Path, tmp_path: Path, monkeypatch):
     first_stage, queries, documents = toy_data(count=40, queries=1)
     toy = tmp_path / "toy.json"
@@ -146,7 +148,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_cached_answers(own_cache: Pa
 
 
 def test_refused_requests_are_not_said_to_be_retried_nor_to_help_rerunning(own_cache: Path, monkeypatch):
-    """vLLM refuses a reasoning budget longer than the context with HTTP 400 on every pair (issue 36): such a request is
+    """vLLM refuses a reasoning budget longer than the context with HTTP 400 on every pair: such a request is
     not retried, so the message says the server refused them, gives its text, and does not suggest running again."""
     from r2med_plugin.llm.client import EndpointError
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.rerankers import as_reranker
+from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, SetwiseLLMReranker
 from r2med_plugin.llm.prompting import parse_pick, setwise_messages
 from tests.llm.replies import config_for, hidden_order, server_host, TASK, toy_data, write_sweep_spec
@@ -186,7 +186,7 @@ def test_setwise_heapsort_asks_llm_rankers_questions_in_its_order():
     from its own code: ours asks the same sets in the same order and ends with the same ranking."""
     import asyncio
 
-    from r2med_plugin.llm.rerankers import heap_top
+    from r2med_plugin.llm.reranker_kinds import heap_top
 
     hidden, asked = [5, 2, 6, 0, 3, 1, 4], []  # document i's place in the order
 
@@ -205,7 +205,7 @@ def test_setwise_sorts_find_the_true_top_k_for_any_order(method: str):
     import asyncio
     import random
 
-    from r2med_plugin.llm.rerankers import bubble_top, heap_top
+    from r2med_plugin.llm.reranker_kinds import bubble_top, heap_top
 
     rng = random.Random(33)
     for _ in range(300):

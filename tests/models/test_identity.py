@@ -72,7 +72,7 @@ class RecordingEncoder(HashingEncoder):
         return super().encode([(prompt or "") + text for text in texts], kind=kind)
 
 
-# --- item 1: the prompt reaches the encoder --------------------------------------------------------
+# --- the prompt reaches the encoder ----------------------------------------------------------------
 
 
 def test_query_prompt_reaches_the_encoder_on_every_path(mirror_env: Path):
@@ -101,6 +101,7 @@ def test_prompt_is_prepended_for_encoders_without_a_prompt_argument(mirror_env: 
     assert with_prompt != plain
 
 
+@pytest.mark.slow
 def test_instruction_changes_the_score_and_files_apart(mirror_env: Path, model_copy: Path, tmp_path: Path):
     from sentence_transformers import SentenceTransformer
 
@@ -179,9 +180,10 @@ def test_cli_model_name_files_results_under_it(mirror_env: Path, model_copy: Pat
     assert "drop --model-name" in capsys.readouterr().err
 
 
-# --- item 2: the cache key follows the model --------------------------------------------------------
+# --- the cache key follows the model ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resaved_weights_give_a_new_revision_and_score(mirror_env: Path, model_copy: Path):
     import torch
     from sentence_transformers import SentenceTransformer
@@ -257,6 +259,7 @@ def test_a_folder_is_named_by_its_normalised_path(model_copy: Path, monkeypatch:
     assert model_revision(f"../../{model_copy.name}", None)[0] == str(model_copy)
 
 
+@pytest.mark.slow
 def test_hub_model_revision_is_the_commit_mteb_records(tmp_path: Path):
     # A throwaway HF cache holding the packaged MiniLM at the commit mteb pins (as in test_mteb_integration).
     script = """
@@ -315,6 +318,7 @@ def test_each_prompt_is_filed_under_its_own_model_name(mirror_env: Path):
     assert split_model_name("hyde/o3-mini+m+instruction") == ("o3-mini", "m", "hyde, with instruction")
 
 
+@pytest.mark.slow
 def test_the_packaged_minilm_alias_is_filed_under_its_hub_name_and_revision(mirror_env: Path, tmp_path: Path, capsys):
     from r2med_plugin.cli import main
     from r2med_plugin.models.identity import PACKAGED_MODELS

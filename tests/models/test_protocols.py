@@ -16,7 +16,7 @@ import pytest
 from r2med_plugin.cache import key_of, read_cached_array
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.evaluation.first_stages import Dense, Named, as_first_stage
-from r2med_plugin.evaluation.rerankers import CrossEncoderReranker, as_reranker
+from r2med_plugin.evaluation.reranker_stage import CrossEncoderReranker, as_reranker
 from r2med_plugin.evaluation.runner import evaluate_task, score_candidate_lists
 from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.models.protocols import (
@@ -122,14 +122,14 @@ def test_the_sentence_transformers_family_is_an_encoder():
 
 def test_every_reranker_family_subclasses_the_defaults_and_declares_every_member():
     from r2med_plugin.integrations.mteb import MtebPairScorer
-    from r2med_plugin.llm.rerankers import (
+    from r2med_plugin.llm.reranker_kinds import (
         ListwiseLLMReranker,
         PointwiseLLMReranker,
         ReasoningLLMReranker,
         SetwiseLLMReranker,
     )
     from r2med_plugin.models.cross_encoder import SentenceTransformerCrossEncoder
-    from r2med_plugin.models.official.rerankers import OfficialReranker
+    from r2med_plugin.models.official.reranker_model import OfficialReranker
 
     rerankers = [CrossEncoderReranker, ListwiseLLMReranker, PointwiseLLMReranker, ReasoningLLMReranker,
                  SetwiseLLMReranker, AdaptedReranker]

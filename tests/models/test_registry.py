@@ -16,6 +16,8 @@ import pytest
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, loader_choices, register_loader, resolve
 from tests.offline_model import MODEL_NAME, MODEL_REVISION
 
+pytestmark = pytest.mark.slow  # real models, loaded in child processes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -27,6 +27,8 @@ from r2med_plugin.reporting.leaderboard_significance import add_significance
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, read_per_query, top_ranked, write_per_query
 from r2med_plugin.models.hashing import HashingEncoder
 
+pytestmark = pytest.mark.slow  # statistics checked against scipy, ranx and PyTerrier
+
 R2MED = [spec.name for spec in list_tasks("r2med")]
 MODELS = ("bm25-lucene", "hash-64", "hash-8")
 

@@ -13,6 +13,7 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.reporting.export import write_trec_run
 from r2med_plugin.reporting.submission import export_trec_runs
 
 NANO_TASK = "NanoR2MEDBioinformatics"
@@ -155,3 +156,17 @@ def test_a_result_on_other_data_replacing_one_says_so(tmp_path: Path, caplog: py
     (record,) = caplog.records
     assert "replaces a result computed on dataset revision synthetic-sample (this one: local-abc+count-drift)" in record.getMessage()
     assert json.loads(other.read_text())["dataset_revision"] == "local-abc+count-drift"
+
+
+def test_interrupted_trec_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    target = tmp_path / "runs" / "m" / "T.trec"
+    write_trec_run(target, {"q1": {"d1": 1.0}}, "m")
+    before = target.read_bytes()
+
+    def interrupted_replace(self, other):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", interrupted_replace)
+    with pytest.raises(KeyboardInterrupt):
+        write_trec_run(target, {"q1": {f"d{i}": float(i) for i in range(50)}}, "m")
+    assert target.read_bytes() == before and sorted(p.name for p in target.parent.iterdir()) == ["T.trec"]

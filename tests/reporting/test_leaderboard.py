@@ -4,18 +4,20 @@ each row's note says."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.reporting.leaderboard import build_leaderboard, published_leaderboard, published_rows, render
 from r2med_plugin.reporting.published import published_table
 from r2med_plugin.reporting.submission import export_submission
-from tests.support.builders import official_row, two_mirrors, write_result
+from tests.support.builders import official_row, score_row, two_mirrors, write_result
 
 
 R2MED = list_tasks("r2med")
@@ -241,3 +243,43 @@ def test_a_verdict_s_data_is_named_with_the_leaderboard_s_words():
     assert data_label([proven | {"verified": False, "count_drift": drift}]) == f"{UNVERIFIED_SET}, {DRIFT_LABEL}"
     assert data_label([proven | {"dataset_revision": "local-0123", "verified": False}]) == LOCAL_MIRROR_SET
     assert data_label([proven | {"dataset_revision": "synthetic-sample", "verified": False}]) == SYNTHETIC_LABEL
+
+
+def test_leaderboard_shows_the_benchmarks_the_folder_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    nano_only = tmp_path / "nano"
+    for spec in NANO:
+        write_result(nano_only, "org/m", spec.name, 0.4)
+    assert main(["leaderboard", str(nano_only)]) == 0
+    out = capsys.readouterr().out
+    assert "| 1 | - | org/m | 40.00 |" in out and "## " not in out
+    both = tmp_path / "both"
+    shutil.copytree(nano_only, both)
+    for spec in R2MED:
+        write_result(both, "org/m", spec.name, 0.2, spec.revision)
+    assert main(["leaderboard", str(both)]) == 0
+    out = capsys.readouterr().out
+    r2med, nano = out.split("## NanoR2MED")
+    assert r2med.startswith("## R2MED") and "| 1 | - | org/m | 20.00 |" in r2med and "| 1 | - | org/m | 40.00 |" in nano
+    assert main(["leaderboard", str(both), "--benchmark", "nano"]) == 0
+    assert "20.00" not in capsys.readouterr().out
+    assert main(["leaderboard", str(both), "--format", "html"]) == 0
+    page = capsys.readouterr().out
+    assert page.count("<table") == 2 and page.index("<h2>R2MED</h2>") < page.index("<h2>NanoR2MED</h2>") and page.count("<html>") == 1
+    assert main(["leaderboard", str(both), "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "R2MED" and "NanoR2MED" in lines and lines[1].startswith("Rank,LLM")
+    assert main(["leaderboard", str(nano_only), "--compare-published"]) == 2
+    assert "only NanoR2MED results" in capsys.readouterr().err
+
+
+def test_nano_columns_held_on_some_tasks_show_each_tasks_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """The NanoR2MED table showed Hybrid and Cand. as "-" unless all 8 tasks held them, so a run of 2 tasks with
+    --hybrid showed its hybrid scores nowhere. Each task's value is listed under the table now."""
+    for index, spec in enumerate(NANO):
+        extra = {"hybrid_ndcg_at_10": 0.41 + index / 100} if index < 2 else {}
+        write_result(tmp_path, "org/partial", spec.name, score_row(0.30, **extra))
+    assert main(["leaderboard", str(tmp_path), "--benchmark", "nano"]) == 0
+    out = capsys.readouterr().out
+    assert "org/partial: no average for Hybrid on 2 of 8 tasks (averages need every task)" in out
+    (line,) = [line for line in out.splitlines() if line.startswith("| org/partial | Hybrid |")]
+    assert line.split(" | ")[2:4] == ["41.00", "42.00"] and line.count("| - ") == 6

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.reporting.leaderboard import build_leaderboard
 
@@ -12,6 +14,7 @@ from r2med_plugin.reporting.leaderboard import build_leaderboard
 NANO = list_tasks("nano")
 
 
+@pytest.mark.slow
 def test_rows_of_different_models_on_different_files_are_labelled_and_never_tested_against_each_other(
         mirror_env: Path, mirror_copy: Path, tmp_path: Path):
     import polars as pl

@@ -159,7 +159,7 @@ def test_submission_errors_and_partial(results: Path, tmp_path: Path):
         export_submission([results], "nobody", tmp_path / "x")
     with pytest.raises(ValueError, match="built-in R2MED\\*Retrieval results"):
         export_submission([results], "org/model-c", tmp_path / "y")
-    export_submission([results], "org/model-b", tmp_path / "partial", allow_incomplete=True)  # refused without (issue 20)
+    export_submission([results], "org/model-b", tmp_path / "partial", allow_incomplete=True)  # refused without it
     assert "Incomplete:** no results for PMC-Clinical, IIYi-Clinical" in (tmp_path / "partial" / "README.md").read_text()
 
 

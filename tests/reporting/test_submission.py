@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.submission import export_submission
@@ -16,6 +17,7 @@ from tests.support.builders import official_row, two_mirrors, write_result
 
 
 R2MED = list_tasks("r2med")
+NANO = list_tasks("nano")
 
 
 def test_submission_refuses_results_of_one_task_on_two_mirror_files_and_names_both(tmp_path: Path):
@@ -78,7 +80,7 @@ def test_submission_warns_about_missing_tasks_and_unverified_files(tmp_path: Pat
     for spec in R2MED[:3]:
         write_result(tmp_path / "r", "org/m", spec.name, official_row(0.1), f"{spec.revision}+unverified-files-abc")
     with caplog.at_level("WARNING"):
-        export_submission([tmp_path / "r"], "org/m", tmp_path / "out", allow_incomplete=True)  # refused without (issue 20)
+        export_submission([tmp_path / "r"], "org/m", tmp_path / "out", allow_incomplete=True)  # refused without it
     messages = " ".join(record.getMessage() for record in caplog.records)
     assert f"no results for {', '.join(spec.hub_name for spec in R2MED[3:])}" in messages and "all 8 tasks" in messages
     assert f"{', '.join(sorted(spec.name for spec in R2MED[:3]))} ran on mirror files that do not prove" in messages
@@ -101,3 +103,11 @@ def test_submission_refuses_results_of_drifted_data(mirror_env: Path, tmp_path: 
     assert not (tmp_path / "submission").exists()
     assert main(["export", "--submission", str(tmp_path / "out"), "--model", "bm25-robertson", "--out", str(tmp_path / "s")]) == 2
     assert "counts differ from the dataset card" in capsys.readouterr().err
+
+
+def test_submission_of_nano_only_results_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    for spec in NANO:
+        write_result(tmp_path, "org/m", spec.name, 0.4)
+    assert main(["export", "--submission", str(tmp_path), "--model", "org/m", "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "only NanoR2MED results were found" in err and "not comparable" in err and "R2MED<Domain>" in err

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -146,3 +147,27 @@ def test_truncate_run_keeps_pytrec_top_k():
     big = {"q": {f"d{i}": float(v) for i, v in enumerate(rng.integers(0, 50, size=3000))}}
     scores = np.array([list(big["q"].values())])
     assert set(truncate_run(big, 1000)["q"]) == set(top_k_run(["q"], list(big["q"]), scores, 1000)["q"])
+
+
+# --- one progress bar per step ---
+
+
+def _bar_names(stderr: str) -> set[str]:
+    """The text before the first ':' of every tqdm line ("Split strings:  0%|..." -> "Split strings")."""
+    return {line.split(":")[0].strip() for line in stderr.replace("\r", "\n").splitlines() if "%|" in line}
+
+
+def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+    import bm25s
+    import Stemmer
+
+    from r2med_plugin import load_task
+    from r2med_plugin.retrieval.bm25 import robertson_tokens, bm25_search
+
+    data = load_task("NanoR2MEDBiology")
+    capsys.readouterr()
+    bm25_search(data.corpus, data.queries, variant="robertson", show_progress=True)
+    assert _bar_names(capsys.readouterr().err) == {"bm25-robertson"}  # "analysing documents", then "scoring queries"
+    texts = data.corpus["text"].to_list()
+    one_call = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("porter"), show_progress=False, return_ids=False)
+    assert robertson_tokens(texts, show_progress=False) == one_call  # the chunked tokens equal bm25s' own

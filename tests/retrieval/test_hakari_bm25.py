@@ -24,7 +24,7 @@ from r2med_plugin.retrieval.ranking import head_of_run
     ("english_regex", "BM25-based retrieval works.", ["bm25", "based", "retrieval", "works"]),
     ("whitespace", "BM25-based retrieval works.", ["bm25-based", "retrieval", "works."]),
     ("stemmer", "running runners", ["run", "runner"]),
-    # the sentence: one-character tokens kept, "he" a stop word, NLTK's Porter ("cours", not "dai")
+    # a clinical sentence: one-character tokens kept, "he" a stop word, NLTK's Porter ("cours", not "dai")
     ("english_porter_stop", "…he is on β-blockers, e.g. a 2-day course", ["blocker", "e", "g", "2", "day", "cours"]),
     # [A-Za-z0-9]+ is matched on the text as written, then lower-cased: non-ASCII letters split words
     ("english_regex", "İstanbul naïve \u212aelvin", ["stanbul", "na", "ve", "elvin"]),

@@ -558,7 +558,7 @@ def test_first_stages_of_one_name_never_overwrite_each_other(data, reranker, tmp
     assert re.fullmatch(r"abc\+first-stage-[0-9a-f]{12}", long_revision)
 
 
-# --- issue 35, 5a: first_stage_* is the first stage's own result, at its own depth -----------------
+# --- first_stage_* is the first stage's own result, at its own depth -----------------
 
 
 class FarthestFirst:

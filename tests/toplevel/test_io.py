@@ -9,7 +9,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -98,28 +97,84 @@ def test_a_folder_replaces_a_file_and_a_failed_rename_puts_the_old_folder_back(t
     assert [path.name for path in target.iterdir()] == ["a.json"] and [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
-def test_interrupted_write_leaves_no_result(tmp_path: Path):
-    target = tmp_path / "results" / "R2MEDBiology.json"
-    code = f"""
-import json, time
-from pathlib import Path
-import r2med_plugin.evaluation.official as official
-def slow_dump(payload, stream, **kwargs):
-    stream.write('{{"task_name": "R2MEDBiology", "scores": ')
-    stream.flush()
-    time.sleep(60)
-official.json.dump = slow_dump
-official.write_json_atomic(Path({str(target)!r}), {{"x": 1}})
-"""
-    child = subprocess.Popen([sys.executable, "-c", code])
-    deadline = time.monotonic() + 60
-    while not list(target.parent.glob("*.tmp")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=30)
-    assert not target.exists()  # nothing MTEB or the leaderboard would read as a result
-    from r2med_plugin.evaluation.official import write_json_atomic
+# A child process writes an official result file through the package's writer, with the one step that writes the
+# temporary file's bytes (``Path.write_bytes``, called by ``atomic_write``) replaced: it writes the first half of the
+# file, flushes it to disk, reports the temporary path on a pipe and waits to be stopped. The parent stops it there.
+_MID_WRITE_CHILD = """
+import os, pathlib, sys, time
+from r2med_plugin.reporting.official_files import write_official_results
 
-    write_json_atomic(target, {"task_name": "R2MEDBiology"})  # the rerun completes
-    assert json.loads(target.read_text()) == {"task_name": "R2MEDBiology"}
+ready = os.fdopen(int(sys.argv[2]), "w")
+
+def half_then_wait(self, data):
+    with open(self, "wb") as stream:
+        stream.write(data[: len(data) // 2])
+        stream.flush()
+        os.fsync(stream.fileno())
+    ready.write(str(self) + "\\n")
+    ready.flush()
+    time.sleep(600)  # the parent stops this process here, mid-write
+
+pathlib.Path.write_bytes = half_then_wait
+write_official_results(sys.argv[1], dataset_name="Biology", model_name="new", scores={"ndcg_at_10": 0.5},
+                       evaluation_time=60.0)
+"""
+
+
+def _stop_mid_write(target: Path, stop: signal.Signals) -> tuple[Path, bytes, int]:
+    """Run the child above on ``target`` and send ``stop`` once it is mid-write: (its temporary file, the bytes that
+    temporary file held at that moment, the child's exit status)."""
+    read_end, write_end = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", _MID_WRITE_CHILD, str(target), str(write_end)], pass_fds=[write_end],
+                             stderr=subprocess.PIPE)
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        line = ready.readline()  # blocks until the child is mid-write; "" if it ended without getting there
+        if not line:
+            child.wait(timeout=60)
+            pytest.fail(f"the child never reached the write: {child.stderr.read().decode()[-2000:]}")
+        temporary = Path(line.strip())
+        partial = temporary.read_bytes()
+        child.send_signal(stop)
+        status = child.wait(timeout=60)
+    child.stderr.close()
+    return temporary, partial, status
+
+
+def _previous_result(target: Path) -> bytes:
+    from r2med_plugin.reporting.official_files import write_official_results
+
+    write_official_results(target, dataset_name="Biology", model_name="old", scores={"ndcg_at_10": 0.25}, evaluation_time=60.0)
+    return target.read_bytes()
+
+
+@pytest.mark.slow
+def test_interrupted_write_leaves_no_result(tmp_path: Path):
+    """Killed mid-write (SIGKILL: no clean-up can run), the target still holds the previous complete file and the half
+    written bytes sit only in a hidden temporary file beside it, which no result reader opens."""
+    from r2med_plugin.reporting.official_files import write_official_results
+
+    target = tmp_path / "results" / "R2MEDBiology.json"
+    before = _previous_result(target)
+    temporary, partial, status = _stop_mid_write(target, signal.SIGKILL)
+    assert status == -signal.SIGKILL
+    assert temporary.parent == target.parent and temporary.name.startswith(".R2MEDBiology.json.")
+    assert temporary.name.endswith(".tmp")
+    assert partial and not partial.endswith(b"}")  # the child was stopped with half a file written
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(partial)
+    assert target.read_bytes() == before  # the result file was never touched: the previous one, complete
+    assert sorted(path.name for path in target.parent.glob("*.json")) == ["R2MEDBiology.json"]
+    write_official_results(target, dataset_name="Biology", model_name="rerun", scores={"ndcg_at_10": 0.5},
+                           evaluation_time=60.0)  # the rerun completes
+    assert json.loads(target.read_text())["model_name"] == "rerun"
+
+
+def test_ctrl_c_mid_write_leaves_the_previous_file_and_no_temporary(tmp_path: Path):
+    """Interrupted mid-write by SIGINT (Ctrl-C), the writer removes its temporary file; the previous file stays."""
+    target = tmp_path / "results" / "R2MEDBiology.json"
+    before = _previous_result(target)
+    temporary, partial, status = _stop_mid_write(target, signal.SIGINT)
+    assert status == -signal.SIGINT and partial and not partial.endswith(b"}")  # KeyboardInterrupt, uncaught
+    assert not temporary.exists()
+    assert [path.name for path in target.parent.iterdir()] == ["R2MEDBiology.json"] and target.read_bytes() == before

@@ -3,7 +3,7 @@
 - ``--retriever official:<name>``: the dense retrievers of src/eval_retrieval.py (contriever, medcpt, inst-l, inst-xl,
   bmr-410m, bmr-2b, bmr-7b, bge, e5, grit, sfr, nv, openai, voyage), r2med_plugin.models.official.loading;
 - ``--rerank official:<name>``: the rerankers of src/eval_reranker.py (rankllama, bge-reranker, monobert),
-  r2med_plugin.models.official.rerankers; also any ``castorini/rankllama-*`` LoRA.
+  r2med_plugin.models.official.reranker_model; also any ``castorini/rankllama-*`` LoRA.
 
 ``official:<name>@<weights>`` runs the same recipe on other weights (a folder or a hub id; MedCPT takes
 ``<query tower>+<article tower>``, RankLLaMA ``<adapter>[+<base>]``). The two API retrievers take
@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from r2med_plugin.models.official import rerankers
+from r2med_plugin.models.official import reranker_model
 from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, towers, retriever_profiles
 from r2med_plugin.models.official.loading import OfficialEncoder, load_official_encoder
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
@@ -28,7 +28,7 @@ ENDPOINT_SETTINGS = ("base_url", "api_key_env", "concurrency")  # what the two A
 
 def _usage() -> str:
     return (f"official retrievers: {', '.join('official:' + name for name in retriever_profiles())}; official rerankers: "
-            f"{', '.join('official:' + name for name in rerankers.PROFILES)}; the same recipe on other weights: "
+            f"{', '.join('official:' + name for name in reranker_model.PROFILES)}; the same recipe on other weights: "
             "official:<name>@<folder or hub id>")
 
 
@@ -40,7 +40,7 @@ def _suggestion(name: str) -> str:
         towers = profile.checkpoint if isinstance(profile.checkpoint, tuple) else (profile.checkpoint,)
         if name in towers:
             return f"write official:{short} (--retriever official:{short}), which needs no --loader"
-    for short, profile in rerankers.PROFILES.items():
+    for short, profile in reranker_model.PROFILES.items():
         if name == profile.checkpoint:
             return f"write official:{short} (--rerank official:{short}), which needs no --loader"
     if Path(name).expanduser().exists():
@@ -70,15 +70,15 @@ class OfficialLoader(ModelLoaderBase):
         return f"{name!r} is not named as an official R2MED model: {_suggestion(name)}; drop --loader official"
 
     def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef | None:
-        if not name.startswith(f"{SCHEME}:") and not name.startswith(rerankers.RANKLLAMA_PREFIX):
+        if not name.startswith(f"{SCHEME}:") and not name.startswith(reranker_model.RANKLLAMA_PREFIX):
             return None  # a plain name (or one mteb knows) is not an official model
         short, at, weights = name.split(":", 1)[1].partition("@") if name.startswith(f"{SCHEME}:") else ("", "", "")
         profile = retriever_profiles().get(short)
         if profile is None:
-            if short and short not in rerankers.PROFILES:
+            if short and short not in reranker_model.PROFILES:
                 raise ValueError(f"{name!r} is not a model of the official R2MED code: {_usage()}")
             _no_settings(name, settings, "an official reranker that loads locally")
-            reranker, checkpoint, base = rerankers.parse(name)
+            reranker, checkpoint, base = reranker_model.parse(name)
             return RetrieverRef(name, "plugin", checkpoint, revision, loader=NAME,
                                 settings=(("base", base), ("mode", reranker.mode), ("profile", reranker.name), ("role", "reranker")))
         checkpoint = parse_weights(profile, weights) if at else default_weights(profile)
@@ -104,9 +104,9 @@ class OfficialLoader(ModelLoaderBase):
     def stamp(self, ref: RetrieverRef) -> str:
         settings = dict(ref.settings)
         if settings["role"] == "reranker":
-            parts = [f"{settings['mode']}:{rerankers.weights_stamp(ref.source, ref.revision)}"]
+            parts = [f"{settings['mode']}:{reranker_model.weights_stamp(ref.source, ref.revision)}"]
             if settings.get("base"):
-                parts.append(f"base:{rerankers.weights_stamp(settings['base'], None)}")
+                parts.append(f"base:{reranker_model.weights_stamp(settings['base'], None)}")
             return "+".join(parts)
         profile = retriever_profiles()[settings["profile"]]
         if profile.remote:
@@ -115,7 +115,7 @@ class OfficialLoader(ModelLoaderBase):
             url = settings.get("base_url") or ENDPOINTS[ref.source][0]
             return f"retriever:{profile.name}:{endpoint_host(url)}:{ref.source}"
         loaded = towers(_checkpoint(ref, profile))
-        return f"retriever:{profile.name}:" + "+".join(rerankers.weights_stamp(tower, ref.revision) for tower in dict.fromkeys(loaded))
+        return f"retriever:{profile.name}:" + "+".join(reranker_model.weights_stamp(tower, ref.revision) for tower in dict.fromkeys(loaded))
 
     def load_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", devices: Sequence[str] | None = None,
                      batch_size: int | None = None, show_progress: bool = True, name: str | None = None,
@@ -143,18 +143,18 @@ class OfficialLoader(ModelLoaderBase):
                                      endpoint=endpoint)
 
     def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", batch_size: int = 32,
-                           dtype: str | None = None, max_length: int = rerankers.MAX_LENGTH,
-                           **options: Any) -> rerankers.OfficialReranker:
+                           dtype: str | None = None, max_length: int = reranker_model.MAX_LENGTH,
+                           **options: Any) -> reranker_model.OfficialReranker:
         settings = dict(ref.settings)
         if settings["role"] == "retriever":
             raise ValueError(f"{ref.name} is a dense retriever of the official code: use it as the first stage "
                              f"(--retriever {ref.name} or --first-stage {ref.name}) and rerank with a reranker")
         if options:
             raise TypeError(f"unexpected options for an official reranker: {', '.join(sorted(options))}")
-        return rerankers.OfficialReranker(settings["mode"], ref.source, profile=settings["profile"], base=settings.get("base"),
-                                          revision=ref.revision,
-                                          device=device, batch_size=batch_size,
-                                          dtype=dtype or rerankers.PROFILES[settings["profile"]].dtype, max_length=max_length)
+        return reranker_model.OfficialReranker(settings["mode"], ref.source, profile=settings["profile"], base=settings.get("base"),
+                                               revision=ref.revision,
+                                               device=device, batch_size=batch_size,
+                                               dtype=dtype or reranker_model.PROFILES[settings["profile"]].dtype, max_length=max_length)
 
 
 LOADER = OfficialLoader()

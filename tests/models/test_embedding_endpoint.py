@@ -21,6 +21,8 @@ import pytest
 from r2med_plugin.cli import main
 from tests.support.loopback_openai import LoopbackOpenAI
 
+pytestmark = pytest.mark.slow  # loopback servers and CLI child processes
+
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "NanoR2MEDBiology"
 KEY = "sk-loopback-test"
@@ -220,7 +222,7 @@ def test_two_servers_and_two_dimensions_are_three_systems(endpoint_env: Path):
     assert not [row.note for row in rows if "model revision" in row.note]
 def test_extra_body_reaches_every_request_and_cuts_texts_vllm_refuses(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
     """vLLM refuses an input longer than the model's context with HTTP 400 unless the request carries
-    truncate_prompt_tokens (issue 36): --extra-body puts it in every embeddings request; the vectors are the server's of
+    truncate_prompt_tokens: --extra-body puts it in every embeddings request; the vectors are the server's of
     the cut texts; the extra body is in the cache key and the revision results are filed under (it changes them)."""
     from r2med_plugin.data.loader import load_task
     from r2med_plugin.models.registry import load_encoder, resolve
@@ -299,7 +301,7 @@ def test_a_sweep_retriever_takes_an_extra_body(endpoint_env: Path):
 
 
 def test_a_404_names_the_url_tried_and_both_base_url_forms(endpoint_env: Path, capsys: pytest.CaptureFixture[str]):
-    """infinity serves /embeddings at the root, vLLM and the others under /v1 (issue 36): a 404 for the route names the
+    """infinity serves /embeddings at the root, vLLM and the others under /v1: a 404 for the route names the
     URL that was tried and both --base-url forms (it said "check that --base-url ends in /v1", the opposite of the fix
     for infinity)."""
     with LoopbackOpenAI(models=("emb",), route_prefix="") as infinity:  # infinity's routes

@@ -1,4 +1,4 @@
-"""LLM rerankers behind any OpenAI-compatible endpoint, as Rerankers (r2med_plugin.evaluation.rerankers):
+"""LLM rerankers behind any OpenAI-compatible endpoint, as Rerankers (r2med_plugin.evaluation.reranker_stage):
 
 - ``llm-listwise:<model>`` — RankGPT (Sun et al., 2023): sliding windows (20, step 10) from the bottom of the first
   stage's top k to the top, each window permuted by the LLM; the final order gives the scores (k, k-1, ..., 1).

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 
 from r2med_plugin.llm.config import LLMRerankerConfig
-from r2med_plugin.llm.rerankers import is_llm_reranker_name, llm_reranker
+from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name, llm_reranker
 from r2med_plugin.models import protocols
 from r2med_plugin.models.cross_encoder import as_pair_scorer, reranker_name, reranker_revision
 from r2med_plugin.retrieval.rerank import rerank_run
