@@ -17,18 +17,9 @@ from r2med_plugin.types import Qrels, Run
 MIN_TOP_K = 10  # the main score is ndcg_at_10: a shallower run cannot report it
 
 
-def check_rerank_depth(depth: object, option: str = "rerank_depth (--rerank-depth)") -> int:
-    """``depth`` if an evaluation can report a rerank that deep: a whole number of at least MIN_TOP_K, as the main
-    score (ndcg_at_10) needs each query's reranked top 10 (the CLI, the Python API and sweep specs share this check,
-    so a shallower rerank is refused before any request or model run); else a ValueError naming ``option``."""
-    problem = rerank_depth_problem(depth)
-    if problem:
-        raise ValueError(f"{option} {problem}")
-    return int(depth)
-
-
 def rerank_depth_problem(depth: object) -> str | None:
-    """What is wrong with ``depth`` as a rerank depth (see ``check_rerank_depth``); None if nothing."""
+    """What is wrong with ``depth`` as a rerank depth (a whole number of at least MIN_TOP_K: the main score, ndcg_at_10,
+    needs each query's reranked top 10); None if nothing."""
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < MIN_TOP_K:
         return (f"must be at least {MIN_TOP_K} documents per query: the main score is ndcg_at_10, which a shallower rerank "
                 f"cannot report (the official depths are 10 and 100); got {depth!r}")

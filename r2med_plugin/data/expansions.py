@@ -281,11 +281,6 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-def expansion_label(spec: TaskSpec, expansion: str) -> str:
-    """The expansion's name in results: "method/llm" for released ones, "local/method/llm" for local ones."""
-    return resolve_local_expansion(spec, expansion).label if ExpansionName(expansion).is_local else expansion
-
-
 def reasoning_llms_for(spec: TaskSpec, expansion: str) -> tuple[str, ...]:
     """The LLM names whose outputs get answer extraction: the official list, plus a local LLM whose
     manifest says it reasons (a reasoning part came back, or its text holds </think>)."""

@@ -39,7 +39,7 @@ def candidate_scores(data: TaskData, model_run: Run, subsets: Sequence[str] | No
     """The model ranking each stored candidate list (NanoR2MED); {} for tasks without lists.
 
     ``model_run`` must hold the model's score of every candidate (a full-depth run, or the output of
-    ``rerank_candidates``); a candidate it lacks counts as not retrieved.
+    ``score_candidate_lists``); a candidate it lacks counts as not retrieved.
     """
     scores: dict[str, float] = {}
     for key, lists in data.candidates.items():

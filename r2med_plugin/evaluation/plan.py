@@ -57,14 +57,6 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
-def check_arguments(task: str, **settings: Any) -> Scoring:
-    """Every check of ``evaluate_task``'s scoring arguments (candidates, candidates_only, expansion, hybrid, top_k) that
-    needs no data (``Scoring`` owns them): run it for all tasks before the first. Returns the checked settings."""
-    scoring = TaskArguments.of(settings, "check_arguments").scoring
-    scoring.check_task(get_task_spec(task))
-    return scoring
-
-
 def build_plan(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> EvaluationPlan:
     """The plan ``evaluate_task`` runs (see there): a request, or its keyword arguments (``TaskArguments``) as an
     EvaluationRequest (every error that needs no data is raised while it is built), then ``plan_request``."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from r2med_plugin.types import Run, TaskData
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute", "rerank_candidates",
+    "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute",
     "score_candidate_lists",
 ]
 
@@ -324,11 +323,5 @@ def score_candidate_lists(
         full = Bm25(model_or_retriever).search(data, data.corpus.height, show_progress=False)
         return restrict_run(full, lists)
     return score_candidates(as_encoder(model_or_retriever).for_task(data.name), data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)
-
-
-def rerank_candidates(*args, **kwargs) -> Run:
-    """Deprecated name of :func:`score_candidate_lists` (it scores the stored candidate lists; it reranks nothing)."""
-    warnings.warn("rerank_candidates is renamed score_candidate_lists", DeprecationWarning, stacklevel=2)
-    return score_candidate_lists(*args, **kwargs)
 
 

@@ -388,12 +388,6 @@ def _money(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
-def render_estimate(estimate_: CostEstimate, price_in: float | None = None, price_out: float | None = None) -> list[str]:
-    """The estimate as printed by ``--estimate-cost``: its figures (``estimate_figures``), then how they were found
-    (``estimate_rules``)."""
-    return estimate_figures(estimate_, price_in, price_out) + estimate_rules(estimate_)
-
-
 def estimate_figures(estimate_: CostEstimate, price_in: float | None = None, price_out: float | None = None) -> list[str]:
     """Requests, prompt tokens, completion tokens (each with its worst case where it depends on the answers) and,
     with prices, dollars."""

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import r2med_plugin
 from r2med_plugin import evaluate_run, write_official_results
 from r2med_plugin.evaluation.official import (
     official_bm25_run,
@@ -23,6 +22,7 @@ from r2med_plugin.evaluation.official import (
 )
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.retrieval.ranking import top_k_run
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids, reference_dense_file
 
@@ -158,7 +158,7 @@ def test_runner_writes_the_official_bm25_file(mirror_env: Path, tmp_path: Path, 
 
 
 def test_runner_writes_the_official_dense_file(mirror_env: Path, tmp_path: Path):
-    encoder = r2med_plugin.HashingEncoder(dim=32, name="official-dense-probe")
+    encoder = HashingEncoder(dim=32, name="official-dense-probe")
     result = evaluate_task("NanoR2MEDMedQADiag", encoder, show_progress=False)
     data = result.data
     docs = encoder.encode(data.corpus["text"].to_list(), kind="document")
@@ -176,7 +176,7 @@ def test_runner_writes_the_official_dense_file(mirror_env: Path, tmp_path: Path)
 
 
 def test_shallow_dense_run_gets_no_official_file(mirror_env: Path, tmp_path: Path):
-    encoder = r2med_plugin.HashingEncoder(dim=32, name="official-shallow-probe")
+    encoder = HashingEncoder(dim=32, name="official-shallow-probe")
     result = evaluate_task("NanoR2MEDMedQADiag", encoder, top_k=50, show_progress=False)
     assert result.official is None and "official" not in write_outputs(result, tmp_path)
 
