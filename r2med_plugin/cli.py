@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 from pathlib import Path
 
-from r2med_plugin.cli_evaluate import progress_line  # noqa: F401 - part of the CLI module's names
 from r2med_plugin.cli_options import given_options, positive_int, price, refuse_unreached
 from r2med_plugin.extras import MissingExtraError
 
@@ -49,7 +48,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from r2med_plugin.reporting.leaderboard import BENCHMARK_TITLES, build_leaderboards, render_many
+    from r2med_plugin.reporting.leaderboard import build_leaderboards
+    from r2med_plugin.reporting.render import render_many
+    from r2med_plugin.reporting.rows import BENCHMARK_TITLES
     from r2med_plugin.reporting.plots import PLOT_SUFFIXES
 
     if not args.plot:

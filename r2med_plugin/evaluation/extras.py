@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 
 from r2med_plugin.metrics import evaluate_run
-from r2med_plugin.retrieval.bm25_cache import RUN_DEPTH, bm25_run, bm25_variant_for  # noqa: F401 - where earlier callers found them
+from r2med_plugin.retrieval.bm25_cache import RUN_DEPTH, bm25_run
 from r2med_plugin.retrieval.candidates import restrict_run, safeguard_split
 from r2med_plugin.retrieval.fusion import rrf
 from r2med_plugin.retrieval.ranking import truncate_run

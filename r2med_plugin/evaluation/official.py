@@ -1,5 +1,5 @@
 """The scores of the official R2MED code (GitHub R2MED/R2MED, ``src/``); the files are written by
-r2med_plugin.reporting.official_files (re-exported here for earlier callers).
+r2med_plugin.reporting.official_files.
 
 Two layouts, one per retriever kind, each with its own metric semantics:
 
@@ -19,24 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from r2med_plugin.io import write_json_atomic  # noqa: F401 - re-exported for earlier callers
-from r2med_plugin.metrics import OFFICIAL_DECIMALS, official_means  # noqa: F401 - re-exported
-from r2med_plugin.reporting.official_files import (  # noqa: F401 - the file formats, re-exported for earlier callers
-    BM25_K_VALUES,
-    DENSE_K_VALUES,
-    LAYOUTS,
-    OFFICIAL_MODEL_NAMES,
-    official_minutes,
-    official_model_name,
-    official_results,
-    official_scores,
-    write_official_results,
-)
+from r2med_plugin.metrics import official_means
+from r2med_plugin.reporting.official_files import BM25_K_VALUES, DENSE_K_VALUES
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run
 
 BM25_DEPTH = 100
-OFFICIAL_K_VALUES = BM25_K_VALUES  # kept for callers of the first release
 OFFICIAL_RERANKER_K_VALUES = (1, 10, 25, 50, 100)
 
 # --- runs ------------------------------------------------------------------------------------------

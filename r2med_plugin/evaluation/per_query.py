@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from r2med_plugin.metrics import evaluate_run_per_query, pytrec_eval_per_query
-from r2med_plugin.evaluation.official import BM25_K_VALUES, DENSE_K_VALUES
+from r2med_plugin.reporting.official_files import BM25_K_VALUES, DENSE_K_VALUES
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, top_ranked, write_per_query
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.types import Run, TaskData

@@ -21,8 +21,7 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
-from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments, hybrid_partner  # noqa: F401
-from r2med_plugin.evaluation.specs import check_retriever_name  # noqa: F401 - also a name of this module
+from r2med_plugin.evaluation.request import EvaluationRequest, TaskArguments
 from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
 from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer

@@ -202,7 +202,7 @@ class EvaluationRequest:
 
     @property
     def hybrid_partner(self) -> str | None:
-        """The BM25 the hybrid scores fuse with (r2med_plugin.evaluation.plan.hybrid_partner), or None."""
+        """The BM25 the hybrid scores fuse with (``hybrid_partner`` of this module), or None."""
         if not self.scoring.hybrid or self.scoring.candidates_only or self.reranker is not None:
             return None
         from r2med_plugin.catalog import get_task_spec

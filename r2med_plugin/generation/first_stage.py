@@ -4,7 +4,6 @@ topk_docs run file read and checked by r2med_plugin.data.runs). This module chec
 
 from __future__ import annotations
 
-from r2med_plugin.generation.config import BM25_FIRST_STAGE  # noqa: F401 - where earlier callers found it
 from r2med_plugin.types import TaskData
 
 

@@ -30,7 +30,7 @@ from r2med_plugin.llm.config import Sending
 from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
 from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
-from r2med_plugin.generation.store import ExpansionStore, expansion_dir, slug_name  # noqa: F401 - slug_name: earlier callers
+from r2med_plugin.generation.store import ExpansionStore, expansion_dir
 from r2med_plugin.types import TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)

@@ -17,37 +17,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, ResultName, judged_files
-from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
+from r2med_plugin.reporting.grouping import (
     DRIFT_LABEL,
-    LOCAL_MIRROR_SET,
     PINNED_DRIFT_SET,
     SYNTHETIC_LABEL,
     UNVERIFIED_DRIFT_SET,
     UNVERIFIED_SET,
-    Grouping,
     RowGroup,
     grouped_records,
 )
-from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows  # noqa: F401 - re-exported
-from r2med_plugin.reporting.render import (  # noqa: F401 - re-exported
-    leaderboard_table,
-    notes,
-    render,
-    render_many,
-    row_label,
-    table_cells,
-)
-from r2med_plugin.reporting.result_files import RERANKING_SUFFIX, ResultRecord, read_result_folders  # noqa: F401
+from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows
+from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
 from r2med_plugin.models.official.naming import profile_of_result, published_row_of
-from r2med_plugin.reporting.rows import (
-    BENCHMARK_TITLES,
-    BENCHMARKS,
-    MAIN_METRIC,
-    NANO_EXTRA_COLUMNS,
-    NANO_EXTRA_METRICS,
-    LeaderboardRow,
-    task_columns,
-)
+from r2med_plugin.reporting.rows import BENCHMARKS, MAIN_METRIC, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
 
@@ -291,11 +273,7 @@ def _name_published_llms(rows: list[LeaderboardRow]) -> None:
             row.llm = f"{names[row.expansion]} ({row.expansion})"
 
 
-__all__ = [  # the leaderboard's names, wherever they live now (result_files, grouping, rows, published, render)
-    "BENCHMARK_TITLES", "BENCHMARKS", "BUILTIN_LABEL", "DRIFT_LABEL", "Grouping", "LOCAL_LABEL", "LOCAL_MIRROR_SET",
-    "LeaderboardRow", "MAIN_METRIC", "NANO_EXTRA_COLUMNS", "PINNED_DRIFT_SET", "RERANKING_SUFFIX", "ResultRecord",
-    "RowGroup", "SYNTHETIC_LABEL", "UNVERIFIED_DRIFT_SET", "UNVERIFIED_SET", "build_leaderboard", "build_leaderboards",
-    "grouped_records", "leaderboard_table", "notes", "published_leaderboard", "published_reranker_rows", "published_rows",
-    "rank_rows", "read_result_folders", "render", "render_many", "row_label", "split_model_name", "table_cells",
-    "task_columns", "user_rows",
+__all__ = [  # the leaderboard's own names; rows, grouping, rendering and result files live in their modules
+    "BUILTIN_LABEL", "LOCAL_LABEL", "build_leaderboard", "build_leaderboards", "leaderboard_of",
+    "published_leaderboard", "rank_rows", "split_model_name", "user_rows",
 ]

@@ -9,7 +9,8 @@ from pathlib import Path
 from types import ModuleType
 
 from r2med_plugin.extras import import_extra, require_extra
-from r2med_plugin.reporting.leaderboard import LeaderboardRow, row_label, task_columns
+from r2med_plugin.reporting.render import row_label
+from r2med_plugin.reporting.rows import LeaderboardRow, task_columns
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 NEEDS_MATPLOTLIB = "drawing a chart (--plot, r2med demo, r2med_plugin.reporting.plots)"

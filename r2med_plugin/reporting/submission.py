@@ -13,9 +13,11 @@ from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName, j
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import atomic_folder, write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
-from r2med_plugin.reporting.leaderboard import (
-    SYNTHETIC_REVISION, split_model_name, grouped_records, read_result_folders, rank_rows, render, user_rows,
-)
+from r2med_plugin.identifiers import SYNTHETIC_REVISION
+from r2med_plugin.reporting.grouping import grouped_records
+from r2med_plugin.reporting.leaderboard import split_model_name, rank_rows, user_rows
+from r2med_plugin.reporting.render import render
+from r2med_plugin.reporting.result_files import read_result_folders
 
 logger = logging.getLogger(__name__)
 

@@ -206,7 +206,9 @@ def write_summary(summary: SweepSummary) -> Path:
 def write_leaderboards(summary: SweepSummary) -> dict[str, str]:
     """The leaderboard table (Markdown) of each benchmark the sweep's results belong to, from its own result files."""
     from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.reporting.leaderboard import leaderboard_of, read_result_folders, render, user_rows
+    from r2med_plugin.reporting.leaderboard import leaderboard_of, user_rows
+    from r2med_plugin.reporting.render import render
+    from r2med_plugin.reporting.result_files import read_result_folders
 
     output = summary.spec.output
     produced = {

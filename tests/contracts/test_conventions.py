@@ -17,7 +17,9 @@ from r2med_plugin import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
 from r2med_plugin.reporting.export import write_trec_run
-from r2med_plugin.reporting.leaderboard import LeaderboardRow, build_leaderboard, notes, rank_rows
+from r2med_plugin.reporting.leaderboard import build_leaderboard, rank_rows
+from r2med_plugin.reporting.render import notes
+from r2med_plugin.reporting.rows import LeaderboardRow
 from r2med_plugin.reporting.plots import plot_nano, plot_tasks
 from tests.support.builders import score_row, write_result
 

@@ -17,9 +17,9 @@ from r2med_plugin.evaluation.official import (
     official_bm25_run,
     official_bm25_scores,
     official_dense_scores,
-    official_minutes,
-    write_json_atomic,
 )
+from r2med_plugin.io import write_json_atomic
+from r2med_plugin.reporting.official_files import official_minutes, official_model_name
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
@@ -120,8 +120,6 @@ def test_dense_file_equals_beir(tmp_path: Path):
 
 def test_minutes_and_model_names():
     assert official_minutes(12.9) == "0.21 minutes" and official_minutes(6) == "0.1 minutes" and official_minutes(0) == "0.0 minutes"
-    from r2med_plugin.evaluation.official import official_model_name
-
     assert official_model_name("bm25-lucene") == "bm25" and official_model_name("nvidia/NV-Embed-v2") == "nv"
     assert official_model_name("my/model") == "my/model"
 

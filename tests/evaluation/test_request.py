@@ -73,7 +73,8 @@ def test_one_scoring_rule_three_front_ends(mirror_env: Path, tmp_path: Path, cap
 
 def test_the_tasks_own_bm25():
     assert get_task_spec(R2MED).own_bm25 == "bm25-lucene" and get_task_spec(NANO).own_bm25 == "bm25-hakari"
-    from r2med_plugin.evaluation.plan import extra_scorers, hybrid_partner
+    from r2med_plugin.evaluation.plan import extra_scorers
+    from r2med_plugin.evaluation.request import hybrid_partner
 
     assert extra_scorers(get_task_spec(NANO))[0].partner == "bm25-hakari"
     assert hybrid_partner(get_task_spec(NANO), "bm25-hakari") == "bm25-lucene"  # never fused with itself

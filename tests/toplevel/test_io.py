@@ -119,7 +119,7 @@ official.write_json_atomic(Path({str(target)!r}), {{"x": 1}})
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
     assert not target.exists()  # nothing MTEB or the leaderboard would read as a result
-    from r2med_plugin.evaluation.official import write_json_atomic
+    from r2med_plugin.io import write_json_atomic
 
     write_json_atomic(target, {"task_name": "R2MEDBiology"})  # the rerun completes
     assert json.loads(target.read_text()) == {"task_name": "R2MEDBiology"}
