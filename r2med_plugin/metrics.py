@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import Qrels, Run
 
 MIN_TOP_K = 10  # the main score is ndcg_at_10: a shallower run cannot report it
@@ -100,7 +101,7 @@ def pytrec_eval_per_query(
     clean_run = _clean_run(run, clean_qrels, keep_empty=keep_empty)
     measures = set(measures)
     if not measures:
-        raise ValueError("measures is empty: name pytrec_eval measures, e.g. {'ndcg_cut.10', 'recip_rank'}")
+        raise UserError("measures is empty: name pytrec_eval measures, e.g. {'ndcg_cut.10', 'recip_rank'}")
     raw = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run) if clean_run else {}
     return {query_id: {name: float(value) for name, value in values.items()} for query_id, values in raw.items()}
 
@@ -113,7 +114,7 @@ def evaluate_run(
     """Mean of each metric over the queries of ``qrels`` (MTEB-style keys: ndcg_at_10, hit_at_10, mrr, ...)."""
     per_query = evaluate_run_per_query(qrels, run, k_values)
     if not per_query:
-        raise ValueError("qrels is empty: there is nothing to evaluate against")
+        raise UserError("qrels is empty: there is nothing to evaluate against")
     names = list(next(iter(per_query.values())))
     table = np.array([[scores[name] for name in names] for scores in per_query.values()], dtype=np.float64)
     return dict(zip(names, (float(value) for value in table.mean(axis=0))))
@@ -134,7 +135,7 @@ def _rename(scores: Mapping[str, float], k_values: tuple[int, ...]) -> dict[str,
 def _check_k_values(k_values: Iterable[int]) -> tuple[int, ...]:
     values = tuple(k_values)
     if not values or any(not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1 for k in values):
-        raise ValueError(f"k_values must be positive integers, got {values!r}")
+        raise UserError(f"k_values must be positive integers, got {values!r}")
     return tuple(sorted(set(int(k) for k in values)))
 
 
@@ -170,7 +171,7 @@ def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels, *, keep_emp
         except (TypeError, ValueError) as error:
             raise TypeError(f"run[{query_id!r}] has a score that is not a number ({error})") from error
         if np.isnan(values).any():
-            raise ValueError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
+            raise UserError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
         clean[str(query_id)] = dict(zip(map(str, ranked), values.tolist()))
     return clean
 
@@ -200,8 +201,8 @@ def official_means(
     measures = {f"{family}.{','.join(map(str, k_values))}" for family, _ in _OFFICIAL_FAMILIES} | ({"recip_rank"} if with_mrr else set())
     per_query = pytrec_eval_per_query(qrels, run, measures, keep_empty=True)
     if not per_query:
-        raise ValueError("no query of the run has qrels: the official evaluator would divide by zero; the run is for "
-                         "another task, or empty")
+        raise UserError("no query of the run has qrels: the official evaluator would divide by zero; the run is for "
+                        "another task, or empty")
     names = [(f"{family}_{k}", f"{prefix}_{k}") for family, prefix in _OFFICIAL_FAMILIES for k in k_values]
     names += [("recip_rank", "mrr")] if with_mrr else []
     means: dict[str, float] = {}

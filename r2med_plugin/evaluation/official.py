@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.metrics import official_means
 from r2med_plugin.reporting.official_files import BM25_K_VALUES, DENSE_K_VALUES
 from r2med_plugin.retrieval.ranking import truncate_run
@@ -48,7 +49,7 @@ def official_bm25_run(run: Run, corpus_ids: Sequence[str], depth: int = BM25_DEP
     for query_id, ranked in run.items():
         unknown = next((doc_id for doc_id in ranked if doc_id not in positions), None)
         if unknown is not None:
-            raise ValueError(f"run[{query_id!r}] names document {unknown!r}, which is not in the corpus; was the run made on another corpus?")
+            raise UserError(f"run[{query_id!r}] names document {unknown!r}, which is not in the corpus; was the run made on another corpus?")
         if len(ranked) < min(depth, len(positions)):
             return None
         kept = stable_top_k(ranked, depth, positions)
@@ -72,7 +73,7 @@ def official_bm25_scores(qrels: Mapping[str, Mapping[str, int]], official_run: R
     """What ``eval_BM25.py`` reports for a run already cut to the official top 100 (see official_bm25_run)."""
     too_deep = [query_id for query_id, ranked in official_run.items() if len(ranked) > BM25_DEPTH]
     if too_deep:
-        raise ValueError(f"the official BM25 run keeps {BM25_DEPTH} documents per query; query {too_deep[0]!r} has more: cut it with official_bm25_run")
+        raise UserError(f"the official BM25 run keeps {BM25_DEPTH} documents per query; query {too_deep[0]!r} has more: cut it with official_bm25_run")
     return official_means(qrels, official_run, BM25_K_VALUES, with_mrr=True)
 
 

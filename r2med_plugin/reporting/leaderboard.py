@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, ResultName, judged_files
 from r2med_plugin.reporting.grouping import (
     DRIFT_LABEL,
@@ -230,11 +231,11 @@ def build_leaderboards(
         return {benchmark: _build(records, benchmark, compare_published)}
     present = [name for name in BENCHMARKS if user_rows(records, name)]
     if not present:
-        raise ValueError(
+        raise UserError(
             "no R2MED or NanoR2MED results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
         )
     if compare_published and "r2med" not in present:
-        raise ValueError("published rows exist for the full R2MED benchmark only, and the folders hold only NanoR2MED results")
+        raise UserError("published rows exist for the full R2MED benchmark only, and the folders hold only NanoR2MED results")
     return {name: _build(records, name, compare_published and name == "r2med") for name in present}
 
 
@@ -248,14 +249,14 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
     rows = user_rows(records, benchmark)
     if compare_published:
         if benchmark != "r2med":
-            raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
+            raise UserError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
     _keep_apart(rows)
     if compare_published:
         _link_official_profiles(rows)
     _label_other_files(rows)
     if not rows:
-        raise ValueError(
+        raise UserError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
         )
     ranked = rank_rows(rows)

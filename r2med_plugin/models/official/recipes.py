@@ -39,6 +39,7 @@ uses both towers), e5/sfr get no EOS token, and InstructOR keeps its checkpoint'
 """
 
 from __future__ import annotations
+from r2med_plugin.errors import UserError
 
 import json
 from typing import Any
@@ -57,7 +58,7 @@ def _torch_dtype(dtype: str | None, default: Any) -> Any:
         return default
     chosen = getattr(torch, dtype, None)
     if not isinstance(chosen, torch.dtype):
-        raise ValueError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
+        raise UserError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
     return chosen
 
 
