@@ -22,7 +22,8 @@ _SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
 
 # settings whose flag is not their name with dashes
-FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output"}
+FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output",
+         "query_prompt": "--instruction"}
 
 
 def flag_of(name: str) -> str:

@@ -29,6 +29,7 @@ from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.models.protocols import Encoder, as_encoder, is_encoder
 from r2med_plugin.retrieval.dense import dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__
 
@@ -233,7 +234,8 @@ def as_first_stage(value: object, *, query_prompt: str | None = None, name: str 
     """A first stage from what a user gives: a BM25 name, an encoder, a run file or folder, a run dict, or a stage."""
     if isinstance(value, str) and value in BM25_RETRIEVERS:
         if query_prompt:
-            raise UserError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) is for encoders; "
+                               f"the {value} first stage would ignore it: leave it out", field="query_prompt")
         stage: FirstStage = Bm25(value, workers=bm25_workers)
     elif is_encoder(value):
         stage = Dense(value, query_prompt)

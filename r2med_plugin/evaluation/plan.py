@@ -28,6 +28,7 @@ from r2med_plugin.evaluation.rerankers import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
 from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder adapts it)
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskSpec
 
 
@@ -117,7 +118,8 @@ def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | P
             raise UserError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
                             f"(a model by name: r2med_plugin.load_encoder({retriever!r}))")
         if query_prompt:
-            raise UserError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) applies to encoders only; "
+                               f"{retriever} would ignore it: leave it out", field="query_prompt")
         return Bm25Spec(retriever)
     if not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
@@ -130,11 +132,13 @@ def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | Run
         return value
     if isinstance(value, str) and value in BM25_RETRIEVERS:
         if query_prompt:
-            raise UserError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) is for encoders; "
+                               f"the {value} first stage would ignore it: leave it out", field="query_prompt")
         return Bm25Spec(value)
     if isinstance(value, (str, os.PathLike)):
         if query_prompt:
-            raise UserError("a query prompt (--instruction) is for encoders; a run file is read, not searched: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) is for encoders; "
+                               "a run file is read, not searched: leave it out", field="query_prompt")
         return RunFileSpec(os.fspath(value))
     if not isinstance(value, (Encoder, FirstStage, Mapping)):
         raise TypeError(f"first_stage must be {sorted(BM25_RETRIEVERS)}, an encoder, a run file or folder, or a run dict; "

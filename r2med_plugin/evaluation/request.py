@@ -28,7 +28,7 @@ from r2med_plugin.data.expansions import ExpansionName, expansion_name, released
 from r2med_plugin.errors import UnknownNameError, UserError
 from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
-from r2med_plugin.rules import RequestError, neutral, neutral_fields, whole_number_problem
+from r2med_plugin.rules import RequestError, SettingError, neutral, neutral_fields, whole_number_problem
 from r2med_plugin.types import TaskSpec
 
 
@@ -61,8 +61,8 @@ class Scoring:
     def check_task(self, spec: TaskSpec) -> None:
         """The rules that depend on the task: stored candidate lists (NanoR2MED), released expansions (R2MED)."""
         if self.candidates and not spec.candidate_profiles:
-            raise UserError(f"{spec.name} has no stored candidate lists; candidate subsets (--candidates) exist for the "
-                            f"NanoR2MED tasks only: run {spec.name} in a command without --candidates")
+            raise SettingError(f"{spec.name} has no stored candidate lists: {{candidates}} names subsets of the NanoR2MED "
+                               f"tasks only; run {spec.name} in a command without {{candidates}}", field="candidates")
         if self.expansion is None:
             return
         if self.candidates:
@@ -175,29 +175,29 @@ class EvaluationRequest:
         spec = get_task_spec(self.task)  # an unknown task gets a did-you-mean
         if self.reranker is None:
             if isinstance(self.first_stage, RunFileSpec):
-                raise UserError("a run file is a first stage to rerank: add a reranker (--rerank), or search with a "
-                                "retriever")
+                raise SettingError("a run file is a first stage to rerank: add {rerank}, or search with a retriever",
+                                   field="first_stage")
             if self.first_stage_name is not None:
-                raise UserError("first_stage_name (--first-stage-name) names what a reranker reranks: add a reranker "
-                                "(--rerank), or drop it")
+                raise RequestError("first_stage_name", "names what a reranker reranks", "add {rerank}, or drop it")
             self.scoring.check_task(spec)
         else:
             if self.scoring.hybrid or self.scoring.candidates or self.scoring.expansion is not None:
-                raise UserError("reranking takes one first stage: drop hybrid, candidates and expansion (rerank their "
-                                "run file instead)")
+                raise SettingError("reranking takes one first stage: drop {hybrid}, {candidates} and {expansion} (rerank "
+                                   "their run file instead)", field="rerank")
             if self.outputs.trec_depth != TREC_DEFAULT_DEPTH:
-                raise UserError("trec_depth (--depth) reaches no code here: a reranked run (and its TREC file) holds each "
-                                "query's reranked top depth only; drop it")
+                raise RequestError("trec_depth", "reaches no code here: a reranked run (and its TREC file) holds each "
+                                   "query's reranked top {rerank_depth} only", "drop it")
         if self.outputs.trec_depth != TREC_DEFAULT_DEPTH and self.outputs.trec_depth > self.scoring.top_k:
-            raise UserError(f"--depth {self.outputs.trec_depth} is deeper than the run (--top-k {self.scoring.top_k} "
-                            f"documents per query): raise --top-k to {self.outputs.trec_depth}, or lower --depth")
+            raise SettingError(f"{{trec_depth}} {self.outputs.trec_depth} is deeper than the run ({{top_k}} "
+                               f"{self.scoring.top_k} documents per query): raise {{top_k}} to {self.outputs.trec_depth}, "
+                               "or lower {trec_depth}", field="trec_depth")
         if self.bm25_workers is not None:
             from r2med_plugin.retrieval.analyzed import resolve_workers
 
             resolve_workers(self.bm25_workers)  # a bad value is refused before any work
             if not self.computes_bm25_lucene:
-                raise UserError("bm25_workers (--workers) sets the processes of bm25-lucene's corpus analysis, and this "
-                                "plan runs no bm25-lucene: drop it")
+                raise RequestError("bm25_workers", "sets the processes of bm25-lucene's corpus analysis, and this plan "
+                                   "runs no bm25-lucene", "drop it")
 
     # --- what the request computes ---
 

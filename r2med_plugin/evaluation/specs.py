@@ -35,7 +35,7 @@ from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
 from r2med_plugin.retrieval.rerank import check_depth
 from r2med_plugin.metrics import rerank_depth_problem
-from r2med_plugin.rules import RequestError, neutral, whole_number
+from r2med_plugin.rules import RequestError, SettingError, neutral, whole_number
 
 def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     """A spec's fields as plain JSON-able data, with its ``kind``; ``results_only`` leaves the neutral fields out."""
@@ -239,7 +239,8 @@ class PrebuiltFirstStage:
 
     def __post_init__(self) -> None:
         if self.query_prompt and not isinstance(self.value, Encoder):
-            raise UserError(f"a query prompt (--instruction) is for encoders; {self.label} would ignore it: leave it out")
+            raise SettingError(f"a query prompt ({{query_prompt}}) is for encoders; {self.label} would ignore it: leave it "
+                               "out", field="query_prompt")
 
     @property
     def label(self) -> str:
@@ -323,8 +324,7 @@ class LlmRerankerSpec:
             if name in self.settings:
                 raise unreached(name, f"{self.name} is llm-{self.kind}: {why}")
         if self.endpoint.dimensions is not None:
-            raise UserError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
-                            "and an LLM reranker asks for text; drop it")
+            raise unreached("dimensions", "it sizes an embedding endpoint's vectors, and an LLM reranker asks for text")
         as_reranker(self.name, llm=self.config(check_key=False))  # the kind's name and every value, before any data loads
 
     @property

@@ -39,13 +39,13 @@ uses both towers), e5/sfr get no EOS token, and InstructOR keeps its checkpoint'
 """
 
 from __future__ import annotations
-from r2med_plugin.errors import UserError
 
 import json
 from typing import Any
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.protocols import EncodeKind
 
 OPENAI_CUT, VOYAGE_CUT = 6000, 16000  # RetrievalOPENAI.encode: cut_text_openai (cl100k) and cut_text (voyage's tokenizer)
