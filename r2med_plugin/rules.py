@@ -88,7 +88,8 @@ def whole_number(name: str, value: Any, minimum: int, maximum: int | None = None
     setwise question")."""
     problem = None if value is None else whole_number_problem(value, minimum, maximum)
     if problem:
-        raise SettingError(f"{{{name}}} {problem}" + (f" ({why})" if why else ""), field=name)
+        label = f"{{{name}}}" if name.isidentifier() else name  # a setting's name, or the caller's own words
+        raise SettingError(f"{label} {problem}" + (f" ({why})" if why else ""), field=name)
     return value
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.errors import UserError
+from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.engines import make_engine
 from r2med_plugin.sweep.jobs import applied_env, driver_env, finished_record, job_stamps
 from r2med_plugin.sweep.job import Job
@@ -173,7 +173,7 @@ def run_sweep(
     from tqdm.auto import tqdm
 
     if retries is not None and retries < 0:
-        raise UserError(f"--retries must be 0 or more, got {retries}")
+        raise SettingError(f"{{retries}} must be 0 or more, got {retries}", field="retries")
     began = time.perf_counter()
     statuses = plan(spec, devices=devices)
     check_job_inputs(statuses)
