@@ -10,6 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from r2med_plugin.errors import MissingFileError, UnknownNameError, UserError
+
 if TYPE_CHECKING:
     from r2med_plugin.types import TaskKind, TaskSpec
 
@@ -38,7 +40,7 @@ def metadata_dir() -> Path:
     source_tree = Path(__file__).resolve().parent.parent / "task_metadata"
     if source_tree.is_dir():
         return source_tree
-    raise FileNotFoundError(
+    raise MissingFileError(
         "task_metadata/ was not found inside the r2med_plugin package nor next to it; "
         "reinstall r2med-plugin (pip install --force-reinstall r2med-plugin)"
     )
@@ -104,7 +106,7 @@ def task_kinds() -> dict[str, TaskKind]:
 def list_tasks(kind: TaskKind | None = None) -> list[TaskSpec]:
     """All tasks in official order (R2MED first, then NanoR2MED), optionally of one kind."""
     if kind is not None and kind not in _KINDS:
-        raise ValueError(f"kind must be one of {_KINDS} or None, got {kind!r}")
+        raise UserError(f"kind must be one of {_KINDS} or None, got {kind!r}")
     return [spec for spec in _load_catalog().values() if kind is None or spec.kind == kind]
 
 
@@ -119,12 +121,12 @@ def get_task_spec(name: str) -> TaskSpec:
         return catalog[name]
     base = name.removesuffix("Reranking")
     if base != name and base in catalog and catalog[base].kind == "nano":
-        raise KeyError(
+        raise UnknownNameError(
             f"{name} is the MTEB reranking task over {base}'s stored hybrid lists: run it with "
             f"`mteb run -t {name} -m <cross-encoder>`, or rank the same lists here with "
             f"`r2med evaluate --task {base} --candidates hybrid --candidates-only --retriever <model>`"
         )
-    raise KeyError(unknown_name_message("task", name, list(catalog)))
+    raise UnknownNameError(unknown_name_message("task", name, list(catalog)))
 
 
 def unknown_name_message(what: str, name: str, known: list[str]) -> str:
@@ -147,5 +149,5 @@ def list_benchmarks() -> dict[str, list[str]]:
 def benchmark_description(name: str) -> str:
     benchmarks = _load_benchmarks()
     if name not in benchmarks:
-        raise KeyError(unknown_name_message("benchmark", name, list(benchmarks)))
+        raise UnknownNameError(unknown_name_message("benchmark", name, list(benchmarks)))
     return benchmarks[name]["description"]

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 from pathlib import Path
 
-from r2med_plugin.cli_evaluate import progress_line  # noqa: F401 - part of the CLI module's names
 from r2med_plugin.cli_options import given_options, positive_int, price, refuse_unreached
-from r2med_plugin.optional_dependencies import MissingExtraError
+from r2med_plugin.errors import UserError
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -49,13 +48,15 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from r2med_plugin.reporting.leaderboard import BENCHMARK_TITLES, build_leaderboards, render_many
+    from r2med_plugin.reporting.leaderboard import build_leaderboards
+    from r2med_plugin.reporting.render import render_many
+    from r2med_plugin.reporting.rows import BENCHMARK_TITLES
     from r2med_plugin.reporting.plots import PLOT_SUFFIXES
 
     if not args.plot:
         refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})
     elif Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
+        raise UserError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. chart.png")
     else:
         from r2med_plugin.reporting.plots import require_matplotlib
 
@@ -107,7 +108,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.submission:
         refuse_unreached(args, {"depth": "it is the depth of --trec run files; a submission holds scores"})
         if not args.model:
-            raise ValueError("--submission needs --model NAME (the model name in the result folders)")
+            raise UserError("--submission needs --model NAME (the model name in the result folders)")
         if args.venue != "r2med":
             paths = _export_venue(args)
             for path in paths:
@@ -428,9 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Result files are written atomically: an interrupted run leaves no partial file behind.
         print("r2med: interrupted (Ctrl-C); files already written are complete, none is partial", file=sys.stderr)
         return 130
-    except (KeyError, ValueError, FileNotFoundError, ConnectionError, MissingExtraError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"r2med: error: {message}", file=sys.stderr)
+    except UserError as error:  # the user's mistake, worded with the CLI's flags; anything else is a bug: its traceback
+        print(f"r2med: error: {error.flag_message}", file=sys.stderr)
         return 2
     finally:
         package_logger.removeHandler(handler)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from r2med_plugin.cli_options import bounded, refuse_unreached
+from r2med_plugin.errors import UserError
 
 DEFAULT_THRESHOLD = 0.5  # r2med_plugin.audit.run's defaults, repeated so that building the parser imports nothing
 DEFAULT_NGRAM = 3
@@ -67,7 +68,7 @@ def _columns(args: argparse.Namespace) -> dict[str, list[str]] | None:
 def _audit(args: argparse.Namespace) -> int:
     if not args.train:
         if not args.model:
-            raise ValueError("r2med audit needs TRAIN (training files or folders), or --model NAME for mteb's declared data")
+            raise UserError("r2med audit needs TRAIN (training files or folders), or --model NAME for mteb's declared data")
         refuse_unreached(args, TRAINING_OPTIONS)
         return _declared_only(args.model)
     from r2med_plugin.audit.minhash import require_datasketch

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from r2med_plugin.cli_options import bounded
+from r2med_plugin.errors import UserError
 
 
 def _int_at_least(minimum: int, what: str):
@@ -74,13 +75,13 @@ def _compare(args: argparse.Namespace) -> int:
     from r2med_plugin.reporting.plots import PLOT_SUFFIXES
 
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
+        raise UserError(f"--plot {args.plot}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
     if args.plot:
         from r2med_plugin.reporting.plots import require_matplotlib
 
         require_matplotlib()
     if args.out and Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out} is a folder; give a file name, e.g. {Path(args.out) / 'compare.md'}")
+        raise UserError(f"--out {args.out} is a folder; give a file name, e.g. {Path(args.out) / 'compare.md'}")
     report = compare_results(args.results, metric=args.metric, baseline=args.baseline, test=args.test, correction=args.correction,
                              alpha=args.alpha, seed=args.seed, permutations=args.permutations)
     _write_or_print(render_report(report, args.format), args.out)
@@ -96,17 +97,17 @@ def _inspect(args: argparse.Namespace) -> int:
         refuse_unreached(args, {"worst": "--query shows one query; --worst lists losses (use one of the two)",
                                  "baseline": "--query shows every model's ranking of one query, compared with none"})
         if not args.task:
-            raise ValueError("--query needs --task: the task the query belongs to")
+            raise UserError("--query needs --task: the task the query belongs to")
         from r2med_plugin.reporting.inspect import inspect_query, render_query
 
         print(render_query(inspect_query(args.results, args.task, args.query, metric=args.metric)), end="")
         return 0
     if args.worst is not None:
         if not args.baseline:
-            raise ValueError("--worst N needs --baseline MODEL: the model whose scores the losses are measured against")
+            raise UserError("--worst N needs --baseline MODEL: the model whose scores the losses are measured against")
         from r2med_plugin.reporting.inspect import render_losses, worst_queries
 
         losses = worst_queries(args.results, args.baseline, args.worst, metric=args.metric, task=args.task)
         print(render_losses(losses, args.metric, args.worst, args.baseline), end="")
         return 0
-    raise ValueError("say what to inspect: --task T --query Q (one query), or --worst N --baseline MODEL (largest losses)")
+    raise UserError("say what to inspect: --task T --query Q (one query), or --worst N --baseline MODEL (largest losses)")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from r2med_plugin.cli_options import LazyChoices, non_negative_int, positive_int, positive_seconds, price, refuse_unreached
+from r2med_plugin.errors import UserError
 
 if TYPE_CHECKING:
     from r2med_plugin.evaluation.result import TaskRunResult
@@ -207,15 +208,15 @@ def _source(args: argparse.Namespace) -> str:
     if not args.rerank:
         if args.first_stage or args.first_stage_name:
             flag = "--first-stage" if args.first_stage else "--first-stage-name"
-            raise ValueError(f"{flag} configures what --rerank reranks: add --rerank <cross-encoder>, or drop {flag}")
+            raise UserError(f"{flag} configures what --rerank reranks: add --rerank <cross-encoder>, or drop {flag}")
         if not args.retriever:
-            raise ValueError("--retriever is required (bm25-lucene, bm25-hakari, bm25-robertson, or a model name or folder), or use --rerank")
+            raise UserError("--retriever is required (bm25-lucene, bm25-hakari, bm25-robertson, or a model name or folder), or use --rerank")
         return args.retriever
     if args.first_stage and args.retriever:
-        raise ValueError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
+        raise UserError("with --rerank, give the first stage once: --first-stage (or --retriever), not both")
     if not (args.first_stage or args.retriever):
-        raise ValueError("--rerank needs --first-stage: bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or a topk_docs "
-                         ".jsonl (file or folder)")
+        raise UserError("--rerank needs --first-stage: bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or a topk_docs "
+                        ".jsonl (file or folder)")
     return args.first_stage or args.retriever
 
 
@@ -264,10 +265,10 @@ def _refuse_shared_extra_body(args: argparse.Namespace, first_stage, reranker) -
     from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec
 
     if args.extra_body and isinstance(first_stage, ModelSpec) and first_stage.uses("extra_body") and isinstance(reranker, LlmRerankerSpec):
-        raise ValueError("--extra-body would reach two endpoints here, the embedding endpoint of the first stage and the LLM "
-                         "reranker, whose requests take other fields: rerank a run file of the first stage (--first-stage "
-                         "run.trec, written by evaluate --output DIR --trec), or use a sweep spec, where the retriever and "
-                         "the reranker each take their own extra_body")
+        raise UserError("--extra-body would reach two endpoints here, the embedding endpoint of the first stage and the LLM "
+                        "reranker, whose requests take other fields: rerank a run file of the first stage (--first-stage "
+                        "run.trec, written by evaluate --output DIR --trec), or use a sweep spec, where the retriever and "
+                        "the reranker each take their own extra_body")
 
 
 def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[str, str | None]]:
@@ -291,7 +292,7 @@ def requests_from_args(args: argparse.Namespace) -> list:
 
     repeated = sorted({task for task in args.task if args.task.count(task) > 1})
     if repeated:
-        raise ValueError(f"--task names {', '.join(repeated)} more than once: each task runs once, give it once")
+        raise UserError(f"--task names {', '.join(repeated)} more than once: each task runs once, give it once")
     try:
         first_stage, reranker = _first_stage(args, _source(args)), _reranker(args)
         _refuse_shared_extra_body(args, first_stage, reranker)
@@ -305,7 +306,7 @@ def requests_from_args(args: argparse.Namespace) -> list:
                                               first_stage_name=args.first_stage_name if reranker else None,
                                               data_dir=args.data_dir, accept_drift=args.accept_drift, show_progress=not args.quiet))
     except RequestError as error:
-        raise ValueError(error.flag_message) from None
+        raise UserError(error.flag_message) from None
     if args.workers is not None and requests[0].computes_bm25_lucene:
         requests = [replace(request, bm25_workers=args.workers) for request in requests]
     refuse_unreached(args, {option: requests[0].why_not(option)

@@ -6,6 +6,7 @@ import argparse
 import math
 from collections.abc import Callable, Iterator, Sequence
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.rules import flag_of, integer_option
 
 
@@ -46,7 +47,7 @@ def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> Non
     written = [dest for dest in unreached if dest in given]
     if written:
         dest = written[0]
-        raise ValueError(f"{flag_name(dest)} reaches no code here: {unreached[dest]}; drop {flag_name(dest)}")
+        raise UserError(f"{flag_name(dest)} reaches no code here: {unreached[dest]}; drop {flag_name(dest)}")
 
 
 def bounded(kind: type, *, low: float, strict: bool = False, high: float | None = None, message: str) -> Callable[[str], float]:

@@ -12,23 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import Qrels, Run
 
 MIN_TOP_K = 10  # the main score is ndcg_at_10: a shallower run cannot report it
 
 
-def check_rerank_depth(depth: object, option: str = "rerank_depth (--rerank-depth)") -> int:
-    """``depth`` if an evaluation can report a rerank that deep: a whole number of at least MIN_TOP_K, as the main
-    score (ndcg_at_10) needs each query's reranked top 10 (the CLI, the Python API and sweep specs share this check,
-    so a shallower rerank is refused before any request or model run); else a ValueError naming ``option``."""
-    problem = rerank_depth_problem(depth)
-    if problem:
-        raise ValueError(f"{option} {problem}")
-    return int(depth)
-
-
 def rerank_depth_problem(depth: object) -> str | None:
-    """What is wrong with ``depth`` as a rerank depth (see ``check_rerank_depth``); None if nothing."""
+    """What is wrong with ``depth`` as a rerank depth (a whole number of at least MIN_TOP_K: the main score, ndcg_at_10,
+    needs each query's reranked top 10); None if nothing."""
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < MIN_TOP_K:
         return (f"must be at least {MIN_TOP_K} documents per query: the main score is ndcg_at_10, which a shallower rerank "
                 f"cannot report (the official depths are 10 and 100); got {depth!r}")
@@ -109,7 +101,7 @@ def pytrec_eval_per_query(
     clean_run = _clean_run(run, clean_qrels, keep_empty=keep_empty)
     measures = set(measures)
     if not measures:
-        raise ValueError("measures is empty: name pytrec_eval measures, e.g. {'ndcg_cut.10', 'recip_rank'}")
+        raise UserError("measures is empty: name pytrec_eval measures, e.g. {'ndcg_cut.10', 'recip_rank'}")
     raw = pytrec_eval.RelevanceEvaluator(clean_qrels, measures).evaluate(clean_run) if clean_run else {}
     return {query_id: {name: float(value) for name, value in values.items()} for query_id, values in raw.items()}
 
@@ -122,7 +114,7 @@ def evaluate_run(
     """Mean of each metric over the queries of ``qrels`` (MTEB-style keys: ndcg_at_10, hit_at_10, mrr, ...)."""
     per_query = evaluate_run_per_query(qrels, run, k_values)
     if not per_query:
-        raise ValueError("qrels is empty: there is nothing to evaluate against")
+        raise UserError("qrels is empty: there is nothing to evaluate against")
     names = list(next(iter(per_query.values())))
     table = np.array([[scores[name] for name in names] for scores in per_query.values()], dtype=np.float64)
     return dict(zip(names, (float(value) for value in table.mean(axis=0))))
@@ -143,7 +135,7 @@ def _rename(scores: Mapping[str, float], k_values: tuple[int, ...]) -> dict[str,
 def _check_k_values(k_values: Iterable[int]) -> tuple[int, ...]:
     values = tuple(k_values)
     if not values or any(not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1 for k in values):
-        raise ValueError(f"k_values must be positive integers, got {values!r}")
+        raise UserError(f"k_values must be positive integers, got {values!r}")
     return tuple(sorted(set(int(k) for k in values)))
 
 
@@ -179,7 +171,7 @@ def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels, *, keep_emp
         except (TypeError, ValueError) as error:
             raise TypeError(f"run[{query_id!r}] has a score that is not a number ({error})") from error
         if np.isnan(values).any():
-            raise ValueError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
+            raise UserError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
         clean[str(query_id)] = dict(zip(map(str, ranked), values.tolist()))
     return clean
 
@@ -209,8 +201,8 @@ def official_means(
     measures = {f"{family}.{','.join(map(str, k_values))}" for family, _ in _OFFICIAL_FAMILIES} | ({"recip_rank"} if with_mrr else set())
     per_query = pytrec_eval_per_query(qrels, run, measures, keep_empty=True)
     if not per_query:
-        raise ValueError("no query of the run has qrels: the official evaluator would divide by zero; the run is for "
-                         "another task, or empty")
+        raise UserError("no query of the run has qrels: the official evaluator would divide by zero; the run is for "
+                        "another task, or empty")
     names = [(f"{family}_{k}", f"{prefix}_{k}") for family, prefix in _OFFICIAL_FAMILIES for k in k_values]
     names += [("recip_rank", "mrr")] if with_mrr else []
     means: dict[str, float] = {}

@@ -14,16 +14,16 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from r2med_plugin.errors import UserError
+from r2med_plugin.errors import FrontEnd, UserError
 
-FrontEnd = Literal["api", "flag", "key"]
 _SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
 
 # settings whose flag is not their name with dashes
-FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output"}
+FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output",
+         "query_prompt": "--instruction"}
 
 
 def flag_of(name: str) -> str:
@@ -43,6 +43,19 @@ def render(text: str, front_end: FrontEnd) -> str:
     return _SETTING.sub(lambda match: label_of(match.group(1), front_end), text)
 
 
+class SettingError(UserError):
+    """A refusal whose text names settings as ``{setting}`` (``"{step} must be smaller than {window}"``): ``str(error)``
+    is the Python API's wording (``step (--step) ...``), ``flag_message`` the CLI's (``--step ...``), ``render("key")``
+    a sweep spec's (``step ...``). ``field`` is the setting at fault, where there is one."""
+
+    def __init__(self, text: str, *, field: str | None = None) -> None:
+        self.text, self.field = text, field
+        super().__init__(render(text, "api"))
+
+    def render(self, front_end: FrontEnd = "api", label: str | None = None) -> str:
+        return render(self.text, front_end)
+
+
 class RequestError(UserError):
     """A request that cannot run, found without any data: the setting at fault, the problem and the fix, worded once.
     ``str(error)`` is the Python API's wording, ``flag_message`` the CLI's, ``keyed(label)`` a sweep spec's;
@@ -52,13 +65,9 @@ class RequestError(UserError):
         self.field, self.problem, self.fix, self.key = field, problem, fix, key or field
         super().__init__(self.render("api"))
 
-    def render(self, front_end: FrontEnd, label: str | None = None) -> str:
+    def render(self, front_end: FrontEnd = "api", label: str | None = None) -> str:
         head = label if label is not None else label_of(self.field, front_end)
         return f"{head} {render(self.problem, front_end)}; {render(self.fix, front_end)}"
-
-    @property
-    def flag_message(self) -> str:
-        return self.render("flag")
 
     def keyed(self, label: str) -> str:
         """The refusal under a sweep spec's key (``label``, e.g. ```rerankers[0].depth```)."""
@@ -74,11 +83,13 @@ def whole_number_problem(value: Any, minimum: int, maximum: int | None = None) -
 
 
 def whole_number(name: str, value: Any, minimum: int, maximum: int | None = None, *, why: str = "") -> Any:
-    """``value`` if it is an integer from ``minimum`` (to ``maximum``), else a ValueError naming ``name``; None passes
-    (an unset setting). ``why`` is added to the refusal ("passages per setwise question")."""
+    """``value`` if it is an integer from ``minimum`` (to ``maximum``), else a SettingError naming the setting ``name``
+    (each front end in its spelling); None passes (an unset setting). ``why`` is added to the refusal ("passages per
+    setwise question")."""
     problem = None if value is None else whole_number_problem(value, minimum, maximum)
     if problem:
-        raise ValueError(f"{name} {problem}" + (f" ({why})" if why else ""))
+        label = f"{{{name}}}" if name.isidentifier() else name  # a setting's name, or the caller's own words
+        raise SettingError(f"{label} {problem}" + (f" ({why})" if why else ""), field=name)
     return value
 
 

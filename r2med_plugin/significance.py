@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
+
 TESTS = ("randomization", "t-test", "wilcoxon")
 CORRECTIONS = ("holm", "bonferroni", "none")
 DEFAULT_TEST = "randomization"
@@ -48,25 +50,25 @@ def _matrix(diffs: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
 
 def check_test(test: str) -> str:
     if test not in TESTS:
-        raise ValueError(f"unknown test {test!r}: choose one of {', '.join(TESTS)} (--test)")
+        raise UserError(f"unknown test {test!r}: choose one of {', '.join(TESTS)} (--test)")
     return test
 
 
 def check_correction(correction: str) -> str:
     if correction not in CORRECTIONS:
-        raise ValueError(f"unknown correction {correction!r}: choose one of {', '.join(CORRECTIONS)} (--correction)")
+        raise UserError(f"unknown correction {correction!r}: choose one of {', '.join(CORRECTIONS)} (--correction)")
     return correction
 
 
 def check_alpha(alpha: float) -> float:
     if not 0.0 < float(alpha) < 1.0:
-        raise ValueError(f"alpha (--alpha) must lie strictly between 0 and 1, e.g. 0.05; got {alpha}")
+        raise UserError(f"alpha (--alpha) must lie strictly between 0 and 1, e.g. 0.05; got {alpha}")
     return float(alpha)
 
 
 def check_permutations(permutations: int) -> int:
     if isinstance(permutations, bool) or int(permutations) != permutations or permutations < 100:
-        raise ValueError(f"permutations (--permutations) must be an integer of at least 100 (10000 is usual); got {permutations}")
+        raise UserError(f"permutations (--permutations) must be an integer of at least 100 (10000 is usual); got {permutations}")
     return int(permutations)
 
 
@@ -127,7 +129,7 @@ def t_test_p_values(diffs: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray
 
     matrix = _matrix(diffs)
     if matrix.shape[1] < 2:
-        raise ValueError("a paired t-test needs at least two queries")
+        raise UserError("a paired t-test needs at least two queries")
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         p = stats.ttest_rel(matrix, np.zeros_like(matrix), axis=1).pvalue
@@ -266,7 +268,7 @@ def stratified_interval(
 
     arrays = [np.array(sample, dtype=np.float64) for sample in samples]
     if not arrays or any(array.ndim != 1 or array.size == 0 for array in arrays):
-        raise ValueError("a macro-average interval needs at least one task, each with at least one query")
+        raise UserError("a macro-average interval needs at least one task, each with at least one query")
     point = float(np.mean([array.mean() for array in arrays]))
     if all(np.ptp(array) == 0 for array in arrays):
         return point, point
@@ -280,7 +282,7 @@ def stratified_interval(
                                  method="BCa", rng=np.random.default_rng(seed), vectorized=True)
     low, high = result.confidence_interval
     if not (np.isfinite(low) and np.isfinite(high)):
-        raise ValueError("the bootstrap interval is undefined for these scores (too few distinct values)")
+        raise UserError("the bootstrap interval is undefined for these scores (too few distinct values)")
     return float(low), float(high)
 
 

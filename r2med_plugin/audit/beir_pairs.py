@@ -10,6 +10,7 @@ from pathlib import Path
 
 from r2med_plugin.audit.index import PAIR, QUERY, RELEVANT, EvalIndex
 from r2med_plugin.audit.matching import EXACT, NEAR
+from r2med_plugin.errors import UserError
 
 QUERIES_FILE, CORPUS_FILE = "queries.jsonl", "corpus.jsonl"
 
@@ -28,8 +29,8 @@ def read_positive_pairs(path: Path) -> Iterator[tuple[int, str, str]]:
             try:
                 score = float(fields[2])
             except ValueError:
-                raise ValueError(f"{path}, line {line}: the score {fields[2]!r} is not a number; a BEIR qrels row is "
-                                 "query-id, corpus-id, score (tab-separated)") from None
+                raise UserError(f"{path}, line {line}: the score {fields[2]!r} is not a number; a BEIR qrels row is "
+                                "query-id, corpus-id, score (tab-separated)") from None
             if score > 0:
                 yield line, fields[0], fields[1]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from r2med_plugin.audit.text import fmix64
+from r2med_plugin.errors import UserError
 from r2med_plugin.optional_dependencies import import_extra, require_extra
 
 NUM_PERM = 128
@@ -81,7 +82,7 @@ def _blocks(counts: np.ndarray) -> list[tuple[int, int]]:
     blocks, start, total = [], 0, 0
     for index, length in enumerate(counts.tolist()):
         if length <= 0:
-            raise ValueError("an empty shingle set has no MinHash signature; leave empty texts out first")
+            raise UserError("an empty shingle set has no MinHash signature; leave empty texts out first")
         if total and total + length > _CHUNK:
             blocks.append((start, index))
             start, total = index, 0

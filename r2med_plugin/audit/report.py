@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from r2med_plugin.audit.index import CORPUS, PAIR, QUERY, RELEVANT
+from r2med_plugin.errors import MissingFileError, UserError
 
 AUDIT_FORMAT = "r2med-audit/1"
 SUMMARY_FILE, HITS_FILE, REPORT_FILE = "audit.json", "hits.jsonl", "report.md"
@@ -82,11 +83,11 @@ def read_audit(folder: str | Path) -> dict:
     """The summary of an audit folder written by `r2med audit --out FOLDER`, checked."""
     path = Path(folder) / SUMMARY_FILE if Path(folder).is_dir() else Path(folder)
     if not path.is_file():
-        raise FileNotFoundError(f"--audit {folder}: no {SUMMARY_FILE} there; run `r2med audit TRAIN --out {folder}` first")
+        raise MissingFileError(f"--audit {folder}: no {SUMMARY_FILE} there; run `r2med audit TRAIN --out {folder}` first")
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise ValueError(f"--audit {folder}: {path} is not JSON ({error}); run the audit again") from None
+        raise UserError(f"--audit {folder}: {path} is not JSON ({error}); run the audit again") from None
     if not isinstance(summary, dict) or summary.get("format") != AUDIT_FORMAT:
-        raise ValueError(f"--audit {folder}: {path} is not an r2med audit summary ({AUDIT_FORMAT}); run the audit again")
+        raise UserError(f"--audit {folder}: {path} is not an r2med audit summary ({AUDIT_FORMAT}); run the audit again")
     return summary

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from r2med_plugin.errors import MissingFileError, UserError
+
 ROLES = ("query", "positive", "negative", "document", "text")
 ROLE_FLAGS = {"query": "--query-column", "positive": "--positive-column", "negative": "--negative-column",
               "text": "--text-column"}
@@ -56,7 +58,7 @@ def open_training(path: str | Path, columns: Mapping[str, Sequence[str]] | None 
     """The sources of ``path`` with their columns resolved; refuses missing, empty or unreadable input up front."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"training set {path}: no such file or folder; check the path (TRAIN: {SUPPORTED})")
+        raise MissingFileError(f"training set {path}: no such file or folder; check the path (TRAIN: {SUPPORTED})")
     if path.is_dir():
         return _folder_sources(path, columns)
     return [_file_source(path, columns)]
@@ -71,7 +73,7 @@ def _file_source(path: Path, columns: Mapping[str, Sequence[str]] | None, label:
     suffix = _suffix(path)
     if suffix in TEXT_SUFFIXES:
         if columns:
-            raise ValueError(f"{path}: a plain text file has no columns, yet {_flags(columns)} was given; drop it")
+            raise UserError(f"{path}: a plain text file has no columns, yet {_flags(columns)} was given; drop it")
         _first_line(path)
         return TrainingSource(path, label or str(path), "text", "plain text (one text a line)", {"text": ("line",)})
     if suffix in JSONL_SUFFIXES:
@@ -84,7 +86,7 @@ def _file_source(path: Path, columns: Mapping[str, Sequence[str]] | None, label:
         names, rows = _parquet_schema(path)
         layout, roles = resolve_columns(path, names, columns)
         return TrainingSource(path, label or str(path), "parquet", layout, roles, "_id" if layout.startswith("BEIR") else None, rows)
-    raise ValueError(f"{path}: unsupported training file type {suffix or '(no suffix)'!r}; TRAIN may be {SUPPORTED}")
+    raise UserError(f"{path}: unsupported training file type {suffix or '(no suffix)'!r}; TRAIN may be {SUPPORTED}")
 
 
 def _beir_roles(path: Path, roles: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -99,14 +101,14 @@ def resolve_columns(path: Path, names: Sequence[str], columns: Mapping[str, Sequ
         missing = [(role, name) for role, wanted in columns.items() for name in wanted if name not in names]
         if missing:
             role, name = missing[0]
-            raise ValueError(f"{path}: no column {name!r} ({ROLE_FLAGS.get(role, role)} {name}); its columns are {list(names)}")
+            raise UserError(f"{path}: no column {name!r} ({ROLE_FLAGS.get(role, role)} {name}); its columns are {list(names)}")
         return "columns given", {role: tuple(wanted) for role, wanted in columns.items() if wanted}
     for layout, required, roles in LAYOUTS:
         if all(name in names for name in required):
             return layout, {role: present for role, wanted in roles.items() if (present := _present(wanted, names))}
     known = "; ".join(f"{layout}" for layout, *_ in LAYOUTS)
-    raise ValueError(f"{path}: no known training layout in its columns {list(names)} (known: {known}); name the columns "
-                     "with --query-column, --positive-column, --negative-column or --text-column")
+    raise UserError(f"{path}: no known training layout in its columns {list(names)} (known: {known}); name the columns "
+                    "with --query-column, --positive-column, --negative-column or --text-column")
 
 
 def _present(wanted: tuple[str, ...], names: Sequence[str]) -> tuple[str, ...]:
@@ -139,12 +141,12 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
             for number, line in enumerate(handle, start=1):
                 yield number, line
     except (UnicodeDecodeError, OSError, EOFError) as error:
-        raise ValueError(f"{path}, line {number + 1}: not readable as UTF-8 text ({error}); convert the file to UTF-8 "
-                         "(or gzip of UTF-8)") from None
+        raise UserError(f"{path}, line {number + 1}: not readable as UTF-8 text ({error}); convert the file to UTF-8 "
+                        "(or gzip of UTF-8)") from None
 
 
-def _empty(path: Path) -> ValueError:
-    return ValueError(f"{path}: the file holds no rows (empty training set); check the path, or leave it out of TRAIN")
+def _empty(path: Path) -> UserError:
+    return UserError(f"{path}: the file holds no rows (empty training set); check the path, or leave it out of TRAIN")
 
 
 def _first_line(path: Path) -> str:
@@ -159,8 +161,8 @@ def _first_record(path: Path) -> dict:
         if not raw.strip():
             continue
         if raw.lstrip().startswith("["):
-            raise ValueError(f"{path}: a JSON array, not JSON Lines; write one object a line (e.g. jq -c '.[]' "
-                             f"{path.name} > {path.stem}.jsonl) and audit that")
+            raise UserError(f"{path}: a JSON array, not JSON Lines; write one object a line (e.g. jq -c '.[]' "
+                            f"{path.name} > {path.stem}.jsonl) and audit that")
         return _record(path, number, raw)
     raise _empty(path)
 
@@ -169,9 +171,9 @@ def _record(path: Path, number: int, raw: str) -> dict:
     try:
         record = json.loads(raw)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {number}: malformed JSON ({error}); fix or remove the line") from None
+        raise UserError(f"{path}, line {number}: malformed JSON ({error}); fix or remove the line") from None
     if not isinstance(record, dict):
-        raise ValueError(f"{path}, line {number}: expected a JSON object with text columns, got {type(record).__name__}")
+        raise UserError(f"{path}, line {number}: expected a JSON object with text columns, got {type(record).__name__}")
     return record
 
 
@@ -181,7 +183,7 @@ def _parquet_schema(path: Path) -> tuple[list[str], int]:
     try:
         meta = pq.ParquetFile(path)
     except Exception as error:
-        raise ValueError(f"{path}: not a readable parquet file ({error}); re-export it") from None
+        raise UserError(f"{path}: not a readable parquet file ({error}); re-export it") from None
     if meta.metadata.num_rows == 0:
         raise _empty(path)
     return list(meta.schema_arrow.names), meta.metadata.num_rows
@@ -199,8 +201,8 @@ def _folder_sources(path: Path, columns: Mapping[str, Sequence[str]] | None) -> 
     beir = [path / name for name in ("corpus.jsonl", "queries.jsonl") if (path / name).is_file()]
     if beir:
         return [_file_source(file, columns) for file in beir]
-    raise ValueError(f"{path}: a folder that is neither saved by datasets (state.json or dataset_dict.json) nor a BEIR "
-                     "folder (corpus.jsonl, queries.jsonl); give the training file itself")
+    raise UserError(f"{path}: a folder that is neither saved by datasets (state.json or dataset_dict.json) nor a BEIR "
+                    "folder (corpus.jsonl, queries.jsonl); give the training file itself")
 
 
 def _arrow_source(folder: Path, columns: Mapping[str, Sequence[str]] | None, label: str) -> TrainingSource:
@@ -208,7 +210,7 @@ def _arrow_source(folder: Path, columns: Mapping[str, Sequence[str]] | None, lab
     import pyarrow as pa
 
     if not (folder / "state.json").is_file():
-        raise ValueError(f"{label}: no state.json in {folder}; save the dataset again with save_to_disk")
+        raise UserError(f"{label}: no state.json in {folder}; save the dataset again with save_to_disk")
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     files = tuple(folder / item["filename"] for item in state.get("_data_files", []))
     rows = sum(_arrow_rows(file) for file in files)
@@ -315,5 +317,5 @@ def _texts(source: TrainingSource, record: dict, name: str, row: int, line: int 
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return list(value)
     where = f"line {line}" if line is not None else f"row {row}"
-    raise ValueError(f"{source.label}, {where}: column {name!r} holds {type(value).__name__} {str(value)[:60]!r}, not a text or a "
-                     "list of texts; name the text columns with --query-column, --positive-column, --negative-column or --text-column")
+    raise UserError(f"{source.label}, {where}: column {name!r} holds {type(value).__name__} {str(value)[:60]!r}, not a text or a "
+                    "list of texts; name the text columns with --query-column, --positive-column, --negative-column or --text-column")

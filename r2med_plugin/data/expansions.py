@@ -23,7 +23,7 @@ from r2med_plugin.identifiers import EXPANSION_METHODS
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
-from r2med_plugin.errors import InputFileError
+from r2med_plugin.errors import InputFileError, MissingFileError, UnknownNameError, UserError
 from r2med_plugin.types import TaskData, TaskSpec
 
 METHODS = EXPANSION_METHODS
@@ -77,7 +77,7 @@ class ExpansionName(str):
     def folder(self) -> Path:
         """A local expansion's ``<folder>/<method>/<llm>`` as given (``~`` expanded)."""
         if not self.is_local:
-            raise ValueError(f"{self} is a released expansion, not a local folder")
+            raise UserError(f"{self} is a released expansion, not a local folder")
         return Path(self[len(LOCAL_PREFIX):]).expanduser()
 
 
@@ -118,8 +118,8 @@ def parse_expansion(spec: TaskSpec, expansion: str) -> tuple[str, str]:
     known = released_expansions(spec)
     if expansion not in known:
         if not known:
-            raise ValueError(f"{spec.name} has no released expansions; they exist for the R2MED tasks")
-        raise KeyError(unknown_name_message("expansion", expansion, known))
+            raise UserError(f"{spec.name} has no released expansions; they exist for the R2MED tasks")
+        raise UnknownNameError(unknown_name_message("expansion", expansion, known))
     return expansion.method, hub_split(expansion.llm)
 
 
@@ -175,7 +175,7 @@ def check_local_expansion_data(data: TaskData, expansion: str) -> None:
     local = resolve_local_expansion(data.spec, expansion)
     made_on = local.manifest.get("dataset_revision")
     if made_on and made_on not in (data.revision, data.result_revision):
-        raise ValueError(
+        raise UserError(
             f"--expansion {expansion}: {local.path.parent} was generated from {data.name} at dataset revision {made_on} "
             f"(its manifest.json), and this data is {data.result_revision}. Generate it again from this data "
             f"(r2med generate --task {data.name} ... --out <another folder>), or evaluate on the data it was made from"
@@ -245,21 +245,21 @@ def resolve_local_expansion(spec: TaskSpec, expansion: str) -> LocalExpansion:
     expansion = ExpansionName(expansion)
     given, method, llm = expansion.folder, expansion.method, expansion.llm
     if not llm or not method:
-        raise ValueError(f"--expansion {expansion}: expected local:<folder>/<method>/<llm>, e.g. local:r2med-expansions/hyde/qwen-7b")
+        raise UserError(f"--expansion {expansion}: expected local:<folder>/<method>/<llm>, e.g. local:r2med-expansions/hyde/qwen-7b")
     if method not in METHODS:
-        raise ValueError(f"--expansion {expansion}: {method!r} is not an expansion method ({', '.join(METHODS)}); "
-                         "expected local:<folder>/<method>/<llm>")
+        raise UserError(f"--expansion {expansion}: {method!r} is not an expansion method ({', '.join(METHODS)}); "
+                        "expected local:<folder>/<method>/<llm>")
     per_task = given.parent.parent / spec.hub_name / method / llm
     hub_names = {other.hub_name for other in _r2med_specs()}
     if given.parent.parent.name in hub_names:  # the exact task folder was given
         if given.parent.parent.name != spec.hub_name:
-            raise ValueError(f"--expansion {expansion} is the {given.parent.parent.name} folder, not {spec.hub_name}'s; "
-                             f"use local:{given.parent.parent.parent / method / llm} for every task")
+            raise UserError(f"--expansion {expansion} is the {given.parent.parent.name} folder, not {spec.hub_name}'s; "
+                            f"use local:{given.parent.parent.parent / method / llm} for every task")
         per_task = given
     for folder in (per_task, given):
         if (folder / LOCAL_FILE).is_file():
             return LocalExpansion(method, llm, folder / LOCAL_FILE, _read_manifest(folder / LOCAL_MANIFEST))
-    raise FileNotFoundError(
+    raise MissingFileError(
         f"--expansion {expansion}: no {LOCAL_FILE} for {spec.name} at {per_task / LOCAL_FILE}; generate it with "
         f"`r2med generate --task {spec.name} --method {method} --name {llm} --out {given.parent.parent} ...`"
     )
@@ -277,13 +277,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
-        raise ValueError(f"{path}: not valid JSON ({error}); regenerate it or remove it") from error
+        raise UserError(f"{path}: not valid JSON ({error}); regenerate it or remove it") from error
     return payload if isinstance(payload, dict) else {}
-
-
-def expansion_label(spec: TaskSpec, expansion: str) -> str:
-    """The expansion's name in results: "method/llm" for released ones, "local/method/llm" for local ones."""
-    return resolve_local_expansion(spec, expansion).label if ExpansionName(expansion).is_local else expansion
 
 
 def reasoning_llms_for(spec: TaskSpec, expansion: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from r2med_plugin.data.layout import README, DatasetCardError, config_files, read_front_matter
+from r2med_plugin.errors import MissingFileError, UnreachableError, UserError
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -54,22 +55,22 @@ def locate_repo(
 
 def _locate_in_mirror(spec: TaskSpec, mirror: Path, *, accept_drift: bool) -> LocatedRepo:
     if not mirror.is_dir():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{DATA_DIR_ENV} / data_dir points to {mirror}, which is not a folder; create it with the hub layout "
             f"<dir>/<org>/<repo>/ or unset {DATA_DIR_ENV} to download from the hub"
         )
     root = mirror / spec.hub_org / spec.hub_repo_name
     if not root.resolve().is_relative_to(mirror.resolve()):
-        raise ValueError(f"{root} resolves outside the mirror {mirror}; symlinks out of the mirror are refused")
+        raise UserError(f"{root} resolves outside the mirror {mirror}; symlinks out of the mirror are refused")
     if not root.is_dir():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{root} is missing from the local mirror {mirror}: task {spec.name} needs the hub repo {spec.hub_repo}. "
             f"Download it with `huggingface-cli download {spec.hub_repo} --repo-type dataset"
             f"{' --revision ' + spec.revision if spec.revision else ''} --local-dir {root}`"
         )
     recorded = recorded_mirror_revision(root)
     if spec.revision is not None and recorded is not None and recorded != spec.revision and not accept_drift:
-        raise ValueError(
+        raise UserError(
             f"{root} holds revision {recorded} but {spec.name} is pinned to {spec.revision}; download the pinned "
             "revision, or pass accept_drift=True (--accept-drift) to evaluate on it anyway"
         )
@@ -205,7 +206,7 @@ def _download_from_hub(spec: TaskSpec, extra_configs: Sequence[tuple[str, str]])
                 continue
             if not isinstance(error, (OSError, ValueError, ConnectionError, TimeoutError)) and not _is_transient(error):
                 raise
-            raise ConnectionError(
+            raise UnreachableError(
                 f"could not download {spec.hub_repo} at revision {revision} for task {spec.name} "
                 f"({type(error).__name__}: {without_secrets(str(error))}). Offline or air-gapped? Put a copy of the "
                 f"repo in the hub layout under a folder and set {DATA_DIR_ENV} to it (<dir>/{spec.hub_repo}/README.md, ...)."

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from r2med_plugin.errors import UserError
+from r2med_plugin.errors import MissingFileError, UserError
 
 README = "README.md"
 MAX_README_BYTES = 1024 * 1024
@@ -24,7 +24,7 @@ def read_front_matter(repo_root: Path) -> dict:
     """The YAML front matter of ``<repo_root>/README.md`` (the block between the first two '---' lines)."""
     readme = repo_root / README
     if not readme.is_file():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{readme} is missing: a dataset repo in the hub layout needs its README.md with the "
             "`configs` front matter (download the whole repo, README.md included)"
         )
@@ -118,12 +118,12 @@ def resolve_split_file(
     """
     readme = repo_root / README
     if config not in layout:
-        raise ValueError(
+        raise UserError(
             f"{readme}: config {config!r} is not declared (declared: {', '.join(layout) or 'none'}); "
             "the mirror is incomplete or from another dataset"
         )
     if split not in layout[config]:
-        raise ValueError(
+        raise UserError(
             f"{readme}: config {config!r} has no split {split!r} (has: {', '.join(layout[config])})"
         )
     paths = _expand_patterns(repo_root, layout[config][split])
@@ -135,11 +135,11 @@ def resolve_split_file(
     target = declared.resolve()
     boundary = (trusted_root or repo_root).resolve()
     if declared.exists() and not target.is_relative_to(boundary):
-        raise ValueError(
+        raise UserError(
             f"{declared} is a link to {target}, outside {boundary}; links out of the data folder are refused"
         )
     if not target.is_file():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{repo_root / paths[0]} is missing (declared in {readme} for config {config!r}, split {split!r}); "
             "download the complete dataset repo"
         )

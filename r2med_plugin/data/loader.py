@@ -19,6 +19,7 @@ from r2med_plugin.data.readers import DamagedFileError, check_ids, read_table
 from r2med_plugin.data.validate import (
     UniqueRows, check_known, check_texts, check_unique, count_differences, fold_repeated_ids, near_empty_ids, rows_repeating_a_text,
 )
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION
 from r2med_plugin.types import Candidates, LoadReport, Qrels, TaskData, TaskSpec
 
@@ -162,7 +163,7 @@ def _validate(spec: TaskSpec, files: _TaskFiles, read: _ReadTask, accept_drift: 
     logger.warning("%s: counts differ from task_metadata: %s", spec.name, drift)
     if not accept_drift:
         details = "; ".join(f"{key}: expected {v['expected']}, found {v['found']}" for key, v in drift.items())
-        raise ValueError(
+        raise UserError(
             f"{files.repo.root}: task {spec.name} counts differ from task_metadata ({details}). The mirror is incomplete "
             "or from another revision; re-download it, or pass accept_drift=True (--accept-drift) to evaluate anyway (or set R2MED_ACCEPT_DRIFT=1)"
         )
@@ -241,7 +242,7 @@ def _evicting(source: str, path: Path, read: Callable[[], T]) -> T:
     except DamagedFileError as error:
         if source == "hub":
             evict_from_hub_cache(path)
-            raise ValueError(f"{error}. The damaged download was removed from the Hugging Face cache: run again to re-download it") from error
+            raise UserError(f"{error}. The damaged download was removed from the Hugging Face cache: run again to re-download it") from error
         raise
 
 

@@ -32,7 +32,7 @@ def read_table(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     elif path.suffix == ".parquet":
         frame = _read_parquet(path, columns)
     else:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r} (expected .jsonl or .parquet)")
+        raise UserError(f"{path}: unsupported file type {path.suffix!r} (expected .jsonl or .parquet)")
     _require_values(frame, path)
     return frame
 
@@ -47,7 +47,7 @@ def _check_line_lengths(path: Path) -> None:
     lengths = np.diff(ends) - 1
     longest = int(np.argmax(lengths))
     if lengths[longest] > limit:
-        raise ValueError(
+        raise UserError(
             f"{path}, line {longest + 1}: {int(lengths[longest]):,} bytes, over the {limit:,}-byte limit for one record; "
             f"the file is damaged or not a dataset file (raise the limit with {MAX_LINE_BYTES_ENV} if it is genuine)"
         )
@@ -61,11 +61,11 @@ def _read_jsonl(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
         raise _locate_jsonl_error(path, error) from error
     absent = [name for name in columns if frame.height and frame[name].null_count() == frame.height]
     if absent:
-        raise ValueError(f"{path}: missing column(s) {absent}; every line needs the fields {list(columns)}")
+        raise UserError(f"{path}: missing column(s) {absent}; every line needs the fields {list(columns)}")
     return frame
 
 
-def _locate_jsonl_error(path: Path, error: Exception) -> ValueError:
+def _locate_jsonl_error(path: Path, error: Exception) -> UserError:
     with path.open("rb") as handle:
         for line_number, raw in enumerate(handle, start=1):
             if not raw.strip():
@@ -76,7 +76,7 @@ def _locate_jsonl_error(path: Path, error: Exception) -> ValueError:
                 truncated = " (the line looks truncated: re-download the file)" if not raw.endswith(b"\n") else ""
                 return DamagedFileError(f"{path}, line {line_number}: malformed JSON ({bad}){truncated}")
             if not isinstance(record, dict):
-                return ValueError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}")
+                return UserError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}")
     return DamagedFileError(f"{path}: could not be read as JSON lines ({error})")
 
 
@@ -87,11 +87,11 @@ def _read_parquet(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
         raise DamagedFileError(f"{path}: not a readable parquet file ({error}); re-download it") from error
     absent = [name for name in columns if name not in frame.columns]
     if absent:
-        raise ValueError(f"{path}: missing column(s) {absent}; found {frame.columns}")
+        raise UserError(f"{path}: missing column(s) {absent}; found {frame.columns}")
     try:
         return frame.select([pl.col(name).cast(dtype) for name, dtype in columns.items()])
     except Exception as error:
-        raise ValueError(f"{path}: columns {list(columns)} do not have the expected types ({error})") from error
+        raise UserError(f"{path}: columns {list(columns)} do not have the expected types ({error})") from error
 
 
 def check_ids(frame: pl.DataFrame, columns: list[str], path: Path) -> None:
@@ -100,7 +100,7 @@ def check_ids(frame: pl.DataFrame, columns: list[str], path: Path) -> None:
         bad = frame[name].str.contains(_CONTROL_CHARACTERS)
         if bad.any():
             row = int(bad.arg_true()[0]) + 1
-            raise ValueError(f"{path}, row {row}: the {name!r} value {frame[name][row - 1]!r} contains control characters")
+            raise UserError(f"{path}, row {row}: the {name!r} value {frame[name][row - 1]!r} contains control characters")
 
 
 def _require_values(frame: pl.DataFrame, path: Path) -> None:
@@ -108,4 +108,4 @@ def _require_values(frame: pl.DataFrame, path: Path) -> None:
         nulls = frame[name].is_null()
         if nulls.any():
             row = int(nulls.arg_true()[0]) + 1
-            raise ValueError(f"{path}, row {row}: no value for {name!r}; every row needs one")
+            raise UserError(f"{path}, row {row}: no value for {name!r}; every row needs one")

@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.io import write_text_atomic
 from r2med_plugin.types import Run
 
@@ -36,7 +37,7 @@ def detect_run_format(path: str | os.PathLike) -> RunFormat:
         for line in handle:
             if line.strip():
                 return "topk_docs" if line.lstrip().startswith("{") else "trec"
-    raise ValueError(f"{path}: the run file is empty; write one line per (query, document) or one JSON object per query")
+    raise UserError(f"{path}: the run file is empty; write one line per (query, document) or one JSON object per query")
 
 
 def read_run_file(path: str | os.PathLike, run_format: RunFormat | None = None) -> Run:
@@ -47,7 +48,7 @@ def read_run_file(path: str | os.PathLike, run_format: RunFormat | None = None) 
         return read_trec_run(path)
     if chosen == "topk_docs":
         return read_topk_docs(path)
-    raise ValueError(f"run_format must be 'trec', 'topk_docs' or None (detect), got {run_format!r}")
+    raise UserError(f"run_format must be 'trec', 'topk_docs' or None (detect), got {run_format!r}")
 
 
 def read_trec_run(path: str | os.PathLike) -> Run:
@@ -60,20 +61,20 @@ def read_trec_run(path: str | os.PathLike) -> Run:
             if not fields:
                 continue
             if len(fields) != 6:
-                raise ValueError(
+                raise UserError(
                     f"{path}, line {number}: expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)} "
                     f"({line.strip()[:80]!r})"
                 )
             query_id, _, doc_id, rank, score, _ = fields
             if not _is_int(rank):
-                raise ValueError(f"{path}, line {number}: the rank {rank!r} is not an integer")
+                raise UserError(f"{path}, line {number}: the rank {rank!r} is not an integer")
             value = _score(score, path, number)
             ranked = run.setdefault(query_id, {})
             if doc_id in ranked:
-                raise ValueError(f"{path}, line {number}: document {doc_id!r} occurs twice for query {query_id!r}; keep one line per pair")
+                raise UserError(f"{path}, line {number}: document {doc_id!r} occurs twice for query {query_id!r}; keep one line per pair")
             ranked[doc_id] = value
     if not run:
-        raise ValueError(f"{path}: the run file has no lines")
+        raise UserError(f"{path}: the run file has no lines")
     return {query_id: rank_by_score(ranked) for query_id, ranked in run.items()}
 
 
@@ -87,16 +88,16 @@ def read_topk_docs(path: str | os.PathLike) -> Run:
                 continue
             query_id, pairs = _topk_record(line, path, number)
             if query_id in run:
-                raise ValueError(f"{path}, line {number}: query {query_id!r} occurs on two lines; write one line per query")
+                raise UserError(f"{path}, line {number}: query {query_id!r} occurs on two lines; write one line per query")
             ranked: dict[str, float] = {}
             for position, pair in enumerate(pairs, start=1):
                 doc_id, score = _topk_pair(pair, path, number, position)
                 if doc_id in ranked:
-                    raise ValueError(f"{path}, line {number}: document {doc_id!r} occurs twice in the topk_pid list of query {query_id!r}")
+                    raise UserError(f"{path}, line {number}: document {doc_id!r} occurs twice in the topk_pid list of query {query_id!r}")
                 ranked[doc_id] = score
             run[query_id] = ranked
     if not run:
-        raise ValueError(f"{path}: the run file has no lines")
+        raise UserError(f"{path}: the run file has no lines")
     return run
 
 
@@ -145,10 +146,10 @@ def check_run_ids(
     """Every query id of ``run`` must be in ``query_ids`` and every document id in ``doc_ids``."""
     for query_id, ranked in run.items():
         if query_id not in query_ids:
-            raise ValueError(f"{_where(source, query_id)}query id {query_id!r} is not a query of {task}; is the run for another task?")
+            raise UserError(f"{_where(source, query_id)}query id {query_id!r} is not a query of {task}; is the run for another task?")
         for doc_id in ranked:
             if doc_id not in doc_ids:
-                raise ValueError(
+                raise UserError(
                     f"{_where(source, query_id, doc_id)}document id {doc_id!r} (query {query_id!r}) is not in the corpus of {task}; "
                     "is the run for another task or dataset revision?"
                 )
@@ -163,7 +164,7 @@ def _where(source: str | os.PathLike | None, query_id: str, doc_id: str | None =
 
 def _open(path: Path):
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such run file (expected a TREC run or an official topk_docs .jsonl)")
+        raise MissingFileError(f"{path}: no such run file (expected a TREC run or an official topk_docs .jsonl)")
     return path.open(encoding="utf-8")
 
 
@@ -171,23 +172,23 @@ def _topk_record(line: str, path: Path, number: int) -> tuple[str, list]:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {number}: malformed JSON ({error}); each line must be one {{\"id\", \"topk_pid\"}} object") from error
+        raise UserError(f"{path}, line {number}: malformed JSON ({error}); each line must be one {{\"id\", \"topk_pid\"}} object") from error
     if not isinstance(record, dict) or "id" not in record or "topk_pid" not in record:
-        raise ValueError(f"{path}, line {number}: expected an object with the keys 'id' and 'topk_pid' (official topk_docs format)")
+        raise UserError(f"{path}, line {number}: expected an object with the keys 'id' and 'topk_pid' (official topk_docs format)")
     query_id, pairs = record["id"], record["topk_pid"]
     if isinstance(query_id, bool) or not isinstance(query_id, (str, int)):
-        raise ValueError(f"{path}, line {number}: 'id' must be a string, got {query_id!r}")
+        raise UserError(f"{path}, line {number}: 'id' must be a string, got {query_id!r}")
     if not isinstance(pairs, list):
-        raise ValueError(f"{path}, line {number}: 'topk_pid' must be a list of [doc_id, score] pairs")
+        raise UserError(f"{path}, line {number}: 'topk_pid' must be a list of [doc_id, score] pairs")
     return str(query_id), pairs
 
 
 def _topk_pair(pair: object, path: Path, number: int, position: int) -> tuple[str, float]:
     if not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[0], bool) or not isinstance(pair[0], (str, int)):
-        raise ValueError(f"{path}, line {number}: topk_pid entry {position} is {pair!r}; expected [doc_id, score]")
+        raise UserError(f"{path}, line {number}: topk_pid entry {position} is {pair!r}; expected [doc_id, score]")
     score = pair[1]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        raise ValueError(f"{path}, line {number}: topk_pid entry {position} has the score {score!r}; expected a finite number")
+        raise UserError(f"{path}, line {number}: topk_pid entry {position} has the score {score!r}; expected a finite number")
     return str(pair[0]), float(score)
 
 
@@ -195,9 +196,9 @@ def _score(text: str, path: Path, number: int) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"{path}, line {number}: the score {text!r} is not a number") from None
+        raise UserError(f"{path}, line {number}: the score {text!r} is not a number") from None
     if not math.isfinite(value):
-        raise ValueError(f"{path}, line {number}: the score {text!r} is not finite")
+        raise UserError(f"{path}, line {number}: the score {text!r} is not finite")
     return value
 
 

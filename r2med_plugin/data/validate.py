@@ -7,6 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
+from r2med_plugin.errors import UserError
+
 
 def first_row(mask: pl.Series) -> int:
     return int(mask.arg_true()[0]) + 1
@@ -18,14 +20,14 @@ def check_unique(frame: pl.DataFrame, columns: list[str], path: Path, what: str)
         row = first_row(duplicated)
         value = frame.row(row - 1, named=True)
         shown = ", ".join(f"{name}={value[name]!r}" for name in columns)
-        raise ValueError(f"{path}, row {row}: duplicate {what} ({shown}); each must occur once")
+        raise UserError(f"{path}, row {row}: duplicate {what} ({shown}); each must occur once")
 
 
 def check_texts(frame: pl.DataFrame, path: Path) -> None:
     empty = frame["text"].str.strip_chars().str.len_chars() == 0
     if empty.any():
         row = first_row(empty)
-        raise ValueError(f"{path}, row {row}: empty text for id {frame['id'][row - 1]!r}")
+        raise UserError(f"{path}, row {row}: empty text for id {frame['id'][row - 1]!r}")
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ def fold_repeated_ids(frame: pl.DataFrame, path: Path, what: str) -> UniqueRows:
     conflict = paired.filter(pl.col("text") != pl.col("text_first"))
     if conflict.height:
         row = conflict.row(0, named=True)
-        raise ValueError(
+        raise UserError(
             f"{path}, rows {row['row_first']} and {row['row']}: {what} {row['id']!r} occurs twice with different text; "
             "an id must name one text (a repeated row is accepted only when its text is identical). The file is damaged "
             "or was edited: re-download it"
@@ -83,7 +85,7 @@ def check_known(values: pl.Series, known: pl.Series, path: Path, what: str) -> N
     if unknown.any():
         row = first_row(unknown)
         count = int(unknown.sum())
-        raise ValueError(
+        raise UserError(
             f"{path}, row {row}: {what} {values[row - 1]!r} is not in the {what.split()[0]} table "
             f"({count} row(s) like this); the files are from different revisions or incomplete"
         )

@@ -8,6 +8,7 @@ import dataclasses
 import os
 
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
 from r2med_plugin.evaluation.runner import rerank_inputs
 from r2med_plugin.llm.config import LLMRerankerConfig
@@ -20,13 +21,13 @@ def estimate_plan_cost(plan: EvaluationPlan, *, data: TaskData | None = None, to
     """The cost of running a reranking ``plan`` whose reranker is an LLM (requests, prompt tokens, completion budget),
     without sending a request. ``tokenizer``: see r2med_plugin.llm.cost.token_counter."""
     if plan.reranker is None:
-        raise ValueError(f"{plan.task}: the plan reranks nothing; a cost estimate is for an LLM reranker (rerank='llm-<kind>:<model>')")
+        raise UserError(f"{plan.task}: the plan reranks nothing; a cost estimate is for an LLM reranker (rerank='llm-<kind>:<model>')")
     if data is None:
         data = load_task(plan.task, data_dir=plan.data_dir, accept_drift=plan.accept_drift)
     inputs = rerank_inputs(plan, data)
     if not isinstance(inputs.reranker, LLMReranker):
-        raise ValueError(f"{getattr(inputs.reranker, 'name', inputs.reranker)!r} sends no request to an endpoint (a local "
-                         "cross-encoder): a cost estimate is for the LLM rerankers, llm-<kind>:<model>")
+        raise UserError(f"{getattr(inputs.reranker, 'name', inputs.reranker)!r} sends no request to an endpoint (a local "
+                        "cross-encoder): a cost estimate is for the LLM rerankers, llm-<kind>:<model>")
     estimated = inputs.reranker.estimate_cost(inputs.run, inputs.queries, inputs.documents, depth=inputs.depth, tokenizer=tokenizer,
                               show_progress=plan.show_progress)
     return dataclasses.replace(estimated, what=f"{data.name}  {inputs.reranker.name} over {inputs.stage.name}, top {inputs.depth}")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 
 from r2med_plugin.metrics import evaluate_run
-from r2med_plugin.retrieval.bm25_cache import RUN_DEPTH, bm25_run, bm25_variant_for  # noqa: F401 - where earlier callers found them
+from r2med_plugin.retrieval.bm25_cache import RUN_DEPTH, bm25_run
 from r2med_plugin.retrieval.candidates import restrict_run, safeguard_split
 from r2med_plugin.retrieval.fusion import rrf
 from r2med_plugin.retrieval.ranking import truncate_run
@@ -39,7 +39,7 @@ def candidate_scores(data: TaskData, model_run: Run, subsets: Sequence[str] | No
     """The model ranking each stored candidate list (NanoR2MED); {} for tasks without lists.
 
     ``model_run`` must hold the model's score of every candidate (a full-depth run, or the output of
-    ``rerank_candidates``); a candidate it lacks counts as not retrieved.
+    ``score_candidate_lists``); a candidate it lacks counts as not retrieved.
     """
     scores: dict[str, float] = {}
     for key, lists in data.candidates.items():

@@ -21,6 +21,7 @@ import polars as pl
 
 from r2med_plugin.data.expansions import ExpansionName, expansion_texts, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.identifiers import BM25_VARIANTS, TieOrder
@@ -28,6 +29,7 @@ from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.models.protocols import Encoder, as_encoder, is_encoder
 from r2med_plugin.retrieval.dense import dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__
 
@@ -90,7 +92,7 @@ class Bm25:
 
     def __post_init__(self) -> None:
         if self.retriever not in BM25_RETRIEVERS:
-            raise ValueError(f"unknown retriever {self.retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
+            raise UserError(f"unknown retriever {self.retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder")
 
     @property
     def name(self) -> str:
@@ -232,7 +234,8 @@ def as_first_stage(value: object, *, query_prompt: str | None = None, name: str 
     """A first stage from what a user gives: a BM25 name, an encoder, a run file or folder, a run dict, or a stage."""
     if isinstance(value, str) and value in BM25_RETRIEVERS:
         if query_prompt:
-            raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) is for encoders; "
+                               f"the {value} first stage would ignore it: leave it out", field="query_prompt")
         stage: FirstStage = Bm25(value, workers=bm25_workers)
     elif is_encoder(value):
         stage = Dense(value, query_prompt)
@@ -277,9 +280,9 @@ def task_run_file(path: Path, task: str, hub_name: str) -> Path:
             for suffix in RUN_FILE_SUFFIXES:
                 if (path / f"{stem}{suffix}").is_file():
                     return path / f"{stem}{suffix}"
-        raise FileNotFoundError(f"{path}: no run file for {task} in this folder (looked for {task} or {hub_name} "
-                                f"with {', '.join(RUN_FILE_SUFFIXES)}); add it, or leave {task} out of --task")
-    raise FileNotFoundError(
+        raise MissingFileError(f"{path}: no run file for {task} in this folder (looked for {task} or {hub_name} "
+                               f"with {', '.join(RUN_FILE_SUFFIXES)}); add it, or leave {task} out of --task")
+    raise MissingFileError(
         f"{path}: no such run file or folder; the first stage is bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or a topk_docs .jsonl"
     )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.reporting.hakari_files import HAKARI_DATASET_NAME
 
 Rankings = dict[str, list[str]]
@@ -35,8 +36,8 @@ def canonical_metric(name: str) -> tuple[str, int]:
     family, at, cutoff = text.partition("@")
     family = _ALIASES.get(family, family)
     if not at or family not in HAKARI_FAMILIES or not cutoff.isdigit() or int(cutoff) <= 0:
-        raise ValueError(f"HAKARI metric {name!r} is not <family>@<k> with family one of {', '.join(HAKARI_FAMILIES)} "
-                         "(or hit, accuracy) and a positive whole k, e.g. 'ndcg@10'")
+        raise UserError(f"HAKARI metric {name!r} is not <family>@<k> with family one of {', '.join(HAKARI_FAMILIES)} "
+                        "(or hit, accuracy) and a positive whole k, e.g. 'ndcg@10'")
     return family, int(cutoff)
 
 
@@ -94,7 +95,7 @@ def hakari_metrics(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, It
     ids = list(rankings) if query_ids is None else list(dict.fromkeys(query_ids))
     for query_id, ranking in rankings.items():
         if len(set(ranking)) != len(ranking):
-            raise ValueError(f"the ranking of query {query_id!r} repeats a document id; a ranking lists each document once")
+            raise UserError(f"the ranking of query {query_id!r} repeats a document id; a ranking lists each document once")
     if not ids:
         return {}
     sums = {f"{family}@{k}": 0.0 for family, k in metrics}

@@ -28,6 +28,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from r2med_plugin.catalog import list_tasks, metadata_dir
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import TaskData
 
 MATRIX_RETRIEVER = "bm25-lucene"
@@ -142,7 +143,7 @@ def _retriever_of(retriever: str) -> tuple[str, str, str | None, str | None]:
         return MATRIX_RETRIEVER, "CPU", None, None
     short = _official_profiles().get(retriever)
     if short is None:
-        raise ValueError(f"the published retriever {retriever!r} has no official profile (models/official/profiles.json)")
+        raise UserError(f"the published retriever {retriever!r} has no official profile (models/official/profiles.json)")
     if short == "openai":
         return "official:openai", "API key: OPENAI_API_KEY (paid OpenAI embeddings)", "https://api.openai.com/v1", None
     if short == "voyage":

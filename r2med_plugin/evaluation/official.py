@@ -1,5 +1,5 @@
 """The scores of the official R2MED code (GitHub R2MED/R2MED, ``src/``); the files are written by
-r2med_plugin.reporting.official_files (re-exported here for earlier callers).
+r2med_plugin.reporting.official_files.
 
 Two layouts, one per retriever kind, each with its own metric semantics:
 
@@ -19,24 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from r2med_plugin.io import write_json_atomic  # noqa: F401 - re-exported for earlier callers
-from r2med_plugin.metrics import OFFICIAL_DECIMALS, official_means  # noqa: F401 - re-exported
-from r2med_plugin.reporting.official_files import (  # noqa: F401 - the file formats, re-exported for earlier callers
-    BM25_K_VALUES,
-    DENSE_K_VALUES,
-    LAYOUTS,
-    OFFICIAL_MODEL_NAMES,
-    official_minutes,
-    official_model_name,
-    official_results,
-    official_scores,
-    write_official_results,
-)
+from r2med_plugin.errors import UserError
+from r2med_plugin.metrics import official_means
+from r2med_plugin.reporting.official_files import BM25_K_VALUES, DENSE_K_VALUES
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run
 
 BM25_DEPTH = 100
-OFFICIAL_K_VALUES = BM25_K_VALUES  # kept for callers of the first release
 OFFICIAL_RERANKER_K_VALUES = (1, 10, 25, 50, 100)
 
 # --- runs ------------------------------------------------------------------------------------------
@@ -60,7 +49,7 @@ def official_bm25_run(run: Run, corpus_ids: Sequence[str], depth: int = BM25_DEP
     for query_id, ranked in run.items():
         unknown = next((doc_id for doc_id in ranked if doc_id not in positions), None)
         if unknown is not None:
-            raise ValueError(f"run[{query_id!r}] names document {unknown!r}, which is not in the corpus; was the run made on another corpus?")
+            raise UserError(f"run[{query_id!r}] names document {unknown!r}, which is not in the corpus; was the run made on another corpus?")
         if len(ranked) < min(depth, len(positions)):
             return None
         kept = stable_top_k(ranked, depth, positions)
@@ -84,7 +73,7 @@ def official_bm25_scores(qrels: Mapping[str, Mapping[str, int]], official_run: R
     """What ``eval_BM25.py`` reports for a run already cut to the official top 100 (see official_bm25_run)."""
     too_deep = [query_id for query_id, ranked in official_run.items() if len(ranked) > BM25_DEPTH]
     if too_deep:
-        raise ValueError(f"the official BM25 run keeps {BM25_DEPTH} documents per query; query {too_deep[0]!r} has more: cut it with official_bm25_run")
+        raise UserError(f"the official BM25 run keeps {BM25_DEPTH} documents per query; query {too_deep[0]!r} has more: cut it with official_bm25_run")
     return official_means(qrels, official_run, BM25_K_VALUES, with_mrr=True)
 
 

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.metrics import evaluate_run_per_query, pytrec_eval_per_query
-from r2med_plugin.evaluation.official import BM25_K_VALUES, DENSE_K_VALUES
+from r2med_plugin.reporting.official_files import BM25_K_VALUES, DENSE_K_VALUES
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, top_ranked, write_per_query
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.types import Run, TaskData
@@ -42,7 +43,7 @@ def official_per_query(qrels: Mapping[str, Mapping[str, int]], run: Run, layout:
     "reranker"; the queries are those pytrec_eval evaluates (the run's queries that have qrels)."""
     k_values = {"bm25": BM25_K_VALUES, "dense": DENSE_K_VALUES, "reranker": RERANKER_K_VALUES}.get(layout)
     if k_values is None:
-        raise ValueError(f"layout must be 'bm25', 'dense' or 'reranker', got {layout!r}")
+        raise UserError(f"layout must be 'bm25', 'dense' or 'reranker', got {layout!r}")
     with_mrr = layout != "dense"
     cut = ",".join(str(k) for k in k_values)
     measures = {f"{family}.{cut}" for family, _ in _PYTREC_FAMILIES} | ({"recip_rank"} if with_mrr else set())

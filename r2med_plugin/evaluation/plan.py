@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.first_stages import (
     BM25_RETRIEVERS,
     Bm25,
@@ -21,13 +22,13 @@ from r2med_plugin.evaluation.first_stages import (
     StoredCandidates,
     as_first_stage,
 )
-from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments, hybrid_partner  # noqa: F401
-from r2med_plugin.evaluation.specs import check_retriever_name  # noqa: F401 - also a name of this module
+from r2med_plugin.evaluation.request import EvaluationRequest, TaskArguments
 from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder adapts it)
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskSpec
 
 
@@ -57,14 +58,6 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
-def check_arguments(task: str, **settings: Any) -> Scoring:
-    """Every check of ``evaluate_task``'s scoring arguments (candidates, candidates_only, expansion, hybrid, top_k) that
-    needs no data (``Scoring`` owns them): run it for all tasks before the first. Returns the checked settings."""
-    scoring = TaskArguments.of(settings, "check_arguments").scoring
-    scoring.check_task(get_task_spec(task))
-    return scoring
-
-
 def build_plan(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> EvaluationPlan:
     """The plan ``evaluate_task`` runs (see there): a request, or its keyword arguments (``TaskArguments``) as an
     EvaluationRequest (every error that needs no data is raised while it is built), then ``plan_request``."""
@@ -89,15 +82,15 @@ def request_of(task: str, retriever: object = None, arguments: TaskArguments = T
                        accept_drift=given.accept_drift, show_progress=given.show_progress, bm25_workers=given.bm25_workers)
     if given.rerank is None:
         if given.first_stage is not None:
-            raise ValueError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
+            raise UserError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
         unused = [name for name in ("rerank_depth", "first_stage_name", "rerank_batch_size") if getattr(given, name) is not None]
         if unused:  # an option that would reach no code, as the CLI refuses it
-            raise ValueError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
+            raise UserError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
         return EvaluationRequest(task, _retriever_spec(retriever, given.query_prompt), scoring=given.scoring, **environment)
     if given.first_stage is None and retriever is None:
-        raise ValueError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
+        raise UserError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
     if given.first_stage is not None and retriever is not None and given.first_stage != retriever:
-        raise ValueError("give the first stage once: as first_stage= (or as the retriever), not both")
+        raise UserError("give the first stage once: as first_stage= (or as the retriever), not both")
     source = given.first_stage if given.first_stage is not None else retriever
     return EvaluationRequest(task, _first_stage_spec(source, given.query_prompt), _reranker_spec(given),
                              scoring=given.scoring, first_stage_name=given.first_stage_name, **environment)
@@ -118,14 +111,15 @@ def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | P
     """What the Python API searches with: a BM25 name or an encoder object (or a spec naming one)."""
     if isinstance(retriever, (Bm25Spec, ModelSpec)):
         if query_prompt:
-            raise ValueError("query_prompt applies to an encoder object; a ModelSpec sets instruction=True")
+            raise UserError("query_prompt applies to an encoder object; a ModelSpec sets instruction=True")
         return retriever
     if isinstance(retriever, str):
         if retriever not in BM25_RETRIEVERS:
-            raise ValueError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
-                             f"(a model by name: r2med_plugin.load_encoder({retriever!r}))")
+            raise UserError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
+                            f"(a model by name: r2med_plugin.load_encoder({retriever!r}))")
         if query_prompt:
-            raise ValueError(f"a query prompt (--instruction) applies to encoders only; {retriever} would ignore it: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) applies to encoders only; "
+                               f"{retriever} would ignore it: leave it out", field="query_prompt")
         return Bm25Spec(retriever)
     if not isinstance(retriever, Encoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
@@ -138,11 +132,13 @@ def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | Run
         return value
     if isinstance(value, str) and value in BM25_RETRIEVERS:
         if query_prompt:
-            raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) is for encoders; "
+                               f"the {value} first stage would ignore it: leave it out", field="query_prompt")
         return Bm25Spec(value)
     if isinstance(value, (str, os.PathLike)):
         if query_prompt:
-            raise ValueError("a query prompt (--instruction) is for encoders; a run file is read, not searched: leave it out")
+            raise SettingError("a query prompt ({query_prompt}) is for encoders; "
+                               "a run file is read, not searched: leave it out", field="query_prompt")
         return RunFileSpec(os.fspath(value))
     if not isinstance(value, (Encoder, FirstStage, Mapping)):
         raise TypeError(f"first_stage must be {sorted(BM25_RETRIEVERS)}, an encoder, a run file or folder, or a run dict; "

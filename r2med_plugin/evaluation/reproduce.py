@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from r2med_plugin.catalog import get_task_spec, list_tasks
+from r2med_plugin.errors import MissingFileError, UserError
 
 DEFAULT_TOLERANCE = 0.1  # nDCG@10 points (x100)
 # An --expected file written before 0.2.0 names the pooled recall recall_at_100: it is read as the pooled one.
@@ -119,15 +120,15 @@ def load_expected(path: str | os.PathLike | None) -> tuple[dict[str, float], dic
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot read the expected values ({error}); see `r2med reproduce --help` for the format") from error
+        raise UserError(f"{path}: cannot read the expected values ({error}); see `r2med reproduce --help` for the format") from error
     unknown = set(payload) - {"bm25_ndcg_at_10", "candidate_profiles"}
     if not isinstance(payload, dict) or unknown:
-        raise ValueError(f"{path}: expected a JSON object with 'bm25_ndcg_at_10' and/or 'candidate_profiles', found keys {sorted(unknown)}")
+        raise UserError(f"{path}: expected a JSON object with 'bm25_ndcg_at_10' and/or 'candidate_profiles', found keys {sorted(unknown)}")
     bm25 = _by_task_name(payload["bm25_ndcg_at_10"], str(path)) if "bm25_ndcg_at_10" in payload else published_bm25()
     profiles = payload.get("candidate_profiles", expected_profiles())
     for task in profiles:
         if get_task_spec(task).kind != "nano":
-            raise ValueError(f"{path}: candidate profiles exist for NanoR2MED tasks only, not {task!r}")
+            raise UserError(f"{path}: candidate profiles exist for NanoR2MED tasks only, not {task!r}")
     return bm25, profiles
 
 
@@ -137,7 +138,7 @@ def _by_task_name(scores: Mapping[str, Any], origin: str) -> dict[str, float]:
     for name, value in scores.items():
         task = by_hub.get(name, name)
         if get_task_spec(task).kind != "r2med":
-            raise ValueError(f"{origin}: {name!r} is not an R2MED task (BM25 values are for the 8 R2MED tasks)")
+            raise UserError(f"{origin}: {name!r} is not an R2MED task (BM25 values are for the 8 R2MED tasks)")
         out[task] = float(value)
     return out
 
@@ -167,18 +168,18 @@ def reproduce(
         try:
             data = load_task(task, data_dir=data_dir, accept_drift=accept_drift)
         except FileNotFoundError as error:
-            raise FileNotFoundError(f"{error}; to check the 8 R2MED tasks' BM25 alone, add --skip-nano") from None
+            raise MissingFileError(f"{error}; to check the 8 R2MED tasks' BM25 alone, add --skip-nano") from None
         report.data[task] = data_entry(data)
         for subset, profile in subsets.items():
             if subset not in data.candidates:
-                raise ValueError(f"{task}: no stored candidate list {subset!r}; the lists are {sorted(data.candidates)}")
+                raise UserError(f"{task}: no stored candidate list {subset!r}; the lists are {sorted(data.candidates)}")
             ours = candidate_profile(data.candidates[subset], data.qrels, top_k=profile.get("top_k"))
             for metric, value in profile.items():
                 metric = RENAMED_PROFILE_METRICS.get(metric, metric)
                 if metric in _NOT_METRICS:
                     continue
                 if metric not in ours:
-                    raise ValueError(f"{task}/{subset}: unknown profile metric {metric!r}; known: {sorted(ours)}")
+                    raise UserError(f"{task}/{subset}: unknown profile metric {metric!r}; known: {sorted(ours)}")
                 report.profiles.append(ProfileRow(task, subset, metric, float(value), float(ours[metric])))
         if "bm25" in data.candidates:
             report.coverage.extend(stored_bm25_coverage(data, show_progress=show_progress))

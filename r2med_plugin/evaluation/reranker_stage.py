@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name, llm_reranker
 from r2med_plugin.models import protocols
@@ -50,14 +51,14 @@ def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig |
     loads through mteb)."""
     if protocols.is_reranker(value):
         if llm is not None:
-            raise ValueError("llm (the endpoint settings) configures an LLM reranker named as 'llm-<kind>:<model>'; "
-                             f"{type(value).__name__} is already built: drop llm")
+            raise UserError("llm (the endpoint settings) configures an LLM reranker named as 'llm-<kind>:<model>'; "
+                            f"{type(value).__name__} is already built: drop llm")
         return protocols.as_reranker_model(value)
     if is_llm_reranker_name(value):
         return llm_reranker(value, llm)
     if llm is not None:
-        raise ValueError(f"llm (the endpoint settings: --base-url, --window, ...) applies to LLM rerankers only; {value!r} is "
-                         "a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop llm")
+        raise UserError(f"llm (the endpoint settings: --base-url, --window, ...) applies to LLM rerankers only; {value!r} is "
+                        "a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop llm")
     if isinstance(value, (str, os.PathLike)):
         from r2med_plugin.models.registry import resolve
 

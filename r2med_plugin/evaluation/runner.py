@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ import polars as pl
 
 from r2med_plugin.data.expansions import check_local_expansion_data, expansion_texts, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, RunFile, StoredCandidates
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
@@ -40,7 +40,7 @@ from r2med_plugin.types import Run, TaskData
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute", "rerank_candidates",
+    "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute",
     "score_candidate_lists",
 ]
 
@@ -203,12 +203,12 @@ def _own_instructions(ranker: object, task: str) -> dict[str, str | None] | None
 
 def _check_against_data(plan: EvaluationPlan | TaskInputs, data: TaskData) -> None:
     if plan.candidate_subsets and not data.candidates:
-        raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
+        raise UserError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     if plan.expansion is not None:
         parse_expansion(data.spec, plan.expansion)
         check_local_expansion_data(data, plan.expansion)
         if plan.candidate_subsets:
-            raise ValueError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
+            raise UserError("expansions apply to the R2MED tasks, candidate subsets to NanoR2MED: use one or the other")
 
 
 @dataclass(frozen=True)
@@ -318,17 +318,11 @@ def score_candidate_lists(
     data = task if isinstance(task, TaskData) else load_task(task, data_dir=data_dir)
     Scoring(candidates=(subset,))  # an unknown subset is refused here
     if not data.candidates:
-        raise ValueError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
+        raise UserError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     lists = {query_id: ids for query_id, ids in data.candidates[subset].items() if query_id in data.qrels}
     if isinstance(model_or_retriever, str):
         full = Bm25(model_or_retriever).search(data, data.corpus.height, show_progress=False)
         return restrict_run(full, lists)
     return score_candidates(as_encoder(model_or_retriever).for_task(data.name), data.corpus, data.queries, lists, dataset_revision=data.revision, query_prompt=query_prompt)
-
-
-def rerank_candidates(*args, **kwargs) -> Run:
-    """Deprecated name of :func:`score_candidate_lists` (it scores the stored candidate lists; it reranks nothing)."""
-    warnings.warn("rerank_candidates is renamed score_candidate_lists", DeprecationWarning, stacklevel=2)
-    return score_candidate_lists(*args, **kwargs)
 
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.runs import read_run_file
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.first_stages import task_run_file
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.identifiers import BM25_NAMES
@@ -34,7 +35,7 @@ from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
 from r2med_plugin.retrieval.rerank import check_depth
 from r2med_plugin.metrics import rerank_depth_problem
-from r2med_plugin.rules import RequestError, neutral, whole_number
+from r2med_plugin.rules import RequestError, SettingError, neutral, whole_number
 
 def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     """A spec's fields as plain JSON-able data, with its ``kind``; ``results_only`` leaves the neutral fields out."""
@@ -64,11 +65,11 @@ def check_retriever_name(name: str) -> None:
         tokenizer = lowered.partition(":")[2]
         fix = ("write 'bm25-hakari': it is the english_porter_stop tokenizer" if tokenizer == "english_porter_stop" else
                "the tokenizers are " + ", ".join(name.partition(":")[2] for name in BM25_NAMES if name.startswith("bm25-hakari:")))
-        raise ValueError(f"unknown retriever {name!r}: {fix}")
+        raise UserError(f"unknown retriever {name!r}: {fix}")
     close = difflib.get_close_matches(lowered, list(BM25_NAMES), n=2, cutoff=0.6)
     if "bm25" in lowered or close:
         guess = close or ["bm25-lucene", "bm25-hakari", "bm25-robertson"]
-        raise ValueError(
+        raise UserError(
             f"unknown retriever {name!r}. Did you mean {' or '.join(repr(g) for g in guess)}? The BM25 retrievers are "
             "'bm25-lucene' (the official R2MED BM25: Lucene analyzer, k1=0.9, b=0.4), 'bm25-hakari' (HAKARI-Bench's "
             "BM25, NanoR2MED's own: bm25s k1=1.5, b=0.75 over its english_porter_stop tokenizer; 'bm25-hakari:<tokenizer>' "
@@ -104,7 +105,7 @@ class Bm25Spec:
     def __post_init__(self) -> None:
         if self.variant not in BM25_NAMES:
             check_retriever_name(self.variant)  # "bm25" gets a did-you-mean
-            raise ValueError(f"unknown BM25 variant {self.variant!r}: use one of {sorted(BM25_NAMES)}")
+            raise UserError(f"unknown BM25 variant {self.variant!r}: use one of {sorted(BM25_NAMES)}")
 
     @property
     def label(self) -> str:
@@ -138,10 +139,10 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"a model is named by a non-empty string, got {self.name!r}")
+            raise UserError(f"a model is named by a non-empty string, got {self.name!r}")
         check_retriever_name(self.name)  # "bm25-lucen" is a typo, not a hub model to download
         if self.revision is not None and not isinstance(self.revision, str):
-            raise ValueError(f"revision {self.revision!r}: quote it as a string (a commit sha or a tag)")
+            raise UserError(f"revision {self.revision!r}: quote it as a string (a commit sha or a tag)")
         whole_number("batch_size", self.batch_size, 1)
         if self.display_name is not None:
             check_model_name(self.display_name)
@@ -238,7 +239,8 @@ class PrebuiltFirstStage:
 
     def __post_init__(self) -> None:
         if self.query_prompt and not isinstance(self.value, Encoder):
-            raise ValueError(f"a query prompt (--instruction) is for encoders; {self.label} would ignore it: leave it out")
+            raise SettingError(f"a query prompt ({{query_prompt}}) is for encoders; {self.label} would ignore it: leave it "
+                               "out", field="query_prompt")
 
     @property
     def label(self) -> str:
@@ -280,7 +282,7 @@ class CrossEncoderSpec:
 
     def __post_init__(self) -> None:
         if is_llm_reranker_name(self.name):
-            raise ValueError(f"{self.name} is an LLM reranker: build it as LlmRerankerSpec (with its endpoint)")
+            raise UserError(f"{self.name} is an LLM reranker: build it as LlmRerankerSpec (with its endpoint)")
         _check_depth(self.depth)
         whole_number("batch_size", self.batch_size, 1)
         object.__setattr__(self, "ref", resolve(self.name, self.revision, loader=self.loader, settings={}))
@@ -317,13 +319,12 @@ class LlmRerankerSpec:
         _check_depth(self.depth)
         unknown = sorted(set(self.settings) - set(LLM_SETTING_USERS))
         if unknown:
-            raise ValueError(f"{unknown[0]} is not an LLM reranker setting; use only {sorted(LLM_SETTING_USERS)}")
+            raise UserError(f"{unknown[0]} is not an LLM reranker setting; use only {sorted(LLM_SETTING_USERS)}")
         for name, why in settings_unused_by(self.kind).items():
             if name in self.settings:
                 raise unreached(name, f"{self.name} is llm-{self.kind}: {why}")
         if self.endpoint.dimensions is not None:
-            raise ValueError("dimensions (--dimensions) reaches no code here: it sizes an embedding endpoint's vectors, "
-                             "and an LLM reranker asks for text; drop it")
+            raise unreached("dimensions", "it sizes an embedding endpoint's vectors, and an LLM reranker asks for text")
         as_reranker(self.name, llm=self.config(check_key=False))  # the kind's name and every value, before any data loads
 
     @property
@@ -396,12 +397,12 @@ SPEC_TYPES: dict[str, type] = {cls.KIND: cls for cls in (Bm25Spec, ModelSpec, Ru
 def spec_from_dict(payload: Mapping[str, Any], where: str = "spec") -> Any:
     """A spec from ``spec_dict``'s output (``kind`` names the type); errors name ``where`` and the key."""
     if not isinstance(payload, Mapping) or payload.get("kind") not in SPEC_TYPES:
-        raise ValueError(f"{where}: expected a mapping with kind one of {sorted(SPEC_TYPES)}, got {payload!r}")
+        raise UserError(f"{where}: expected a mapping with kind one of {sorted(SPEC_TYPES)}, got {payload!r}")
     cls = SPEC_TYPES[payload["kind"]]
     names = {item.name for item in dataclasses.fields(cls) if item.init}
     unknown = sorted(set(payload) - names - {"kind"})
     if unknown:
-        raise ValueError(f"{where}.{unknown[0]}: not a field of {cls.__name__}; use only {sorted(names)}")
+        raise UserError(f"{where}.{unknown[0]}: not a field of {cls.__name__}; use only {sorted(names)}")
     values = {key: spec_from_dict(value, f"{where}.{key}") if isinstance(value, Mapping) and "kind" in value else value
               for key, value in payload.items() if key != "kind"}
     return cls(**values)

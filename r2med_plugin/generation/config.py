@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.generation.prompts import check_method, prompts_hash, sampling_preset
 from r2med_plugin.generation.store import check_name, slug_name
 from r2med_plugin.llm.config import Endpoint
@@ -36,7 +37,7 @@ class GenerationConfig:
     def __post_init__(self) -> None:
         check_method(self.method)
         if self.method != "lamer" and self.first_stage != BM25_FIRST_STAGE:
-            raise ValueError(f"--first-stage is used by lamer only; {self.method} prompts hold the query alone")
+            raise UserError(f"--first-stage is used by lamer only; {self.method} prompts hold the query alone")
         self.sampling()  # refuse bad values before any data loads
 
     @property
@@ -49,11 +50,11 @@ class GenerationConfig:
         overrides = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
         sampling.update({key: value for key, value in overrides.items() if value is not None})
         if sampling.get("temperature") is not None and not 0 <= sampling["temperature"] <= 2:
-            raise ValueError(f"--temperature must be within [0, 2], got {sampling['temperature']}")
+            raise UserError(f"--temperature must be within [0, 2], got {sampling['temperature']}")
         if sampling.get("top_p") is not None and not 0 < sampling["top_p"] <= 1:
-            raise ValueError(f"--top-p must be within (0, 1], got {sampling['top_p']}")
+            raise UserError(f"--top-p must be within (0, 1], got {sampling['top_p']}")
         if sampling.get("max_tokens") is not None and sampling["max_tokens"] < 1:
-            raise ValueError(f"--max-tokens must be a positive integer, got {sampling['max_tokens']}")
+            raise UserError(f"--max-tokens must be a positive integer, got {sampling['max_tokens']}")
         return sampling
 
     def first_stage_identity(self) -> dict[str, str] | None:
@@ -63,7 +64,7 @@ class GenerationConfig:
             return {"name": BM25_FIRST_STAGE}
         path = Path(self.first_stage)
         if not path.is_file():
-            raise FileNotFoundError(f"--first-stage {self.first_stage}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
+            raise MissingFileError(f"--first-stage {self.first_stage}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
         return {"name": "run file", "path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
     def identity(self, spec: TaskSpec, dataset_revision: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ topk_docs run file read and checked by r2med_plugin.data.runs). This module chec
 
 from __future__ import annotations
 
-from r2med_plugin.generation.config import BM25_FIRST_STAGE  # noqa: F401 - where earlier callers found it
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import TaskData
 
 
@@ -12,9 +12,9 @@ def check_ranking(ranking: dict[str, list[str]], data: TaskData, origin: str) ->
     """Every evaluated query has a ranking, and every ranked document is in the corpus."""
     missing = [q for q in data.queries["id"].to_list() if not ranking.get(q)]
     if missing:
-        raise ValueError(f"{origin}: no ranked documents for {len(missing)} queries of {data.name} (e.g. {missing[0]!r})")
+        raise UserError(f"{origin}: no ranked documents for {len(missing)} queries of {data.name} (e.g. {missing[0]!r})")
     known = set(data.corpus["id"].to_list())
     for query_id in data.queries["id"].to_list():
         unknown = [d for d in ranking[query_id][:10] if d not in known]
         if unknown:
-            raise ValueError(f"{origin}: query {query_id!r} ranks {unknown[0]!r}, which is not a document of {data.name}")
+            raise UserError(f"{origin}: query {query_id!r} ranks {unknown[0]!r}, which is not a document of {data.name}")

@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.llm import client as api
@@ -30,7 +31,7 @@ from r2med_plugin.llm.config import Sending
 from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
 from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
-from r2med_plugin.generation.store import ExpansionStore, expansion_dir, slug_name  # noqa: F401 - slug_name: earlier callers
+from r2med_plugin.generation.store import ExpansionStore, expansion_dir
 from r2med_plugin.types import TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def _check_same_configuration(store: ExpansionStore, previous: dict[str, Any] | 
     differs = [key for key in IDENTITY_KEYS if previous.get(key) != identity.get(key)]
     if differs:
         details = "; ".join(f"{key}: {previous.get(key)!r} there, {identity.get(key)!r} now" for key in differs)
-        raise ValueError(
+        raise UserError(
             f"{store.folder} holds expansions generated with another configuration ({details}). "
             "Use another --name or --out, or pass --overwrite to start that folder again"
         )
@@ -114,8 +115,8 @@ def generate_expansions(request: GenerationRequest | str, *args: Any, **settings
     """
     request = _request_of(request, args, settings, "generate_expansions")
     if request.endpoint is None or not request.endpoint.base_url:
-        raise ValueError("generate_expansions sends requests: give the endpoint, "
-                         "GenerationRequest(task, config, Endpoint(base_url)) (or base_url in the keyword form)")
+        raise UserError("generate_expansions sends requests: give the endpoint, "
+                        "GenerationRequest(task, config, Endpoint(base_url)) (or base_url in the keyword form)")
     return _generate(request, _generation_spec(request.task), request.endpoint.sending())
 
 
@@ -204,7 +205,7 @@ def _failed(job: _Job, store: ExpansionStore, pending: int, max_retries: int) ->
 def _generation_spec(task: str):
     spec = get_task_spec(task)
     if spec.kind != "r2med":
-        raise ValueError(f"{spec.name}: expansions are generated for the R2MED tasks (R2MED<Domain>), not NanoR2MED")
+        raise UserError(f"{spec.name}: expansions are generated for the R2MED tasks (R2MED<Domain>), not NanoR2MED")
     return spec
 
 
@@ -265,7 +266,7 @@ def _check_budget_fits(llm: str, sampling: dict[str, Any], preset: str, base_url
     context = found.get(llm)
     if context is not None and budget >= context:
         where = f"--preset {preset} sends max_tokens {budget}" if preset == "vllm" and budget == 10240 else f"--max-tokens {budget}"
-        raise ValueError(
+        raise UserError(
             f"{where}, but {api.endpoint_host(base_url)} serves {llm!r} with a context of {context} tokens (max_model_len), "
             f"which must hold the prompt and the completion: every request would be refused (HTTP 400). Lower --max-tokens "
             f"below {context} less the prompt's tokens, e.g. --max-tokens {context // 2}, or serve the model with a longer "

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from r2med_plugin import identifiers
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import TaskSpec
 
 GENERATION_METHODS = identifiers.GENERATION_METHODS
@@ -32,7 +33,7 @@ def official_prompts() -> dict[str, Any]:
 
 def check_method(method: str) -> str:
     if method not in GENERATION_METHODS:
-        raise ValueError(f"unknown generation method {method!r}; the official code generates {', '.join(GENERATION_METHODS)}")
+        raise UserError(f"unknown generation method {method!r}; the official code generates {', '.join(GENERATION_METHODS)}")
     return method
 
 
@@ -40,7 +41,7 @@ def template(spec: TaskSpec, method: str) -> str:
     """The official user-prompt template of ``method`` for ``spec`` (placeholders {TEXT}, {PASSAGE})."""
     templates = official_prompts()["templates"][check_method(method)]
     if spec.official_internal_name not in templates:
-        raise ValueError(f"{spec.name} has no official {method} prompt; prompts exist for the 8 R2MED tasks")
+        raise UserError(f"{spec.name} has no official {method} prompt; prompts exist for the 8 R2MED tasks")
     return templates[spec.official_internal_name]
 
 
@@ -67,7 +68,7 @@ def user_prompt(spec: TaskSpec, method: str, text: str, passages: str | None = N
     """The filled-in template, exactly as the official code fills it (str.format)."""
     if method == "lamer":
         if passages is None:
-            raise ValueError("lamer needs the first stage's passages")
+            raise UserError("lamer needs the first stage's passages")
         return template(spec, method).format(TEXT=text, PASSAGE=passages)
     return template(spec, method).format(TEXT=text)
 
@@ -93,5 +94,5 @@ def sampling_preset(name: str) -> dict[str, float | int | None]:
     """The official sampling defaults: "api" (the OpenAI path: temperature 0.8, top_p 0.8) or
     "vllm" (the local path: temperature 0.7, seed 42, max_tokens 10240)."""
     if name not in PRESETS:
-        raise ValueError(f"unknown sampling preset {name!r}; choose from {', '.join(PRESETS)}")
+        raise UserError(f"unknown sampling preset {name!r}; choose from {', '.join(PRESETS)}")
     return dict(official_prompts()["sampling_presets"][name])

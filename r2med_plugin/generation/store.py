@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.io import write_text_atomic
 from r2med_plugin.types import TaskSpec
 
@@ -39,13 +40,13 @@ def slug_name(llm: str) -> str:
     """A folder-safe LLM name from a served model id ("Qwen/Qwen2.5-7B-Instruct" -> "Qwen-Qwen2.5-7B-Instruct")."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", llm).strip("-.")
     if not slug:
-        raise ValueError(f"cannot make a folder name from the model id {llm!r}; pass --name NAME")
+        raise UserError(f"cannot make a folder name from the model id {llm!r}; pass --name NAME")
     return slug
 
 
 def check_name(name: str) -> str:
     if not _SAFE_NAME.match(name):
-        raise ValueError(f"LLM name {name!r} must be a folder name: letters, digits, '.', '_' or '-' (e.g. qwen-7b)")
+        raise UserError(f"LLM name {name!r} must be a folder name: letters, digits, '.', '_' or '-' (e.g. qwen-7b)")
     return name
 
 
@@ -75,7 +76,7 @@ def _complete_lines(path: Path) -> list[dict[str, Any]]:
         try:
             rows.append(json.loads(line))
         except ValueError as error:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({error}); remove the line or pass --overwrite") from error
+            raise UserError(f"{path}, line {number}: not valid JSON ({error}); remove the line or pass --overwrite") from error
     return rows
 
 
@@ -105,7 +106,7 @@ class ExpansionStore:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
-                raise ValueError(f"{self.folder} is being written by another r2med generate run; wait for it or use another --name/--out") from error
+                raise UserError(f"{self.folder} is being written by another r2med generate run; wait for it or use another --name/--out") from error
             try:
                 yield
             finally:
@@ -136,7 +137,7 @@ class ExpansionStore:
         try:
             return json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except ValueError as error:
-            raise ValueError(f"{self.manifest_path}: not valid JSON ({error}); pass --overwrite to start this folder again") from error
+            raise UserError(f"{self.manifest_path}: not valid JSON ({error}); pass --overwrite to start this folder again") from error
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         atomic_write_text(self.manifest_path, json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
@@ -148,9 +149,9 @@ class ExpansionStore:
         for row in _complete_lines(self.expansion_path):
             query_id = row.get("id")
             if query_id not in known:
-                raise ValueError(f"{self.expansion_path}: query id {query_id!r} is not a query of this task; use another --out or --overwrite")
+                raise UserError(f"{self.expansion_path}: query id {query_id!r} is not a query of this task; use another --out or --overwrite")
             if query_id in records:
-                raise ValueError(f"{self.expansion_path}: query id {query_id!r} occurs twice; pass --overwrite to start again")
+                raise UserError(f"{self.expansion_path}: query id {query_id!r} occurs twice; pass --overwrite to start again")
             records[query_id] = row
         return records
 

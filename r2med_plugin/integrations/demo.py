@@ -74,8 +74,9 @@ def run_demo(out_dir: str | Path = "r2med-demo", *, show_progress: bool = True) 
     from r2med_plugin.catalog import list_tasks
     from r2med_plugin.evaluation.runner import evaluate_task
     from r2med_plugin.evaluation.writers import write_outputs
-    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
     from r2med_plugin.reporting.plots import plot_nano
+    from r2med_plugin.reporting.render import render
 
     out = Path(out_dir)
     _offline_environment(out)

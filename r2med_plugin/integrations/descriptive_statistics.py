@@ -53,11 +53,6 @@ def spec_name(task_name: str) -> str:
     return task_name.removesuffix(integration.RERANKING_SUFFIX)
 
 
-def stats_fields(stats: dict[str, Any]) -> dict[str, Any]:
-    """A split's statistics without the provenance block: what mteb's own computation returns."""
-    return {key: value for key, value in stats.items() if key != PROVENANCE}
-
-
 def _provenance(task_name: str, source: str, revision: str, today: str | None, **extra: Any) -> dict[str, Any]:
     spec = get_task_spec(spec_name(task_name))
     return {

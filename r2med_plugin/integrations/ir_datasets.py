@@ -28,6 +28,7 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.data.expansions import list_expansions, load_expansions
 from r2med_plugin.data.hub import data_dir_from_env
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.errors import UnknownNameError, UserError
 from r2med_plugin.integrations._autoload import run_deferred
 from r2med_plugin.integrations.compat import irds_registered
 from r2med_plugin.identifiers import CANDIDATE_SUBSETS
@@ -266,7 +267,7 @@ def unknown_id_message(root: str, known: list[str], dataset_id: str) -> str:
 
 
 def _unknown_id(root: str, known: list[str], dataset_id: str, groups: tuple) -> Dataset:
-    raise KeyError(unknown_id_message(root, known, dataset_id))
+    raise UnknownNameError(unknown_id_message(root, known, dataset_id))
 
 
 def register() -> list[str]:
@@ -305,7 +306,7 @@ def register_local_expansion(folder: str, task: str) -> str:
 
     spec = get_task_spec(task)
     if spec.kind != "r2med":
-        raise ValueError(f"{spec.name}: local expansions belong to the R2MED tasks (R2MED<Domain>), not NanoR2MED")
+        raise UserError(f"{spec.name}: local expansions belong to the R2MED tasks (R2MED<Domain>), not NanoR2MED")
     local = resolve_local_expansion(spec, f"{LOCAL_PREFIX}{folder}")
     register()
     parent = dataset_id(spec)
@@ -314,7 +315,7 @@ def register_local_expansion(folder: str, task: str) -> str:
     existing = registered.get(child)
     if existing is not None:
         if not getattr(existing, PLUGIN_MARKER, False):
-            raise ValueError(f"ir_datasets already has a dataset {child!r} that r2med-plugin did not register; rename the LLM folder")
+            raise UserError(f"ir_datasets already has a dataset {child!r} that r2med-plugin did not register; rename the LLM folder")
         del registered[child]
     parent_dataset = registered[parent]
     source = parent_dataset.queries_handler().source

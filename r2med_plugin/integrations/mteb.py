@@ -23,6 +23,7 @@ import mteb
 from mteb.abstasks.retrieval import AbsTaskRetrieval
 
 from r2med_plugin.catalog import benchmark_description, get_task_spec, list_benchmarks, task_kinds
+from r2med_plugin.errors import UserError
 from r2med_plugin.integrations._autoload import run_deferred
 from r2med_plugin.integrations.compat import mteb_registries, wrap_benchmark_registry
 
@@ -196,7 +197,7 @@ def register() -> list[str]:
     classes = build_task_classes() if not _already_registered(registry) else {}
     for name, cls in classes.items():
         if name in registry and not getattr(registry[name], PLUGIN_MARKER, False):
-            raise ValueError(
+            raise UserError(
                 f"task name {name!r} is defined by both {_owner(registry[name])} and r2med-plugin; "
                 "uninstall one of them or report the clash to r2med-plugin"
             )
@@ -222,8 +223,8 @@ def register_benchmarks(benchmarks: dict) -> None:
         existing = benchmarks.get(name)
         if existing is not None:
             if not getattr(existing, PLUGIN_MARKER, False):
-                raise ValueError(f"benchmark name {name!r} is defined by both mteb and r2med-plugin; "
-                                 "uninstall one of them or report the clash to r2med-plugin")
+                raise UserError(f"benchmark name {name!r} is defined by both mteb and r2med-plugin; "
+                                "uninstall one of them or report the clash to r2med-plugin")
             continue
         benchmark = mteb.Benchmark(
             name=name,

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.checks import check_device, check_model_name
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
@@ -64,9 +65,9 @@ class MtebLoader(ModelLoaderBase):
             return None
         if settings:
             flags = ", ".join("--" + key.replace("_", "-") for key in sorted(settings))
-            raise ValueError(f"{flags} configure an embedding endpoint (openai:<model>); {name!r} is a model of mteb's registry: drop {flags}")
+            raise UserError(f"{flags} configure an embedding endpoint (openai:<model>); {name!r} is a model of mteb's registry: drop {flags}")
         if revision is not None and meta.revision is not None and revision != meta.revision:
-            raise ValueError(
+            raise UserError(
                 f"mteb's ModelMeta for {meta.name} pins revision {meta.revision}, not {revision}: drop --model-revision "
                 f"(mteb's loader, prompts and revision), or add --loader sentence-transformers to load revision {revision} "
                 "as a plain sentence-transformers model"
@@ -80,8 +81,8 @@ class MtebLoader(ModelLoaderBase):
     def load_encoder(self, ref: RetrieverRef, **options: Any) -> MtebEncoder:
         meta = _loadable(ref)
         if meta.is_cross_encoder:
-            raise ValueError(f"{meta.name} is a cross-encoder in mteb's registry: rerank with it (--rerank {ref.name}), "
-                             "it does not embed texts for a first stage")
+            raise UserError(f"{meta.name} is a cross-encoder in mteb's registry: rerank with it (--rerank {ref.name}), "
+                            "it does not embed texts for a first stage")
         device = _one_device(options.pop("device", None), options.pop("devices", None))
         model = _load(meta, ref, device)
         return MtebEncoder(model, meta, **options)
@@ -90,10 +91,10 @@ class MtebLoader(ModelLoaderBase):
                            max_length: int | None = None) -> Any:
         meta = _loadable(ref)
         if not meta.is_cross_encoder:
-            raise ValueError(f"{meta.name} is an embedding model in mteb's registry, not a cross-encoder: use it as the "
-                             f"first stage (--first-stage {ref.name}) and rerank with a cross-encoder")
+            raise UserError(f"{meta.name} is an embedding model in mteb's registry, not a cross-encoder: use it as the "
+                            f"first stage (--first-stage {ref.name}) and rerank with a cross-encoder")
         if max_length is not None:
-            raise ValueError("max_length is set by mteb's loader for models of its registry; leave it out")
+            raise UserError("max_length is set by mteb's loader for models of its registry; leave it out")
         check_device(device)
         model = _load(meta, ref, device)
         from r2med_plugin.integrations.mteb_pair_scorer import MtebPairScorer
@@ -112,7 +113,7 @@ LOADER = MtebLoader()
 def _loadable(ref: RetrieverRef) -> Any:
     meta = model_meta(ref.source)
     if meta is None or meta.loader is None:
-        raise ValueError(
+        raise UserError(
             f"mteb knows {ref.name!r} but has no implementation to load it (its ModelMeta has no loader); add "
             "--loader sentence-transformers to load it as a plain sentence-transformers model, if it is one"
         )
@@ -121,7 +122,7 @@ def _loadable(ref: RetrieverRef) -> Any:
 
 def _one_device(device: str | None, devices: Sequence[str] | None) -> str | None:
     if devices and len(devices) > 1:
-        raise ValueError(f"models of mteb's registry encode on one device; got devices {list(devices)}: give one")
+        raise UserError(f"models of mteb's registry encode on one device; got devices {list(devices)}: give one")
     chosen = devices[0] if devices else device
     check_device(chosen)
     return chosen
@@ -131,7 +132,7 @@ def _load(meta: Any, ref: RetrieverRef, device: str | None) -> Any:
     try:
         return meta.load_model(device=device)
     except OSError as error:
-        raise ValueError(
+        raise UserError(
             f"mteb could not load {meta.name} at revision {meta.revision} ({error}); it must be in the Hugging Face "
             "cache at that revision (HF_HUB_OFFLINE=1 needs it cached), or add --loader sentence-transformers"
         ) from error
@@ -145,7 +146,7 @@ class MtebEncoder(EncoderBase):
     def __init__(self, model: Any, meta: Any, *, batch_size: int = 32, show_progress: bool = True,
                  name: str | None = None, task: str | None = None) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         if name is not None:
             check_model_name(name)
         self.model = model
@@ -171,15 +172,15 @@ class MtebEncoder(EncoderBase):
 
     def task_metadata(self) -> Any:
         if self.task is None:
-            raise ValueError("an mteb encoder uses its task's prompts: bind one first, encoder.for_task('NanoR2MEDBiology') "
-                             "(the Dense first stage does this itself)")
+            raise UserError("an mteb encoder uses its task's prompts: bind one first, encoder.for_task('NanoR2MEDBiology') "
+                            "(the Dense first stage does this itself)")
         import mteb
 
         return mteb.get_task(self.task).metadata
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
         if prompt is not None:
-            raise ValueError(
+            raise UserError(
                 f"{self.name} is loaded through mteb, which applies the model's own prompts and the task's instruction; "
                 "a prompt of ours would be ignored: drop --instruction (or query_prompt=), or add --loader "
                 "sentence-transformers to prepend the official prompt"

@@ -28,12 +28,6 @@ from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, to
 logger = logging.getLogger(__name__)
 
 
-def running_result_path(task_name: str) -> Path | None:
-    """Where the running ``mteb.evaluate`` will save ``task_name``'s result, or None when it saves none."""
-    running = _running_result(task_name)
-    return None if running is None else running[0]
-
-
 def _running_result(task_name: str) -> tuple[Path, Any] | None:
     """(result path, ModelMeta) of the running ``mteb.evaluate`` call for ``task_name``, or None."""
     running = mteb_running_evaluation()

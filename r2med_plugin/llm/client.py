@@ -24,6 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from r2med_plugin.errors import UserError
+from r2med_plugin.rules import SettingError
+
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 NO_KEY = "EMPTY"  # what local servers (vLLM, llama.cpp, Ollama) accept when they check no key
 
@@ -52,10 +55,11 @@ def endpoint_host(base_url: str) -> str:
     if parts.username or parts.password or parts.query or parts.fragment:
         # httpx would send user:password as Basic auth in place of the key, and a query string breaks the
         # request paths; neither part is repeated here, as either may be a credential.
-        raise ValueError("--base-url must be a plain http(s) URL without user:password@, ?query or #fragment "
-                         "(put the key in the environment variable named by --api-key-env)")
+        raise SettingError("{base_url} must be a plain http(s) URL without user:password@, ?query or #fragment "
+                           "(put the key in the environment variable named by {api_key_env})", field="base_url")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--base-url must be an http(s) URL such as http://localhost:8000/v1, got {base_url!r}")
+        raise SettingError(f"{{base_url}} must be an http(s) URL such as http://localhost:8000/v1, got {base_url!r}",
+                           field="base_url")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
@@ -76,13 +80,15 @@ def redact(text: str, secrets: list[str]) -> str:
 def api_key(env_var: str | None) -> str:
     """The key from ``env_var`` (default OPENAI_API_KEY); "EMPTY" when the default variable is unset."""
     if env_var is not None and not env_var.strip():
-        raise ValueError("--api-key-env is empty: name the environment variable that holds the key (e.g. OPENAI_API_KEY)")
+        raise SettingError("{api_key_env} is empty: name the environment variable that holds the key (e.g. "
+                           "OPENAI_API_KEY)", field="api_key_env")
     name = env_var or DEFAULT_KEY_ENV
     value = os.environ.get(name, "").strip()
     if value:
         return value
     if env_var and env_var != DEFAULT_KEY_ENV:
-        raise ValueError(f"--api-key-env {env_var}: the environment variable {env_var} is not set; export it first")
+        raise SettingError(f"{{api_key_env}} {env_var}: the environment variable {env_var} is not set; export it first",
+                           field="api_key_env")
     return NO_KEY
 
 
@@ -92,8 +98,8 @@ def require_openai(what: str) -> None:
     try:
         import openai  # noqa: F401
     except ImportError:
-        raise ValueError(f"{what} sends its requests through the openai client, which is not installed here: "
-                         "pip install 'r2med-plugin[generate]', then run it again") from None
+        raise UserError(f"{what} sends its requests through the openai client, which is not installed here: "
+                        "pip install 'r2med-plugin[generate]', then run it again") from None
 
 
 def make_client(base_url: str, key: str, *, timeout: float, max_retries: int,
@@ -204,7 +210,8 @@ async def complete(client: Any, model: str, messages: list[dict[str, str]], samp
     choice = response.choices[0]
     text, reasoning = _text_of(choice.message)
     if not text.strip():
-        raise ValueError(f"empty completion (finish_reason={choice.finish_reason}); raise --max-tokens or check the model")
+        raise SettingError(f"empty completion (finish_reason={choice.finish_reason}); raise {{max_tokens}} or check the "
+                           "model", field="max_tokens")
     usage = response.usage
     return Completion(
         hy_doc=text,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from r2med_plugin.rules import RequestError, neutral, seconds_problem, whole_number
+from r2med_plugin.rules import RequestError, SettingError, neutral, seconds_problem, whole_number
 
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
 DEFAULT_STEP = 10
@@ -29,23 +29,27 @@ GROUPINGS = ("random", "first-stage")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
-def extra_body_of(value: Any, *, option: str = "--extra-body", example: str = '{"truncate_prompt_tokens": 256}') -> dict[str, Any] | None:
+def extra_body_of(value: Any, *, option: str = "{extra_body}", example: str = '{"truncate_prompt_tokens": 256}') -> dict[str, Any] | None:
     """Extra fields for each request body (``--extra-body JSON``, a sweep spec's ``extra_body:`` mapping, or a dict):
     a JSON object, as a dict; None when nothing (or ``{}``) is given. Refused: text that is not JSON, JSON that is not
-    an object, values that do not serialise as JSON."""
+    an object, values that do not serialise as JSON. ``option`` names the setting (``{extra_body}``: each front end
+    spells it its own way)."""
     if value is None:
         return None
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError as error:
-            raise ValueError(f"{option} is not valid JSON ({error}); give an object, e.g. '{example}'") from None
+            raise SettingError(f"{option} is not valid JSON ({error}); give an object, e.g. '{example}'",
+                               field="extra_body") from None
     if not isinstance(value, Mapping):
-        raise ValueError(f"{option} must be a JSON object of extra request fields, e.g. '{example}'; got {value!r}")
+        raise SettingError(f"{option} must be a JSON object of extra request fields, e.g. '{example}'; got {value!r}",
+                           field="extra_body")
     try:
         json.dumps(dict(value), sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{option} must hold JSON values only (strings, numbers, true/false, null, lists, objects): {error}") from None
+        raise SettingError(f"{option} must hold JSON values only (strings, numbers, true/false, null, lists, objects): "
+                           f"{error}", field="extra_body") from None
     return dict(value) or None
 
 
@@ -60,20 +64,20 @@ def extra_body_label(body: Mapping[str, Any] | None) -> str:
     return f"body-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:8]}" if key else ""
 
 
-def refuse_reserved(body: Mapping[str, Any] | None, reserved: Mapping[str, str], option: str = "--extra-body") -> None:
+def refuse_reserved(body: Mapping[str, Any] | None, reserved: Mapping[str, str], option: str = "{extra_body}") -> None:
     """Refuse extra fields that would replace what the command itself sends (``reserved``: field -> how to set it)."""
     for name in body or {}:
         if name in reserved:
-            raise ValueError(f"{option} sets {name!r}, which the request already carries ({reserved[name]}): "
-                             f"drop {name!r} from {option}")
+            raise SettingError(f"{option} sets {name!r}, which the request already carries ({reserved[name]}): "
+                               f"drop {name!r} from {option}", field="extra_body")
 
 
 # what an LLM reranker's requests carry themselves: an extra body may not replace them
 RERANKER_REQUEST_FIELDS = {
-    "model": "--rerank llm-<kind>:<model> names it", "messages": "the reranker's prompt",
-    "max_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
-    "max_completion_tokens": "set it with --max-tokens (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
-    "reasoning_effort": "set it with --reasoning-effort (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
+    "model": "{rerank} llm-<kind>:<model> names it", "messages": "the reranker's prompt",
+    "max_tokens": "set it with {max_tokens} (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
+    "max_completion_tokens": "set it with {max_tokens} (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
+    "reasoning_effort": "set it with {reasoning_effort} (llm-listwise, llm-reasoning, llm-setwise, llm-groupwise)",
     "temperature": "0: the rerankers ask greedily", "logprobs": "the pointwise and reasoning rerankers ask for them",
     "top_logprobs": "20, what vLLM serves by default", "n": "one answer per request", "stream": "answers are read whole",
 }
@@ -99,11 +103,11 @@ class Endpoint:
     timeout: float | None = neutral()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body (--extra-body)"))
-        whole_number("--concurrency", self.concurrency, 1)
-        whole_number("--max-retries", self.max_retries, 0)
+        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body))
+        whole_number("concurrency", self.concurrency, 1)
+        whole_number("max_retries", self.max_retries, 0)
         if self.timeout is not None and seconds_problem(self.timeout):
-            raise ValueError(f"--timeout {seconds_problem(self.timeout)}")
+            raise SettingError(f"{{timeout}} {seconds_problem(self.timeout)}", field="timeout")
 
     def given(self, names: tuple[str, ...]) -> dict[str, Any]:
         """The settings that were set, among ``names``."""
@@ -168,44 +172,49 @@ class LLMRerankerConfig:
     extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body, option="extra_body"))
-        refuse_reserved(self.extra_body, RERANKER_REQUEST_FIELDS, "extra_body (--extra-body)")
+        object.__setattr__(self, "extra_body", extra_body_of(self.extra_body))
+        refuse_reserved(self.extra_body, RERANKER_REQUEST_FIELDS)
         if not isinstance(self.endpoint, Endpoint) or not self.endpoint.base_url:
             raise TypeError("LLMRerankerConfig(endpoint=...) takes an Endpoint with its URL, e.g. "
                             "Endpoint('http://localhost:8000/v1')")
         object.__setattr__(self, "endpoint", self.endpoint.with_defaults())
         for name in ("window", "step"):
-            whole_number(f"--{name}", getattr(self, name), 1)
+            whole_number(name, getattr(self, name), 1)
         if self.window < 2:
-            raise ValueError(f"--window must be at least 2 (a window ranks passages against each other), got {self.window}")
+            raise SettingError(f"{{window}} must be at least 2 (a window ranks passages against each other), got {self.window}",
+                               field="window")
         if self.step >= self.window:
-            raise ValueError(f"--step ({self.step}) must be smaller than --window ({self.window}): windows must overlap for a "
-                             "passage to move up past a window's edge (RankGPT: --window 20 --step 10)")
-        whole_number("--set-size", self.set_size, 2, MAX_SET_SIZE, why="passages per setwise question, labelled A to W")
-        whole_number("--setwise-k", self.setwise_k, 1)
+            raise SettingError(f"{{step}} must be smaller than {{window}} (got {self.step} and {self.window}): windows must "
+                               "overlap for a passage to move up past a window's edge (RankGPT: window 20, step 10)",
+                               field="step")
+        whole_number("set_size", self.set_size, 2, MAX_SET_SIZE, why="passages per setwise question, labelled A to W")
+        whole_number("setwise_k", self.setwise_k, 1)
         if self.setwise_method not in SETWISE_METHODS:
-            raise ValueError(f"--setwise-method must be one of {', '.join(SETWISE_METHODS)}, got {self.setwise_method!r}")
+            raise SettingError(f"{{setwise_method}} must be one of {', '.join(SETWISE_METHODS)}, got {self.setwise_method!r}",
+                               field="setwise_method")
         self._check_groupwise()
         if not isinstance(self.show_scores, bool):
-            raise ValueError(f"--show-scores is a switch (true or false), got {self.show_scores!r}")
+            raise SettingError(f"{{show_scores}} is a switch (true or false), got {self.show_scores!r}", field="show_scores")
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise ValueError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}, got {self.reasoning_effort!r}")
-        whole_number("--max-tokens", self.max_tokens, 1)
+            raise SettingError(f"{{reasoning_effort}} must be one of {', '.join(REASONING_EFFORTS)}, got "
+                               f"{self.reasoning_effort!r}", field="reasoning_effort")
+        whole_number("max_tokens", self.max_tokens, 1)
 
     def _check_groupwise(self) -> None:
-        whole_number("--group-size", self.group_size, 1)
-        whole_number("--regroup", self.regroup, 1)
+        whole_number("group_size", self.group_size, 1)
+        whole_number("regroup", self.regroup, 1)
         if self.grouping not in GROUPINGS:
-            raise ValueError(f"--grouping must be one of {', '.join(GROUPINGS)}, got {self.grouping!r}")
-        whole_number("--group-seed", self.group_seed, 0)
+            raise SettingError(f"{{grouping}} must be one of {', '.join(GROUPINGS)}, got {self.grouping!r}", field="grouping")
+        whole_number("group_seed", self.group_seed, 0)
         if self.grouping == "first-stage":
-            why = "--grouping first-stage cuts the first stage's order into consecutive groups, the same every time"
+            why = "{grouping} first-stage cuts the first stage's order into consecutive groups, the same every time"
             if self.group_seed is not None:
-                raise ValueError(f"--group-seed reaches no code with --grouping first-stage: {why}; drop --group-seed "
-                                 "(or use --grouping random)")
+                raise SettingError(f"{{group_seed}} reaches no code with {{grouping}} first-stage: {why}; drop {{group_seed}} "
+                                   "(or use {grouping} random)", field="group_seed")
             if self.regroup > 1:
-                raise ValueError(f"--regroup reaches no code with --grouping first-stage: {why}, so {self.regroup} groupings "
-                                 "would ask the same questions; drop --regroup (or use --grouping random)")
+                raise SettingError(f"{{regroup}} reaches no code with {{grouping}} first-stage: {why}, so {self.regroup} "
+                                   "groupings would ask the same questions; drop {regroup} (or use {grouping} random)",
+                                   field="regroup")
 
     @property
     def seed(self) -> int:
@@ -275,7 +284,8 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
     from r2med_plugin.llm.client import api_key, endpoint_host, require_openai
 
     if not base_url:
-        raise ValueError(f"{what} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM)")
+        raise SettingError(f"{what} needs an endpoint: add {{base_url}} URL (e.g. http://localhost:8000/v1 for vLLM)",
+                           field="base_url")
     endpoint_host(str(base_url))  # a malformed URL is refused before any data loads
     for name, value, minimum in (("window", window, 1), ("step", step, 1), ("max_tokens", max_tokens, 1),
                                  ("concurrency", concurrency, 1), ("max_retries", max_retries, 0),
@@ -283,7 +293,7 @@ def build_reranker_config(base_url: str | None, *, what: str, api_key_env: str |
                                  ("regroup", regroup, 1), ("group_seed", group_seed, 0)):
         whole_number(name, value, minimum)
     if timeout is not None and seconds_problem(timeout):
-        raise ValueError(f"timeout {seconds_problem(timeout)}")
+        raise SettingError(f"{{timeout}} {seconds_problem(timeout)}", field="timeout")
     if check_key:
         api_key(api_key_env)  # an unset variable is refused now (the key itself is not kept)
     if check_key if sends is None else sends:

@@ -34,6 +34,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from r2med_plugin.errors import UserError
+
 CHARS_PER_TOKEN = 4
 OPENAI_TOKENS_PER_MESSAGE = 3  # OpenAI's chat format: each message's own tokens, and 3 that start the reply
 OPENAI_REPLY_TOKENS = 3
@@ -111,9 +113,9 @@ def token_counter(model: str, tokenizer: str | os.PathLike | None = None) -> Tok
     if local is not None:
         return local
     if tokenizer is not None:
-        raise ValueError(f"tokenizer {name!r} is neither a folder holding a tokenizer nor a model name in the local Hugging "
-                         "Face cache (it is never downloaded): give a folder, or download it first (huggingface-cli download "
-                         f"{name} tokenizer.json tokenizer_config.json)")
+        raise UserError(f"tokenizer {name!r} is neither a folder holding a tokenizer nor a model name in the local Hugging "
+                        "Face cache (it is never downloaded): give a folder, or download it first (huggingface-cli download "
+                        f"{name} tokenizer.json tokenizer_config.json)")
     return _tiktoken_counter(model) or chars_counter()
 
 
@@ -158,8 +160,8 @@ def _local_tokenizer(name: str) -> TokenCounter | None:
                 rendered = [tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
                             for messages in conversations]
             except Exception as error:  # noqa: BLE001 - jinja's TemplateError and what a template raises itself
-                raise ValueError(f"the chat template of {name} refuses these messages ({type(error).__name__}: {error}); "
-                                 "a server applying it refuses the requests too") from None
+                raise UserError(f"the chat template of {name} refuses these messages ({type(error).__name__}: {error}); "
+                                "a server applying it refuses the requests too") from None
             return encode(rendered)
 
         return TokenCounter(f"the model's tokenizer ({name}) with its chat template", _batched(encode), templated)
@@ -300,11 +302,11 @@ def check_prices(price_in: float | None, price_out: float | None, *, option: str
     for name, value in (("--price-in", price_in), ("--price-out", price_out)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                                   or value < 0):
-            raise ValueError(f"{name} must be a price of at least 0 (US dollars per million tokens), got {value!r}")
+            raise UserError(f"{name} must be a price of at least 0 (US dollars per million tokens), got {value!r}")
     if (price_in is None) != (price_out is None):
         given, missing = ("--price-in", "--price-out") if price_out is None else ("--price-out", "--price-in")
-        raise ValueError(f"{given} needs {missing} too ({option}: US dollars per million prompt / completion tokens; "
-                         f"give {missing} 0 where those tokens are free)")
+        raise UserError(f"{given} needs {missing} too ({option}: US dollars per million prompt / completion tokens; "
+                        f"give {missing} 0 where those tokens are free)")
 
 
 def estimate(what: str, plan: RequestPlan, *, model: str, host: str, counter: TokenCounter,
@@ -386,12 +388,6 @@ def longest_first(passages: Sequence[str], counter: TokenCounter) -> list[int]:
 
 def _money(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
-
-
-def render_estimate(estimate_: CostEstimate, price_in: float | None = None, price_out: float | None = None) -> list[str]:
-    """The estimate as printed by ``--estimate-cost``: its figures (``estimate_figures``), then how they were found
-    (``estimate_rules``)."""
-    return estimate_figures(estimate_, price_in, price_out) + estimate_rules(estimate_)
 
 
 def estimate_figures(estimate_: CostEstimate, price_in: float | None = None, price_out: float | None = None) -> list[str]:

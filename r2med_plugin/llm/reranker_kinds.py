@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import difflib
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.groupwise import GroupwiseLLMReranker
 from r2med_plugin.llm.listwise import ListwiseLLMReranker
@@ -64,6 +65,7 @@ from r2med_plugin.llm.setwise import (
     heap_top,
 )
 from r2med_plugin.llm.strategy import TOP_LOGPROBS, LLMReranker, own_logprobs, split_reasoning
+from r2med_plugin.rules import SettingError
 
 __all__ = [
     "ANSWER_COUNTS", "LLM_RERANKER_KINDS", "TOP_LOGPROBS", "UNDECIDED", "GroupwiseLLMReranker", "LLMReranker",
@@ -86,11 +88,11 @@ def register_llm_reranker(kind: type[LLMReranker]) -> type[LLMReranker]:
     if not (isinstance(kind, type) and issubclass(kind, LLMReranker)) or kind.questions is LLMReranker.questions:
         raise TypeError(f"register_llm_reranker takes an LLMReranker subclass that defines questions(task), got {kind!r}")
     if not kind.kind or not kind.kind.replace("-", "").replace("_", "").isalnum() or kind.kind != kind.kind.lower():
-        raise ValueError(f"{kind.__name__}.kind must be a lower-case word (llm-<kind>:<model> names it), got {kind.kind!r}")
+        raise UserError(f"{kind.__name__}.kind must be a lower-case word (llm-<kind>:<model> names it), got {kind.kind!r}")
     name = f"llm-{kind.kind}"
     if LLM_RERANKER_KINDS.get(name, kind) is not kind:
-        raise ValueError(f"{name} is already registered to {LLM_RERANKER_KINDS[name].__name__}: give {kind.__name__} "
-                         "another kind")
+        raise UserError(f"{name} is already registered to {LLM_RERANKER_KINDS[name].__name__}: give {kind.__name__} "
+                        "another kind")
     LLM_RERANKER_KINDS[name] = kind
     return kind
 
@@ -113,10 +115,13 @@ def llm_reranker(spec: str, config: LLMRerankerConfig | None) -> LLMReranker:
     if kind not in LLM_RERANKER_KINDS:
         close = difflib.get_close_matches(kind.lower(), list(LLM_RERANKER_KINDS), n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]}:<model>?)" if close else ""
-        raise ValueError(f"unknown LLM reranker {kind!r} in --rerank {spec}{hint}: choose {llm_reranker_names()}")
+        raise SettingError(f"unknown LLM reranker {kind!r} in {{rerank}} {spec}{hint}: choose {llm_reranker_names()}",
+                           field="rerank")
     if not model.strip():
-        raise ValueError(f"--rerank {spec} names no model: write {kind}:<model id the endpoint serves>, e.g. {kind}:Qwen/Qwen3-8B")
+        raise SettingError(f"{{rerank}} {spec} names no model: write {kind}:<model id the endpoint serves>, e.g. "
+                           f"{kind}:Qwen/Qwen3-8B", field="rerank")
     if config is None:
-        raise ValueError(f"--rerank {spec} needs an endpoint: add --base-url URL (e.g. http://localhost:8000/v1 for vLLM); "
-                         f"in Python pass rerank=as_reranker({spec!r}, llm=LLMRerankerConfig(Endpoint(base_url)))")
+        raise SettingError(f"{{rerank}} {spec} needs an endpoint: add {{base_url}} URL (e.g. http://localhost:8000/v1 for "
+                           f"vLLM); in Python pass rerank=as_reranker({spec!r}, llm=LLMRerankerConfig(Endpoint(base_url)))",
+                           field="base_url")
     return LLM_RERANKER_KINDS[kind](model, config)

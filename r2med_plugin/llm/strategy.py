@@ -17,6 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.llm.client import endpoint_host, host_label
 from r2med_plugin.llm.config import LLMRerankerConfig, extra_body_label
 from r2med_plugin.llm.cost import CostEstimate, DryRequester, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
@@ -45,8 +46,8 @@ class LLMReranker(RerankerBase):
 
     def __init__(self, model: str, config: LLMRerankerConfig) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"--rerank llm-{self.kind}:<model> needs the model id the endpoint serves, e.g. "
-                             f"llm-{self.kind}:Qwen/Qwen3-8B")
+            raise UserError(f"--rerank llm-{self.kind}:<model> needs the model id the endpoint serves, e.g. "
+                            f"llm-{self.kind}:Qwen/Qwen3-8B")
         if not isinstance(config, LLMRerankerConfig):
             raise TypeError("config must be an LLMRerankerConfig(Endpoint(base_url), ...)")
         self.model = model.strip()
@@ -122,10 +123,10 @@ class LLMReranker(RerankerBase):
         lists = top_document_ids(first_stage, depth)
         missing = [query_id for query_id in lists if query_id not in queries]
         if missing:
-            raise ValueError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")
+            raise UserError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")
         unknown = [doc_id for doc_ids in lists.values() for doc_id in doc_ids if doc_id not in documents]
         if unknown:
-            raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
+            raise UserError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
         return RerankTask(lists, queries, documents, first_stage, {name: 0 for name in self.counted})
 
     def _host(self) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_device
 from r2med_plugin.models.identity import model_revision
 from r2med_plugin.models.protocols import PairScorerBase
@@ -39,12 +40,12 @@ class SentenceTransformerCrossEncoder(PairScorerBase):
         try:
             self.model = CrossEncoder(model_name_or_path, revision=revision, device=device, max_length=max_length)
         except OSError as error:
-            raise ValueError(
+            raise UserError(
                 f"could not load the cross-encoder {model_name_or_path!r} ({error}); give a local folder or a hub name "
                 "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
             ) from error
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise UserError(f"batch_size must be positive, got {batch_size}")
         _check_trained_head(model_name_or_path, self.model)
         # As for encoders: a hub model is filed under the commit loaded, a folder under a fingerprint of its files.
         self.name, self.revision, _ = model_revision(model_name_or_path, revision)
@@ -60,9 +61,9 @@ def _check_trained_head(name: str, cross_encoder: object) -> None:
     config = getattr(getattr(cross_encoder, "model", None), "config", None)
     architectures = list(getattr(config, "architectures", None) or [])
     if architectures and not any(arch.endswith(("ForSequenceClassification", "ForTokenClassification")) for arch in architectures):
-        raise ValueError(f"{name!r} was saved as {', '.join(architectures)}, without a trained classification head: a "
-                         "cross-encoder would score with a randomly drawn head; give a cross-encoder (a sequence-"
-                         "classification checkpoint), or use the model as a first stage (--first-stage)")
+        raise UserError(f"{name!r} was saved as {', '.join(architectures)}, without a trained classification head: a "
+                        "cross-encoder would score with a randomly drawn head; give a cross-encoder (a sequence-"
+                        "classification checkpoint), or use the model as a first stage (--first-stage)")
 
 
 def raw_logits(model: object, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
@@ -162,12 +163,12 @@ def _one_score_per_pair(raw: object, count: int, scorer: object) -> np.ndarray:
     elif array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
     if array.shape != (count,):
-        raise ValueError(
+        raise UserError(
             f"the reranker {type(scorer).__name__} returned scores of shape {array.shape} for {count} pairs; "
             "expected one score per pair (a head with 1 or 2 labels)"
         )
     if not np.isfinite(array).all():
-        raise ValueError(f"the reranker {type(scorer).__name__} returned NaN or infinite scores; check the model and its dtype")
+        raise UserError(f"the reranker {type(scorer).__name__} returned NaN or infinite scores; check the model and its dtype")
     return array
 
 

@@ -54,7 +54,7 @@ def _positive(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
     return value
 
 
@@ -68,15 +68,15 @@ class EndpointLoader(ModelLoaderBase):
     def claim(self, name: str, revision: str | None, settings: Mapping[str, Any]) -> RetrieverRef:
         model = name.split(":", 1)[1] if name.startswith(f"{SCHEME}:") else name
         if not model.strip():
-            raise ValueError(f"{name!r} names no model: write openai:<model id the endpoint serves>, e.g. openai:text-embedding-3-small")
+            raise UserError(f"{name!r} names no model: write openai:<model id the endpoint serves>, e.g. openai:text-embedding-3-small")
         if revision is not None:
-            raise ValueError("an embedding endpoint serves the model it serves: --model-revision reaches no code there; drop it")
+            raise UserError("an embedding endpoint serves the model it serves: --model-revision reaches no code there; drop it")
         unknown = sorted(set(settings) - set(SETTINGS))
         if unknown:
-            raise ValueError(f"{unknown[0]!r} is not an endpoint setting; use {', '.join(SETTINGS)}")
+            raise UserError(f"{unknown[0]!r} is not an endpoint setting; use {', '.join(SETTINGS)}")
         if not settings.get("base_url"):
-            raise ValueError(f"{name} needs --base-url URL: the OpenAI-compatible server, e.g. http://localhost:8000/v1 "
-                             "(OpenAI: https://api.openai.com/v1)")
+            raise UserError(f"{name} needs --base-url URL: the OpenAI-compatible server, e.g. http://localhost:8000/v1 "
+                            "(OpenAI: https://api.openai.com/v1)")
         endpoint_host(settings["base_url"])  # a URL holding credentials or no host is refused here
         _positive("dimensions", settings.get("dimensions"))
         _positive("concurrency", settings.get("concurrency"))
@@ -98,7 +98,7 @@ class EndpointLoader(ModelLoaderBase):
                      batch_size: int = 32, show_progress: bool = True, name: str | None = None,
                      timeout: float = 120.0, max_retries: int = 6) -> EndpointEncoder:
         if device not in (None, "cpu") or any(chosen != "cpu" for chosen in devices or ()):
-            raise ValueError(f"{ref.name} runs on its server: a --device (or devices) reaches no code there; drop it")
+            raise UserError(f"{ref.name} runs on its server: a --device (or devices) reaches no code there; drop it")
         settings = dict(ref.settings)
         return EndpointEncoder(ref.source, settings["base_url"], api_key_env=settings.get("api_key_env"),
                                dimensions=settings.get("dimensions"), concurrency=settings.get("concurrency") or 8,
@@ -106,7 +106,7 @@ class EndpointLoader(ModelLoaderBase):
                                max_retries=max_retries, extra_body=extra_body_of(settings.get("extra_body")))
 
     def load_cross_encoder(self, ref: RetrieverRef, **options: Any) -> Any:
-        raise ValueError(f"{ref.name} is an embedding endpoint; it embeds texts and cannot rerank pairs: use it as the first stage")
+        raise UserError(f"{ref.name} is an embedding endpoint; it embeds texts and cannot rerank pairs: use it as the first stage")
 
 
 LOADER = EndpointLoader()
@@ -120,7 +120,7 @@ class EndpointEncoder(EncoderBase):
                  show_progress: bool = True, name: str | None = None, encoding_format: str = "float",
                  extra_body: Mapping[str, Any] | str | None = None) -> None:
         if encoding_format not in ("float", "base64"):
-            raise ValueError(f"encoding_format must be float or base64, got {encoding_format!r}")
+            raise UserError(f"encoding_format must be float or base64, got {encoding_format!r}")
         self.host = endpoint_host(base_url)
         self.encoding_format = encoding_format  # base64: float32 little-endian, for servers without "float" (Voyage)
         self.base_url = base_url

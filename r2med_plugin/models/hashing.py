@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase, with_prompt
 
 
@@ -15,7 +16,7 @@ class HashingEncoder(EncoderBase):
 
     def __init__(self, dim: int = 256, name: str = "hashing-encoder") -> None:
         if dim < 1:
-            raise ValueError(f"dim must be positive, got {dim}")
+            raise UserError(f"dim must be positive, got {dim}")
         self.dim = dim
         self.name = name
         self.revision = f"dim{dim}"

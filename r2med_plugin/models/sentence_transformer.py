@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_device, check_model_name
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
@@ -70,13 +71,13 @@ class SentenceTransformerEncoder(EncoderBase):
         source = model_name_or_path
         if model_name_or_path in PACKAGED_MODELS:
             if revision is not None:
-                raise ValueError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
+                raise UserError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
             source = str(packaged_model_folder(model_name_or_path))
         try:
             with no_loading_bar():
                 self.model = SentenceTransformer(source, revision=revision, device=device)
         except OSError as error:
-            raise ValueError(
+            raise UserError(
                 f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
                 "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
             ) from error

@@ -30,8 +30,9 @@ import polars as pl
 
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin import significance as sig
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import ResultName, described_data, judged_data
-from r2med_plugin.reporting.leaderboard import read_result_folders
+from r2med_plugin.reporting.result_files import read_result_folders
 from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.per_query import Sidecar, per_query_path, read_per_query
 
@@ -101,11 +102,11 @@ def load_sidecars(folders: Sequence[str | Path]) -> dict[tuple[str, str], tuple[
 
     Every MTEB result of one of our tasks must have its sidecar: a missing one raises ValueError naming it."""
     if not folders:
-        raise ValueError("give at least one result folder (RESULTS...)")
+        raise UserError("give at least one result folder (RESULTS...)")
     known = set(our_task_names())
     records = [record for record in read_result_folders(folders) if record.path.stem in known]
     if not records:
-        raise ValueError(
+        raise UserError(
             f"no results of R2MED or NanoR2MED tasks under {', '.join(map(str, folders))}; evaluate first "
             "(r2med evaluate --task ... --output DIR, or mteb run), then pass DIR"
         )
@@ -114,7 +115,7 @@ def load_sidecars(folders: Sequence[str | Path]) -> dict[tuple[str, str], tuple[
     for record in records:
         path = per_query_path(record.path)
         if not path.is_file():
-            raise ValueError(
+            raise UserError(
                 f"{record.path}: its per-query file {path.name} is missing. Results written before per-query files existed "
                 "(or copied without them) cannot be compared: evaluate that model again (r2med evaluate ... --output, "
                 "a sweep, or mteb run with r2med-plugin installed), or leave its folder out"
@@ -139,7 +140,7 @@ def _with_judged_data(sidecar: Sidecar, record: ResultRecord) -> Sidecar:
 def _metric_values(sidecars: Sequence[Sidecar], metric: str, label: str, task: str) -> tuple[pl.DataFrame, Sidecar] | None:
     holding = [sidecar for sidecar in sidecars if (sidecar.frame["metric"] == metric).any()]
     if len(holding) > 1:
-        raise ValueError(
+        raise UserError(
             f"{label} has two {task} results with {metric}: {holding[0].path} and {holding[1].path} (two folders, or two "
             "dataset revisions); pass only one of them"
         )
@@ -147,7 +148,7 @@ def _metric_values(sidecars: Sequence[Sidecar], metric: str, label: str, task: s
         return None
     frame = holding[0].frame.filter(pl.col("metric") == metric)
     if frame["query_id"].n_unique() != frame.height:
-        raise ValueError(f"{holding[0].path}: query ids repeat for {metric}; the file is broken, write it again")
+        raise UserError(f"{holding[0].path}: query ids repeat for {metric}; the file is broken, write it again")
     return frame, holding[0]
 
 
@@ -157,7 +158,7 @@ def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> 
     A metric that no result holds, or that some result of a task lacks while others hold it, raises
     ValueError naming the file and the metrics it has."""
     if not metric:
-        raise ValueError("--metric is empty; e.g. --metric ndcg_at_10")
+        raise UserError("--metric is empty; e.g. --metric ndcg_at_10")
     sidecars = load_sidecars(folders)
     table: dict[str, dict[str, ModelTask]] = {}
     missing: list[Sidecar] = []
@@ -177,7 +178,7 @@ def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> 
         available = sidecar.metrics
         close = difflib.get_close_matches(metric, available, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else "."
-        raise ValueError(
+        raise UserError(
             f"{sidecar.path}: no per-query values of {metric!r}{hint} It holds: {', '.join(available)}; choose one with --metric"
         )
     notes = tuple(f"{sidecar.path}: no per-query values of {metric}; left out" for sidecar in missing)
@@ -190,15 +191,15 @@ def aligned(scores: PerQueryScores, model: str, baseline: str, task: str) -> tup
     """(query ids, model values, baseline values) in one query order; different query sets raise ValueError."""
     ours, theirs = scores.get(model, task), scores.get(baseline, task)
     if ours is None or theirs is None:
-        raise ValueError(f"{task}: {model if ours is None else baseline} has no {scores.metric} result")
+        raise UserError(f"{task}: {model if ours is None else baseline} has no {scores.metric} result")
     other_data = data_difference(scores, model, baseline, task)
     if other_data:
-        raise ValueError(f"{other_data}. Evaluate both on the same data, or compare them in separate runs")
+        raise UserError(f"{other_data}. Evaluate both on the same data, or compare them in separate runs")
     if set(ours.query_ids) != set(theirs.query_ids):
         only_ours = sorted(set(ours.query_ids) - set(theirs.query_ids))
         only_theirs = sorted(set(theirs.query_ids) - set(ours.query_ids))
         example = f"{only_ours[0]!r} only in {ours.path}" if only_ours else f"{only_theirs[0]!r} only in {theirs.path}"
-        raise ValueError(
+        raise UserError(
             f"{task}: {model} was evaluated on {len(ours.query_ids)} queries ({ours.path}), {baseline} on "
             f"{len(theirs.query_ids)} ({theirs.path}); {len(only_ours) + len(only_theirs)} differ (e.g. {example}). "
             "Paired tests need the same queries: evaluate both on the same data (same dataset revision and mirror)"
@@ -229,15 +230,15 @@ def resolve_model(scores: PerQueryScores, name: str, what: str = "--baseline") -
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise ValueError(f"{what} {name!r} has several revisions here: {', '.join(matches)}; name one of them")
+        raise UserError(f"{what} {name!r} has several revisions here: {', '.join(matches)}; name one of them")
     close = difflib.get_close_matches(name, scores.models, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     lacking = {label for label, _ in scores.sidecars if label == name or label.split("@", 1)[0] == name} - set(scores.models)
     if lacking:
-        raise ValueError(f"{what} {name!r} has results here but none with per-query {scores.metric} (a run shallower than the "
-                         "metric's depth, e.g. --top-k 10 for recall_at_100, has none); choose another --metric, or evaluate "
-                         f"{name} again with a deeper --top-k")
-    raise ValueError(f"{what} {name!r} is not among the models in the folders ({', '.join(scores.models)}).{hint}")
+        raise UserError(f"{what} {name!r} has results here but none with per-query {scores.metric} (a run shallower than the "
+                        "metric's depth, e.g. --top-k 10 for recall_at_100, has none); choose another --metric, or evaluate "
+                        f"{name} again with a deeper --top-k")
+    raise UserError(f"{what} {name!r} is not among the models in the folders ({', '.join(scores.models)}).{hint}")
 
 
 def default_baseline(scores: PerQueryScores) -> str:
@@ -325,7 +326,7 @@ def _scope_comparisons(
     for indices in by_length.values():  # one matrix per query count: every model at once
         diffs = np.vstack([pairs[i][1] - pairs[i][2] for i in indices])
         if test == "t-test" and diffs.shape[1] < 2:
-            raise ValueError(f"{scope}: a t-test needs at least two queries; use --test randomization")
+            raise UserError(f"{scope}: a t-test needs at least two queries; use --test randomization")
         p[indices] = sig.p_values(diffs, test, permutations=permutations, seed=seed)
         intervals[indices] = sig.bootstrap_intervals(diffs, resamples=permutations, seed=seed)
     adjusted, rejected = sig.corrected(p, correction, alpha)
@@ -358,16 +359,16 @@ def compare_scores(
     alpha = sig.check_alpha(alpha)
     permutations = sig.check_permutations(permutations)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed (--seed) must be a non-negative integer, got {seed!r}")
+        raise UserError(f"seed (--seed) must be a non-negative integer, got {seed!r}")
     if len(scores.models) < 2:
         only = scores.models[0] if scores.models else "none"
-        raise ValueError(f"compare needs at least two models with {scores.metric} results; the folders hold only {only}: "
-                         "add the result folder of another model")
+        raise UserError(f"compare needs at least two models with {scores.metric} results; the folders hold only {only}: "
+                        "add the result folder of another model")
     base = resolve_model(scores, baseline) if baseline is not None else default_baseline(scores)
     options = dict(test=test, correction=correction, alpha=alpha, seed=seed, permutations=permutations)
     paired = _paired_by_task(scores, base, show_progress)
     if not paired.by_task and paired.left_out:  # every task of every model is on other data than the baseline's
-        raise ValueError(f"{paired.left_out[0][2]}. Nothing else is left to compare: evaluate both on the same data")
+        raise UserError(f"{paired.left_out[0][2]}. Nothing else is left to compare: evaluate both on the same data")
     comparisons: list[Comparison] = []
     for task, pairs in paired.by_task.items():
         comparisons += _scope_comparisons(task, False, base, pairs, **options)
@@ -484,7 +485,7 @@ def report_cells(report: ComparisonReport) -> list[list[str]]:
 def render_report(report: ComparisonReport, fmt: str = "md") -> str:
     """The comparison table in Markdown, CSV or HTML, with the method and the seed stated."""
     if fmt not in FORMATS:
-        raise ValueError(f"format (--format) must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise UserError(f"format (--format) must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -516,12 +517,12 @@ def plot_report(report: ComparisonReport, path: str | Path) -> Path:
     from r2med_plugin.reporting.plots import PLOT_SUFFIXES, pyplot, save_figure
 
     if Path(path).suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(f"--plot {path}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
+        raise UserError(f"--plot {path}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
     plt = pyplot()
     scopes = list(dict.fromkeys(c.scope for c in report.comparisons))
     models = [m for m in report.models if m != report.baseline]
     if not scopes:
-        raise ValueError("nothing to plot: no comparison was made")
+        raise UserError("nothing to plot: no comparison was made")
     height = max(3.0, 0.45 * len(scopes) * max(1, min(len(models), 6)) / 2 + 1.5)
     figure, axis = plt.subplots(figsize=(9, height))
     step = 0.8 / max(1, len(models))

@@ -12,6 +12,7 @@ from typing import Any
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.io import write_json_atomic, write_text_atomic
 from r2med_plugin.identifiers import CANDIDATE_SUBSETS, described_data, judged_data
 from r2med_plugin.types import TaskSpec
@@ -31,12 +32,12 @@ def check_output_dir(folder: str | os.PathLike, flag: str = "output") -> Path:
     existing = next((candidate for candidate in (path, *path.parents) if candidate.exists()), Path("."))
     if not existing.is_dir():
         where = "is a file" if existing == path else f"cannot be created: {existing} is a file"
-        raise ValueError(f"{flag} {folder}: {where}; give a folder (it is created when missing)")
+        raise UserError(f"{flag} {folder}: {where}; give a folder (it is created when missing)")
     try:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".r2med-write-check-"):
             pass
     except OSError as error:
-        raise ValueError(f"{flag} {folder}: not writable ({error.strerror or error}); choose a folder you can write to") from None
+        raise UserError(f"{flag} {folder}: not writable ({error.strerror or error}); choose a folder you can write to") from None
     return path
 
 
@@ -173,7 +174,7 @@ def write_mteb_result(
     ``r2med_provenance`` key, which mteb's TaskResult ignores on loading.
     """
     if main_score not in scores:
-        raise ValueError(f"main score {main_score!r} is not among the scores")
+        raise UserError(f"main score {main_score!r} is not among the scores")
     payload = {
         "dataset_revision": dataset_revision,
         "task_name": task_name,
@@ -210,7 +211,7 @@ def write_trec_run(path: Path, run: Mapping[str, Mapping[str, float]], tag: str,
     id, scoring another order than the run's. ``keep_order``: tied scores keep the run's own order (a bm25-hakari
     run: bm25s's ranking, which HAKARI-Bench's metrics read as given)."""
     if depth < 1:
-        raise ValueError(f"TREC depth must be a positive number of documents per query, got {depth}")
+        raise UserError(f"TREC depth must be a positive number of documents per query, got {depth}")
     lines: list[str] = []
     for query_id, ranked in run.items():
         if keep_order:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision
 from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.rows import BENCHMARKS
@@ -132,7 +133,7 @@ def grouped_records(records: Sequence[ResultRecord], benchmark: str = "r2med") -
     records of a group may share a row, no others.
     """
     if benchmark not in BENCHMARKS:
-        raise ValueError(f"benchmark must be one of {BENCHMARKS}, got {benchmark!r}")
+        raise UserError(f"benchmark must be one of {BENCHMARKS}, got {benchmark!r}")
     index = task_index()
     pins = {spec.name: spec.revision for spec in list_tasks()}
     buckets: dict[tuple[str, bool, str, str], list[tuple[str, ResultRecord]]] = {}

@@ -12,6 +12,7 @@ import lzma
 from collections.abc import Mapping
 from pathlib import Path
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import HAKARI_BM25, is_hakari_bm25
 from r2med_plugin.io import atomic_write
 
@@ -49,9 +50,9 @@ def read_xz_json(path: Path) -> dict:
         with lzma.open(path, "rt", encoding="utf-8") as handle:
             payload = json.load(handle)
     except (OSError, lzma.LZMAError, ValueError) as error:
-        raise ValueError(f"{path}: not an lzma-compressed JSON file ({error}); write it again") from error
+        raise UserError(f"{path}: not an lzma-compressed JSON file ({error}); write it again") from error
     if not isinstance(payload, dict):
-        raise ValueError(f"{path}: holds {type(payload).__name__}, not a JSON object; write it again")
+        raise UserError(f"{path}: holds {type(payload).__name__}, not a JSON object; write it again")
     return payload
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import described_data
 from r2med_plugin.reporting.compare import DEFAULT_METRIC, aligned, load_scores, load_sidecars, resolve_model, our_task_names
 
@@ -38,7 +39,7 @@ def _check_task(task: str) -> str:
     if task not in names:
         close = difflib.get_close_matches(task, names, n=2)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(f"--task {task!r} is not an R2MED or NanoR2MED task.{hint} `r2med tasks` lists them")
+        raise UserError(f"--task {task!r} is not an R2MED or NanoR2MED task.{hint} `r2med tasks` lists them")
     return task
 
 
@@ -47,14 +48,14 @@ def inspect_query(folders: Sequence[str | Path], task: str, query_id: str, metri
     _check_task(task)
     sidecars = {label: files for (label, name), files in load_sidecars(folders).items() if name == task}
     if not sidecars:
-        raise ValueError(f"no {task} results with per-query files under {', '.join(map(str, folders))}; evaluate {task} first")
+        raise UserError(f"no {task} results with per-query files under {', '.join(map(str, folders))}; evaluate {task} first")
     views: list[QueryView] = []
     known: set[str] = set()
     for label in sorted(sidecars):
         holding = [sidecar for sidecar in sidecars[label] if query_id in sidecar.ranked]
         if len(holding) > 1:  # which one to show would be a guess: the first folder given, silently
-            raise ValueError(f"{label} has two {task} results: {holding[0].path} and {holding[1].path} (two folders, or two "
-                             "dataset revisions); pass only one of them")
+            raise UserError(f"{label} has two {task} results: {holding[0].path} and {holding[1].path} (two folders, or two "
+                            "dataset revisions); pass only one of them")
         for sidecar in sidecars[label]:
             known |= set(sidecar.ranked)
             entry = sidecar.ranked.get(query_id)
@@ -71,14 +72,14 @@ def inspect_query(folders: Sequence[str | Path], task: str, query_id: str, metri
                  ((view, _revision_of(view.path, sidecars)) for view in views) if sidecar_revision}
     if len(set(revisions.values())) > 1:
         described = "; ".join(f"{described_data(judged)} ({path})" for path, judged in revisions.items())
-        raise ValueError(f"{task}: these results were computed on different dataset revisions or files ({described}): their "
-                         "relevance marks may come from other qrels. Inspect results of one dataset revision and one set of "
-                         "files at a time")
+        raise UserError(f"{task}: these results were computed on different dataset revisions or files ({described}): their "
+                        "relevance marks may come from other qrels. Inspect results of one dataset revision and one set of "
+                        "files at a time")
     if not views:
         close = difflib.get_close_matches(query_id, sorted(known), n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         example = f" (e.g. {sorted(known)[0]!r})" if known else ""
-        raise ValueError(f"--query {query_id!r} is not an evaluated query of {task} in these results{example}.{hint}")
+        raise UserError(f"--query {query_id!r} is not an evaluated query of {task} in these results{example}.{hint}")
     return views
 
 
@@ -126,17 +127,17 @@ def worst_queries(
 ) -> dict[str, list[Loss]]:
     """model -> its ``count`` largest losses to ``baseline`` (most negative differences first; only losses)."""
     if isinstance(count, bool) or int(count) != count or count < 1:
-        raise ValueError(f"--worst must be a positive number of queries, got {count}")
+        raise UserError(f"--worst must be a positive number of queries, got {count}")
     if task is not None:
         _check_task(task)
     scores = load_scores(folders, metric)
     base = resolve_model(scores, baseline)
     others = [model for model in scores.models if model != base]
     if not others:
-        raise ValueError(f"--worst compares models with the baseline {base}, and the folders hold no other model: add one")
+        raise UserError(f"--worst compares models with the baseline {base}, and the folders hold no other model: add one")
     tasks = [task] if task is not None else list(scores.tasks)
     if task is not None and scores.get(base, task) is None:
-        raise ValueError(f"the baseline {base} has no {task} result with {metric}")
+        raise UserError(f"the baseline {base} has no {task} result with {metric}")
     losses: dict[str, list[Loss]] = {}
     for model in others:
         found: list[Loss] = []

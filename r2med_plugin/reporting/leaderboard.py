@@ -16,38 +16,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, ResultName, judged_files
-from r2med_plugin.reporting.grouping import (  # noqa: F401 - re-exported
+from r2med_plugin.reporting.grouping import (
     DRIFT_LABEL,
-    LOCAL_MIRROR_SET,
     PINNED_DRIFT_SET,
     SYNTHETIC_LABEL,
     UNVERIFIED_DRIFT_SET,
     UNVERIFIED_SET,
-    Grouping,
     RowGroup,
     grouped_records,
 )
-from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows  # noqa: F401 - re-exported
-from r2med_plugin.reporting.render import (  # noqa: F401 - re-exported
-    leaderboard_table,
-    notes,
-    render,
-    render_many,
-    row_label,
-    table_cells,
-)
-from r2med_plugin.reporting.result_files import RERANKING_SUFFIX, ResultRecord, read_result_folders  # noqa: F401
+from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows
+from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
 from r2med_plugin.models.official.naming import profile_of_result, published_row_of
-from r2med_plugin.reporting.rows import (
-    BENCHMARK_TITLES,
-    BENCHMARKS,
-    MAIN_METRIC,
-    NANO_EXTRA_COLUMNS,
-    NANO_EXTRA_METRICS,
-    LeaderboardRow,
-    task_columns,
-)
+from r2med_plugin.reporting.rows import BENCHMARKS, MAIN_METRIC, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
 
@@ -248,11 +231,11 @@ def build_leaderboards(
         return {benchmark: _build(records, benchmark, compare_published)}
     present = [name for name in BENCHMARKS if user_rows(records, name)]
     if not present:
-        raise ValueError(
+        raise UserError(
             "no R2MED or NanoR2MED results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
         )
     if compare_published and "r2med" not in present:
-        raise ValueError("published rows exist for the full R2MED benchmark only, and the folders hold only NanoR2MED results")
+        raise UserError("published rows exist for the full R2MED benchmark only, and the folders hold only NanoR2MED results")
     return {name: _build(records, name, compare_published and name == "r2med") for name in present}
 
 
@@ -266,14 +249,14 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
     rows = user_rows(records, benchmark)
     if compare_published:
         if benchmark != "r2med":
-            raise ValueError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
+            raise UserError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
         rows += published_rows() + published_reranker_rows()
     _keep_apart(rows)
     if compare_published:
         _link_official_profiles(rows)
     _label_other_files(rows)
     if not rows:
-        raise ValueError(
+        raise UserError(
             f"no {benchmark} results found in the given folders; run `mteb run -t <task> -m <model>` or `r2med evaluate` first"
         )
     ranked = rank_rows(rows)
@@ -291,11 +274,7 @@ def _name_published_llms(rows: list[LeaderboardRow]) -> None:
             row.llm = f"{names[row.expansion]} ({row.expansion})"
 
 
-__all__ = [  # the leaderboard's names, wherever they live now (result_files, grouping, rows, published, render)
-    "BENCHMARK_TITLES", "BENCHMARKS", "BUILTIN_LABEL", "DRIFT_LABEL", "Grouping", "LOCAL_LABEL", "LOCAL_MIRROR_SET",
-    "LeaderboardRow", "MAIN_METRIC", "NANO_EXTRA_COLUMNS", "PINNED_DRIFT_SET", "RERANKING_SUFFIX", "ResultRecord",
-    "RowGroup", "SYNTHETIC_LABEL", "UNVERIFIED_DRIFT_SET", "UNVERIFIED_SET", "build_leaderboard", "build_leaderboards",
-    "grouped_records", "leaderboard_table", "notes", "published_leaderboard", "published_reranker_rows", "published_rows",
-    "rank_rows", "read_result_folders", "render", "render_many", "row_label", "split_model_name", "table_cells",
-    "task_columns", "user_rows",
+__all__ = [  # the leaderboard's own names; rows, grouping, rendering and result files live in their modules
+    "BUILTIN_LABEL", "LOCAL_LABEL", "build_leaderboard", "build_leaderboards", "leaderboard_of",
+    "published_leaderboard", "rank_rows", "split_model_name", "user_rows",
 ]

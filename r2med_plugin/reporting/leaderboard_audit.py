@@ -13,6 +13,7 @@ from pathlib import Path
 
 from r2med_plugin.audit.report import COLUMNS, overlapped, read_audit
 from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.errors import UserError
 from r2med_plugin.reporting.rows import LeaderboardRow
 
 MARK = "†"
@@ -26,8 +27,8 @@ def parse_audits(values: Sequence[str]) -> list[tuple[str, str, dict]]:
         summary = read_audit(folder)
         model = model or summary.get("model")
         if not model:
-            raise ValueError(f"--audit {value}: the audit names no model; write --audit MODEL={folder} (or audit with "
-                             "`r2med audit TRAIN --model MODEL`)")
+            raise UserError(f"--audit {value}: the audit names no model; write --audit MODEL={folder} (or audit with "
+                            "`r2med audit TRAIN --model MODEL`)")
         audits.append((model, folder, summary))
     return audits
 
@@ -45,8 +46,8 @@ def attach_audits(tables: Mapping[str, Sequence[LeaderboardRow]], values: Sequen
                     found = True
         if not found:
             labels = sorted({row.retriever for rows in out.values() for row in rows})
-            raise ValueError(f"--audit {folder}: no row of model {model!r} in the table (rows: {', '.join(labels)}); write "
-                             "--audit MODEL=DIR with the model name as the table shows it")
+            raise UserError(f"--audit {folder}: no row of model {model!r} in the table (rows: {', '.join(labels)}); write "
+                            "--audit MODEL=DIR with the model name as the table shows it")
     return out
 
 

@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.io import write_text_atomic
 from r2med_plugin.identifiers import BM25_NAMES, ResultName
 from r2med_plugin.reporting.per_query import per_query_path
@@ -70,15 +71,15 @@ def check_page_folder(folder: str | os.PathLike) -> Path:
     """``folder`` if a page may be written there (new, empty, or an earlier page alone); else a ValueError naming it."""
     path = Path(folder)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"--html {path}: this is a file; give a folder for the page (it writes {PAGE_FILE} there)")
+        raise UserError(f"--html {path}: this is a file; give a folder for the page (it writes {PAGE_FILE} there)")
     if not path.is_dir():
         return path
     others = sorted(entry.name for entry in path.iterdir() if entry.name != PAGE_FILE)
     page = path / PAGE_FILE
     if others or (page.exists() and not _is_earlier_page(page)):
         found = ", ".join(others or [PAGE_FILE])
-        raise ValueError(f"--html {path}: the folder holds files that are not an earlier leaderboard page ({found}); "
-                         "give a new or empty folder, or the folder of an earlier `r2med leaderboard --html` page")
+        raise UserError(f"--html {path}: the folder holds files that are not an earlier leaderboard page ({found}); "
+                        "give a new or empty folder, or the folder of an earlier `r2med leaderboard --html` page")
     return path
 
 
@@ -97,7 +98,7 @@ def write_leaderboard_page(tables: Mapping[str, Sequence[LeaderboardRow]], folde
     --json``'s payload, or its file) when given; the path of the page."""
     path = check_page_folder(folder)
     if not tables:
-        raise ValueError("no leaderboard table to write: build one with build_leaderboards(...) first")
+        raise UserError("no leaderboard table to write: build one with build_leaderboards(...) first")
     page = page_html(tables, folder=path, title=title)
     if matrix is not None and not isinstance(matrix, Mapping):
         matrix = _read_matrix(matrix)
@@ -115,7 +116,7 @@ def _read_matrix(path: str | os.PathLike) -> Mapping:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise ValueError(f"--matrix {path}: cannot read it ({error}); write it with `r2med reproduce --matrix --json FILE`") from error
+        raise UserError(f"--matrix {path}: cannot read it ({error}); write it with `r2med reproduce --matrix --json FILE`") from error
 
 
 def matrix_section(matrix: Mapping) -> str:
@@ -123,7 +124,7 @@ def matrix_section(matrix: Mapping) -> str:
     leaderboard's words for the data it stands on when that is not proven pinned data), command."""
     rows = matrix.get("rows") if isinstance(matrix, Mapping) else None
     if not isinstance(rows, list):
-        raise ValueError('the matrix file must hold {"rows": [...]} as `r2med reproduce --matrix --json FILE` writes it')
+        raise UserError('the matrix file must hold {"rows": [...]} as `r2med reproduce --matrix --json FILE` writes it')
     lines = ['<section id="reproduction-matrix"><h2>Reproduction matrix</h2>',
              '<p class="meta">Each published row, its command, and our number where it was recomputed '
              "(<code>r2med reproduce --matrix</code>; nDCG@10 x 100, average over the 8 tasks).</p>",

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from r2med_plugin import significance as sig
-from r2med_plugin.reporting.leaderboard import MAIN_METRIC, LeaderboardRow, row_label, task_columns
+from r2med_plugin.reporting.render import row_label
+from r2med_plugin.reporting.rows import MAIN_METRIC, LeaderboardRow, task_columns
 from r2med_plugin.reporting.per_query import per_query_path, read_per_query
 
 

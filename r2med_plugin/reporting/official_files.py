@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
 from r2med_plugin.identifiers import OfficialLayoutName
@@ -74,14 +75,14 @@ def official_scores(scores: Mapping[str, float], layout: OfficialLayoutName = "b
     wanted = [f"{prefix}_{k}" for _, prefix in _FAMILIES for k in k_values] + (["mrr"] if layout == "bm25" else [])
     missing = [key for key in wanted if key not in scores]
     if missing:
-        raise ValueError(f"scores lack {missing}; compute them with evaluate_run(..., k_values) including {k_values}")
+        raise UserError(f"scores lack {missing}; compute them with evaluate_run(..., k_values) including {k_values}")
     return {key: round(float(scores[key]), OFFICIAL_DECIMALS) for key in wanted}
 
 
 def official_results(*, dataset_name: str, model_name: str, scores: Mapping[str, float], evaluation_time: float) -> dict:
     """The official payload; ``scores`` are the official test scores, ``evaluation_time`` in seconds."""
     if not dataset_name or not model_name:
-        raise ValueError("dataset_name and model_name must be non-empty strings")
+        raise UserError("dataset_name and model_name must be non-empty strings")
     return {
         "dataset_name": dataset_name,
         "evaluation_time": official_minutes(evaluation_time),
@@ -106,7 +107,7 @@ def write_official_results(
     """
     if layout is not None:
         if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+            raise UserError(f"layout must be one of {LAYOUTS}, got {layout!r}")
         scores = official_scores(scores, layout)
     payload = official_results(dataset_name=dataset_name, model_name=model_name, scores=scores, evaluation_time=evaluation_time)
     return write_json_atomic(Path(path), payload, sort_keys=True, trailing_newline=False, ensure_ascii=True)
@@ -129,7 +130,7 @@ def official_reranker_results(
     retriever_name, NDCG@10 ... MRR), for a side-by-side diff.
     """
     if not dataset_name or not reranker:
-        raise ValueError("dataset_name and reranker must be non-empty strings")
+        raise UserError("dataset_name and reranker must be non-empty strings")
     minutes = round(float(evaluation_time) / 60, 2)
     test = {key: round(float(value), 5) for key, value in scores.items()}
     payload: dict = {"dataset_name": dataset_name, "evaluation_time": f"{minutes} minutes", "topk": int(top_k)}
@@ -137,10 +138,10 @@ def official_reranker_results(
         payload |= {"model_name": reranker, "test": test}
     elif layout == "published":
         if not retriever:
-            raise ValueError("the published layout names the first stage: pass retriever=")
+            raise UserError("the published layout names the first stage: pass retriever=")
         payload |= {"reranker_name": reranker, "retriever_name": retriever, "test": {_published_key(k): v for k, v in test.items()}}
     else:
-        raise ValueError(f"layout must be 'code' or 'published', got {layout!r}")
+        raise UserError(f"layout must be 'code' or 'published', got {layout!r}")
     return _sorted(payload)
 
 
@@ -159,7 +160,7 @@ def published_to_ours(test: Mapping[str, float]) -> dict[str, float]:
             continue
         prefix, _, k = key.partition("@")
         if f"{prefix}@" not in reverse or not k.isdigit():
-            raise ValueError(f"unknown published metric {key!r}")
+            raise UserError(f"unknown published metric {key!r}")
         renamed[f"{reverse[prefix + '@']}_{k}"] = value
     return renamed
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import polars as pl
 
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.io import atomic_write
 
 PER_QUERY_SUFFIX = ".per_query.parquet"
@@ -43,7 +44,7 @@ def per_query_path(result_path: str | os.PathLike) -> Path:
     """The sidecar of a result file: ``.../<Task>.json`` -> ``.../<Task>.per_query.parquet``."""
     path = Path(result_path)
     if path.suffix != ".json":
-        raise ValueError(f"{path}: not a result file (.json); the sidecar is named after the result <Task>.json")
+        raise UserError(f"{path}: not a result file (.json); the sidecar is named after the result <Task>.json")
     return path.with_name(path.stem + PER_QUERY_SUFFIX)
 
 
@@ -84,7 +85,7 @@ def top_ranked(
     that the run does not hold has rank None. Every query of ``qrels`` is present (an empty top when the
     run lacks the query)."""
     if depth < 1:
-        raise ValueError(f"depth must be a positive number of documents, got {depth}")
+        raise UserError(f"depth must be a positive number of documents, got {depth}")
     table: dict[str, dict[str, Any]] = {}
     for query_id, judged in qrels.items():
         ranked = run.get(query_id) or {}
@@ -110,7 +111,7 @@ def write_per_query(
 
     missing = [column for column in COLUMNS if column not in frame.columns]
     if missing:
-        raise ValueError(f"a per-query table needs the columns {list(COLUMNS)}; it lacks {missing}")
+        raise UserError(f"a per-query table needs the columns {list(COLUMNS)}; it lacks {missing}")
     table = frame.select(COLUMNS).cast(SCHEMA).to_arrow()
     metadata = {INFO_KEY: json.dumps({"format": FORMAT_VERSION, **dict(info or {})}, sort_keys=True)}
     if ranked is not None:
@@ -140,21 +141,21 @@ def read_per_query(path: str | os.PathLike) -> Sidecar:
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such per-query file")
+        raise MissingFileError(f"{path}: no such per-query file")
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
-        raise ValueError(f"{path}: not a readable per-query parquet file ({error}); write it again with r2med evaluate") from None
+        raise UserError(f"{path}: not a readable per-query parquet file ({error}); write it again with r2med evaluate") from None
     missing = [column for column in COLUMNS if column not in table.column_names]
     if missing:
-        raise ValueError(f"{path}: not a per-query file: it lacks the columns {missing} (expected {list(COLUMNS)})")
+        raise UserError(f"{path}: not a per-query file: it lacks the columns {missing} (expected {list(COLUMNS)})")
     metadata = table.schema.metadata or {}
     try:
         info = json.loads(metadata.get(INFO_KEY.encode(), b"{}"))
         ranked = json.loads(metadata.get(TOP_RANKED_KEY.encode(), b"{}"))
     except ValueError as error:
-        raise ValueError(f"{path}: its r2med metadata is not valid JSON ({error}); write it again with r2med evaluate") from None
+        raise UserError(f"{path}: its r2med metadata is not valid JSON ({error}); write it again with r2med evaluate") from None
     frame = pl.from_arrow(table.select(list(COLUMNS))).cast(SCHEMA)
     if frame["value"].is_nan().any() or frame["value"].is_null().any():
-        raise ValueError(f"{path}: holds missing or NaN values; write it again with r2med evaluate")
+        raise UserError(f"{path}: holds missing or NaN values; write it again with r2med evaluate")
     return Sidecar(path=path, frame=frame, info=info, ranked=ranked)

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.optional_dependencies import import_extra, require_extra
-from r2med_plugin.reporting.leaderboard import LeaderboardRow, row_label, task_columns
+from r2med_plugin.reporting.render import row_label
+from r2med_plugin.reporting.rows import LeaderboardRow, task_columns
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 NEEDS_MATPLOTLIB = "drawing a chart (--plot, r2med demo, r2med_plugin.reporting.plots)"
@@ -42,7 +44,7 @@ PLOT_SUFFIXES = (".png", ".svg")
 def save_figure(figure, path: Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(f"plot file must end in .png or .svg, got {path.name!r}")
+        raise UserError(f"plot file must end in .png or .svg, got {path.name!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=130, bbox_inches="tight")
     return path
@@ -92,7 +94,7 @@ def _grouped_bars(columns: list[str], series: Sequence[_Series], title: str, pat
 def plot_tasks(rows: Sequence[LeaderboardRow], path: str | Path, title: str = "R2MED nDCG@10 x 100") -> Path:
     """Grouped bars: one group per task (official order), one bar per row; published rows hatched."""
     if not rows:
-        raise ValueError("no rows to plot")
+        raise UserError("no rows to plot")
     columns = task_columns()
     series = [
         _Series(
@@ -110,7 +112,7 @@ def plot_nano(row: LeaderboardRow, path: str | Path, title: str | None = None) -
     """For one model on NanoR2MED: full corpus vs candidate subset (hybrid list) vs hybrid fusion, per task."""
     columns = [c for c in task_columns() if c in row.scores or row.task_extras.get(c)]
     if not columns:
-        raise ValueError(f"{row_label(row)} has no NanoR2MED scores to plot")
+        raise UserError(f"{row_label(row)} has no NanoR2MED scores to plot")
     values = {
         "full corpus": [row.scores.get(c) for c in columns],
         "candidate subset (hybrid list)": [row.task_extras.get(c, {}).get("candidates_hybrid_ndcg_at_10_with_safeguard") for c in columns],
@@ -137,7 +139,7 @@ def select_rows(rows: Sequence[LeaderboardRow], selection: Sequence[str]) -> lis
             chosen.append(labels[item])
         else:
             known = "; ".join(f"{number}: {_label(row)}" for number, row in enumerate(rows, start=1))
-            raise ValueError(f"--plot-rows: no row {item!r}; give 'all', row numbers or labels: {known}")
+            raise UserError(f"--plot-rows: no row {item!r}; give 'all', row numbers or labels: {known}")
     return [row for index, row in enumerate(chosen) if all(row is not other for other in chosen[:index])]
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from decimal import ROUND_HALF_UP, Decimal
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.reporting.rows import BENCHMARK_TITLES, EXTRA_LABELS, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
 _HTML_HEAD = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>R2MED leaderboard</title></head><body>\n"
@@ -131,7 +132,7 @@ def render_many(tables: dict[str, Sequence[LeaderboardRow]], fmt: str = "md") ->
         return _HTML_HEAD + "".join(f"<h2>{html.escape(BENCHMARK_TITLES[b])}</h2>\n{_html_body(rows)}" for b, rows in tables.items()) + _HTML_TAIL
     titled = {"md": "## {title}\n\n{text}", "csv": "{title}\n{text}"}
     if fmt not in titled:
-        raise ValueError(f"format must be md, csv or html, got {fmt!r}")
+        raise UserError(f"format must be md, csv or html, got {fmt!r}")
     return "\n".join(titled[fmt].format(title=BENCHMARK_TITLES[b], text=render(rows, fmt)) for b, rows in tables.items())
 
 
@@ -151,4 +152,4 @@ def render(rows: Sequence[LeaderboardRow], fmt: str = "md") -> str:
         writer.writerow(header)
         writer.writerows(body)
         return buffer.getvalue()
-    raise ValueError(f"format must be md, csv or html, got {fmt!r}")
+    raise UserError(f"format must be md, csv or html, got {fmt!r}")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.identifiers import judged_data
 
 RERANKING_SUFFIX = "Reranking"
@@ -42,14 +43,14 @@ def read_result_folders(folders: Iterable[str | Path]) -> list[ResultRecord]:
     for folder in folders:
         folder = Path(folder)
         if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder of MTEB results (expected results/<model>/<revision>/<task>.json)")
+            raise MissingFileError(f"{folder} is not a folder of MTEB results (expected results/<model>/<revision>/<task>.json)")
         for path in sorted(folder.rglob("*.json")):
             if path.name == "model_meta.json" or path.name.endswith("_predictions.json"):
                 continue
             try:
                 payload = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as error:
-                raise ValueError(f"{path}: not a readable result file ({error})") from error
+                raise UserError(f"{path}: not a readable result file ({error})") from error
             if not isinstance(payload, dict) or "task_name" not in payload or "scores" not in payload:
                 continue
             task, scores = payload["task_name"], _main_split_scores(payload, path)
@@ -125,4 +126,4 @@ def _main_split_scores(payload: dict, path: Path) -> dict:
             return entry
     if entries:
         return entries[0]
-    raise ValueError(f"{path}: the result holds no scores")
+    raise UserError(f"{path}: the result holds no scores")

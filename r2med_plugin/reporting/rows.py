@@ -21,7 +21,6 @@ EXTRA_LABELS = {  # how the table and the charts name them (display only)
     "candidates_dense_ndcg_at_10": "Cand. dense",
     "candidates_hybrid_ndcg_at_10_with_safeguard": "Cand. hybrid",
 }
-NANO_EXTRA_COLUMNS = {EXTRA_LABELS[key]: key for key in NANO_EXTRA_METRICS}  # label -> key, for earlier callers
 BENCHMARK_TITLES = {"r2med": "R2MED", "nano": "NanoR2MED"}
 
 

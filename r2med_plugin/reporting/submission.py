@@ -7,15 +7,18 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName, judged_files
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import atomic_folder, write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
-from r2med_plugin.reporting.leaderboard import (
-    SYNTHETIC_REVISION, split_model_name, grouped_records, read_result_folders, rank_rows, render, user_rows,
-)
+from r2med_plugin.identifiers import SYNTHETIC_REVISION
+from r2med_plugin.reporting.grouping import grouped_records
+from r2med_plugin.reporting.leaderboard import split_model_name, rank_rows, user_rows
+from r2med_plugin.reporting.render import render
+from r2med_plugin.reporting.result_files import read_result_folders
 
 logger = logging.getLogger(__name__)
 
@@ -90,15 +93,15 @@ def _refuse_no_results(records: list, model: str, folders: Iterable[str | Path],
                 "scores are not comparable with the R2MED leaderboard, which takes the full corpora; run "
                 "`r2med evaluate --task R2MEDBiology ...` or `mteb run -t R2MEDBiology ...` on the 8 R2MED<Domain> tasks)")
     known = sorted({r.model for r in read_result_folders(folders)})
-    raise ValueError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
+    raise UserError(f"no R2MED results for model {model!r}{hint}; models found: {', '.join(known) or 'none'}")
 
 
 def _refuse_drift(ours: dict, model: str) -> None:
     drifted = {name: record for name, record in ours.items() if record.count_drift or DatasetRevision.parse(record.dataset_revision).count_drift}
     if drifted:
         described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
-        raise ValueError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
-                         f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
+        raise UserError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
+                        f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
 
 
 def _refuse_incomplete(ours: dict, model: str, missing: list[str], unverified: list[str], task_count: int) -> None:
@@ -108,23 +111,23 @@ def _refuse_incomplete(ours: dict, model: str, missing: list[str], unverified: l
     if unverified:
         problems.append(f"{', '.join(unverified)} ran on mirror files that do not prove the pinned commit "
                         f"({'; '.join(str(ours[name].path) for name in unverified)})")
-    raise ValueError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
-                     "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
-                     "--allow-incomplete to write it anyway (its README says what it lacks)")
+    raise UserError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
+                    "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
+                    "--allow-incomplete to write it anyway (its README says what it lacks)")
 
 
 def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool) -> None:
     """Refuse to write a submission where it would mix with, or silently delete, what the folder holds."""
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; give a folder for the submission (it is created when missing)")
+        raise UserError(f"--out {out} is a file; give a folder for the submission (it is created when missing)")
     present = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
     if not present:
         return
     card = out / "model_card.json"
     if not card.is_file():
-        raise ValueError(f"--out {out} is not empty and holds no submission (no model_card.json): {', '.join(present[:5])}"
-                         f"{' ...' if len(present) > 5 else ''}; give an empty or new folder (--force replaces only a "
-                         "submission folder)")
+        raise UserError(f"--out {out} is not empty and holds no submission (no model_card.json): {', '.join(present[:5])}"
+                        f"{' ...' if len(present) > 5 else ''}; give an empty or new folder (--force replaces only a "
+                        "submission folder)")
     try:
         previous = json.loads(card.read_text(encoding="utf-8")).get("model_name")
     except (OSError, ValueError, AttributeError):
@@ -134,12 +137,12 @@ def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool)
         return
     if previous != model:
         held = f"the submission of {previous!r}" if previous else "a submission whose model_card.json names no model"
-        raise ValueError(f"--out {out} holds {held}; writing {model!r} there would mix the two "
-                         "models' task files: give another --out folder, or add --force to replace that folder whole")
+        raise UserError(f"--out {out} holds {held}; writing {model!r} there would mix the two "
+                        "models' task files: give another --out folder, or add --force to replace that folder whole")
     if others:
-        raise ValueError(f"--out {out} holds {model!r}'s submission and also {', '.join(others[:5])}"
-                         f"{' ...' if len(others) > 5 else ''}, which are no part of it; move them away, or add --force "
-                         "to replace the folder whole")
+        raise UserError(f"--out {out} holds {model!r}'s submission and also {', '.join(others[:5])}"
+                        f"{' ...' if len(others) > 5 else ''}, which are no part of it; move them away, or add --force "
+                        "to replace the folder whole")
 
 
 def _write_submission(out: Path, ours: dict, by_task: dict, model: str, missing: list[str], unverified: list[str],
@@ -198,22 +201,22 @@ def _one_revision_set(records: list, model: str) -> dict:
     grouping = grouped_records(records, "r2med")
     groups = {group: per_task for group, per_task in grouping.full.items() if not group.builtin and per_task}
     if any(group.revisions == SYNTHETIC_REVISION for group in groups):
-        raise ValueError(f"results of {model!r} on the synthetic demo sample (dataset_revision: synthetic-sample) cannot be "
-                         "submitted: they are not R2MED data; remove them from the folders")
+        raise UserError(f"results of {model!r} on the synthetic demo sample (dataset_revision: synthetic-sample) cannot be "
+                        "submitted: they are not R2MED data; remove them from the folders")
     if len(groups) > 1:
         described = "; ".join(f"dataset revisions {group.revisions or 'pinned'}, model revision {group.model_revision}: "
                               f"{len(per_task)} tasks" + _files_of(per_task, grouping, group)
                               for group, per_task in groups.items())
-        raise ValueError(f"the results of {model!r} come from {len(groups)} different revision sets ({described}); a submission "
-                         "takes one: keep one set in the folders (or re-run the other tasks at the same revisions)")
+        raise UserError(f"the results of {model!r} come from {len(groups)} different revision sets ({described}); a submission "
+                        "takes one: keep one set in the folders (or re-run the other tasks at the same revisions)")
     for group in groups:
         hidden = grouping.superseded.get(group, [])
         if hidden:
             older = sorted({older.model_revision for older in hidden})
             files = sorted({str(record.path) for older in hidden for record in _records_of(older, records)})
-            raise ValueError(f"the results of {model!r} hold model revision {group.model_revision} and also "
-                             f"{', '.join(older)} ({'; '.join(files)}); a submission takes one set of weights: remove "
-                             "the other revision's result files from the folders")
+            raise UserError(f"the results of {model!r} hold model revision {group.model_revision} and also "
+                            f"{', '.join(older)} ({'; '.join(files)}); a submission takes one set of weights: remove "
+                            "the other revision's result files from the folders")
     return {record.task: record for per_task in groups.values() for record in per_task.values()}
 
 
@@ -239,16 +242,16 @@ def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, dept
     written = []
     for folder in folders:
         if not Path(folder).is_dir():
-            raise FileNotFoundError(f"{folder}: no such folder; give the folder mteb wrote predictions into "
-                                    "(mteb run ... --prediction-folder DIR)")
+            raise MissingFileError(f"{folder}: no such folder; give the folder mteb wrote predictions into "
+                                   "(mteb run ... --prediction-folder DIR)")
         for path in sorted(Path(folder).rglob("*_predictions.json")):
             payload = json.loads(path.read_text(encoding="utf-8"))
             meta = payload.get("mteb_model_meta") or {}
             # mteb 2 writes "model_name", earlier versions "name"
             model, revision = meta.get("model_name") or meta.get("name"), meta.get("revision") or "no_revision_available"
             if not model:
-                raise ValueError(f"{path}: names no model (mteb_model_meta.model_name is missing), so its run cannot be tagged; "
-                                 "add it to the file's mteb_model_meta, or re-run mteb with --prediction-folder, which records it")
+                raise UserError(f"{path}: names no model (mteb_model_meta.model_name is missing), so its run cannot be tagged; "
+                                "add it to the file's mteb_model_meta, or re-run mteb with --prediction-folder, which records it")
             task = path.name.removesuffix("_predictions.json")
             for subset, splits in payload.items():
                 if subset == "mteb_model_meta" or not isinstance(splits, dict):
@@ -257,9 +260,9 @@ def export_trec_runs(folders: Iterable[str | Path], out_dir: str | Path, *, dept
                     suffix = "" if (subset, split) == ("default", "test") else f".{subset}.{split}"
                     target = Path(out_dir) / trec_tag(model) / revision / f"{task}{suffix}.trec"
                     if target in written:  # two prediction files of one model, revision and task: never let one overwrite the other
-                        raise ValueError(f"{path}: a second {task} run of {model!r} at revision {revision!r} among the folders; "
-                                         "export them one folder at a time")
+                        raise UserError(f"{path}: a second {task} run of {model!r} at revision {revision!r} among the folders; "
+                                        "export them one folder at a time")
                     written.append(write_trec_run(target, run, trec_tag(model), depth=depth))
     if not written:
-        raise ValueError("no MTEB predictions files (<Task>_predictions.json) found; run mteb with --prediction-folder")
+        raise UserError("no MTEB predictions files (<Task>_predictions.json) found; run mteb with --prediction-folder")
     return written

@@ -95,7 +95,7 @@ def _records_of(folders: Iterable[str | Path], model: str, venue: str) -> list[R
     ours = [record for record in records if record.model == model]
     if not ours:
         known = sorted({record.model for record in records})
-        raise ValueError(f"no results for model {model!r} to export to {venue}; models found: {', '.join(known) or 'none'}")
+        raise UserError(f"no results for model {model!r} to export to {venue}; models found: {', '.join(known) or 'none'}")
     return ours
 
 
@@ -104,19 +104,19 @@ def _one_per_task(records: list[ResultRecord], venue: str) -> dict[str, ResultRe
     by_task: dict[str, ResultRecord] = {}
     for record in sorted(records, key=lambda record: str(record.path)):
         if record.task in by_task:
-            raise ValueError(f"two {record.task} results of {record.model!r}: {by_task[record.task].path} and {record.path}; "
-                             f"{venue} takes one per task: keep one of them in the folders")
+            raise UserError(f"two {record.task} results of {record.model!r}: {by_task[record.task].path} and {record.path}; "
+                            f"{venue} takes one per task: keep one of them in the folders")
         by_task[record.task] = record
     return by_task
 
 
 def _check_revisions(record: ResultRecord) -> None:
     if not record.dataset_revision:
-        raise ValueError(f"{record.path}: records no dataset_revision, so no venue can say what data it scored; "
-                         "re-run the task with `r2med evaluate` (every result it writes records its revision)")
+        raise UserError(f"{record.path}: records no dataset_revision, so no venue can say what data it scored; "
+                        "re-run the task with `r2med evaluate` (every result it writes records its revision)")
     if not record.revision or record.revision == "no_revision_available":
-        raise ValueError(f"{record.path}: records no model revision (folder {record.revision or 'empty'!r}); re-run it "
-                         "with the model's revision known (a hub model records its commit; --model-revision REV)")
+        raise UserError(f"{record.path}: records no model revision (folder {record.revision or 'empty'!r}); re-run it "
+                        "with the model's revision known (a hub model records its commit; --model-revision REV)")
 
 
 def refused_data(record: ResultRecord) -> str | None:
@@ -169,11 +169,11 @@ def export_mteb(folders: Iterable[str | Path], model: str, out_dir: str | Path, 
     records = []
     for record in _records_of(folders, model, "mteb"):
         if record.candidates_only:
-            raise ValueError(f"{record.path}: a --candidates-only result ranks stored lists, not the corpus; mteb's results "
-                             "hold full-corpus task results: move it out of the folders, or export the full-corpus run")
+            raise UserError(f"{record.path}: a --candidates-only result ranks stored lists, not the corpus; mteb's results "
+                            "hold full-corpus task results: move it out of the folders, or export the full-corpus run")
         if record.task not in listed:
-            raise ValueError(f"{record.path}: task {record.task!r} is neither an R2MED/NanoR2MED task of r2med-plugin nor "
-                             "mteb's R2MED<Domain>Retrieval; export it with mteb's own tools")
+            raise UserError(f"{record.path}: task {record.task!r} is neither an R2MED/NanoR2MED task of r2med-plugin nor "
+                            "mteb's R2MED<Domain>Retrieval; export it with mteb's own tools")
         _check_revisions(record)
         records.append((record, check_data(record, "mteb", allow_incomplete)))
     written: list[Path] = []
@@ -199,7 +199,7 @@ def _copy_unchanged(source: Path, target: Path, force: bool, *, marked: bool = F
             payload["r2med_provenance"] = provenance | {"dataset_revision_verified": False}
             data = (json.dumps(payload, indent=2) + "\n").encode("utf-8")
     if target.is_file() and target.read_bytes() != data and not force:
-        raise ValueError(f"{target} exists and holds another result; give another --out, or --force to replace it")
+        raise UserError(f"{target} exists and holds another result; give another --out, or --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     return target
@@ -239,7 +239,7 @@ def _settings_lines(path: Path) -> list[str]:
             if not isinstance(json.loads(line), dict):
                 raise ValueError("not an object")
         except ValueError as error:
-            raise ValueError(f"{path}, line {number}: not a JSON object ({error}); remove the file or give another --out") from error
+            raise UserError(f"{path}, line {number}: not a JSON object ({error}); remove the file or give another --out") from error
     return lines
 
 
@@ -248,21 +248,21 @@ def export_hakari(folders: Iterable[str | Path], model: str, out_dir: str | Path
     """``model``'s NanoR2MED results as HAKARI-Bench result files under ``out_dir``, and the PR body (module doc)."""
     nano = [spec.name for spec in list_tasks("nano")]
     if ResultName.parse(model).reranked:
-        raise ValueError(f"{model!r} is a reranked result; the HAKARI export holds a retriever's full-corpus ranking and its "
-                         "re-ranking of the stored lists: export the first stage, or evaluate the cross-encoder with "
-                         "HAKARI-Bench's own reranker mode")
+        raise UserError(f"{model!r} is a reranked result; the HAKARI export holds a retriever's full-corpus ranking and its "
+                        "re-ranking of the stored lists: export the first stage, or evaluate the cross-encoder with "
+                        "HAKARI-Bench's own reranker mode")
     records = []
     for record in _records_of(folders, model, "HAKARI-Bench"):
         if record.task not in nano:
-            raise ValueError(f"{record.path}: HAKARI-Bench lists NanoR2MED's tasks only, not {record.task!r}; move it out of "
-                             "the folders (R2MED results go to the R2MED leaderboard: --venue r2med)")
+            raise UserError(f"{record.path}: HAKARI-Bench lists NanoR2MED's tasks only, not {record.task!r}; move it out of "
+                            "the folders (R2MED results go to the R2MED leaderboard: --venue r2med)")
         if not record.candidates_only:
             _check_revisions(record)
             check_data(record, "HAKARI-Bench", allow_incomplete)
             records.append(record)
     if not records:
-        raise ValueError(f"no full-corpus NanoR2MED results of {model!r} (a --candidates-only result ranks stored lists only); "
-                         "run `r2med evaluate --task NanoR2MED<Domain> ...`")
+        raise UserError(f"no full-corpus NanoR2MED results of {model!r} (a --candidates-only result ranks stored lists only); "
+                        "run `r2med evaluate --task NanoR2MED<Domain> ...`")
     model_dir = Path(out_dir) / HAKARI_RESULTS / hakari_path_part(model)
     written, payloads = [], {}
     for task, record in _one_per_task(records, "HAKARI-Bench").items():
@@ -278,11 +278,11 @@ def export_hakari(folders: Iterable[str | Path], model: str, out_dir: str | Path
 def _hakari_record(record: ResultRecord) -> dict:
     path = hakari_record_path(record.path)
     if not path.is_file():
-        raise ValueError(f"{record.path}: no HAKARI record beside it ({path.name}); r2med-plugin 0.2.0 writes one with every "
-                         f"NanoR2MED result: re-run `r2med evaluate --task {record.task} ...` into the results folder")
+        raise UserError(f"{record.path}: no HAKARI record beside it ({path.name}); r2med-plugin 0.2.0 writes one with every "
+                        f"NanoR2MED result: re-run `r2med evaluate --task {record.task} ...` into the results folder")
     content = read_xz_json(path)
     if content.get("format") != HAKARI_RECORD_FORMAT:
-        raise ValueError(f"{path}: format {content.get('format')!r}, not {HAKARI_RECORD_FORMAT!r}; re-run the task to write it again")
+        raise UserError(f"{path}: format {content.get('format')!r}, not {HAKARI_RECORD_FORMAT!r}; re-run the task to write it again")
     return content
 
 
@@ -367,7 +367,7 @@ def _aggregate(metrics: Mapping[str, float]) -> float:
     """HAKARI's aggregate value: the mean of the metrics whose key ends with the aggregate metric."""
     values = [value for key, value in metrics.items() if key.lower().endswith(AGGREGATE_METRIC)]
     if not values:
-        raise ValueError(f"no {AGGREGATE_METRIC} among {sorted(metrics)}")
+        raise UserError(f"no {AGGREGATE_METRIC} among {sorted(metrics)}")
     return sum(values) / len(values)
 
 
@@ -424,7 +424,7 @@ def _write_result(path: Path, payload: Mapping, force: bool) -> Path:
     if path.is_file() and not force:
         held = read_xz_json(path).get("model", {}).get("id")
         if held != payload["model"]["id"]:
-            raise ValueError(f"{path} holds model {held!r}'s result; give another --out, or --force to replace it")
+            raise UserError(f"{path} holds model {held!r}'s result; give another --out, or --force to replace it")
     return write_xz_json(path, payload)
 
 

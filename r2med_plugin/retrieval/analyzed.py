@@ -23,6 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from r2med_plugin.cache import cache_dir, cache_enabled, fingerprint, key_of
+from r2med_plugin.errors import UserError
 from r2med_plugin.io import atomic_write
 from r2med_plugin.retrieval.analyzer import analyze_compact, tables
 
@@ -86,11 +87,11 @@ def resolve_workers(workers: int | None) -> int:
             try:
                 workers = int(configured)
             except ValueError:
-                raise ValueError(f"${WORKERS_ENV} must be a positive integer, got {configured!r}") from None
+                raise UserError(f"${WORKERS_ENV} must be a positive integer, got {configured!r}") from None
         else:
             return os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer (or None for all cores), got {workers!r}")
+        raise UserError(f"workers must be a positive integer (or None for all cores), got {workers!r}")
     return workers
 
 

@@ -22,6 +22,7 @@ import polars as pl
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
@@ -83,7 +84,7 @@ def index_from_analyzed(
     if len(doc_ids) != len(analyzed.lengths):
         raise ValueError(f"doc_ids ({len(doc_ids)}) and analysed documents ({len(analyzed.lengths)}) must have the same length")
     if not len(doc_ids):
-        raise ValueError("the corpus is empty: there is nothing to index")
+        raise UserError("the corpus is empty: there is nothing to index")
     rows = _row_counts(row_counts, len(doc_ids))
     vocabulary_map = {term: i for i, term in enumerate(analyzed.vocabulary)}
     counts = term_frequencies(analyzed, vocabulary_map)
@@ -126,7 +127,7 @@ def build_lucene_index(
     if len(doc_ids) != len(documents):
         raise ValueError(f"doc_ids ({len(doc_ids)}) and documents ({len(documents)}) must have the same length")
     if not documents:
-        raise ValueError("the corpus is empty: there is nothing to index")
+        raise UserError("the corpus is empty: there is nothing to index")
     analyzed = analyze_texts(documents, workers=workers, show_progress=show_progress, desc="bm25-lucene: analysing documents")
     return index_from_analyzed(doc_ids, analyzed, k1=k1, b=b)
 
@@ -171,9 +172,9 @@ def bm25_search(
     """
     _check_frames(corpus, queries)
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        raise UserError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+        raise UserError(f"top_k must be a positive integer, got {top_k}")
     doc_ids = corpus["id"].to_list()
     query_ids = queries["id"].to_list()
     query_texts = queries["text"].to_list()
@@ -187,7 +188,7 @@ def bm25_search(
         if index is None:
             index = lucene_index_of(corpus, row_counts=row_counts, workers=workers, show_progress=show_progress)
         elif index.doc_ids != tuple(doc_ids):
-            raise ValueError("the given BM25 index was built on another corpus: build it with lucene_index_of(corpus)")
+            raise UserError("the given BM25 index was built on another corpus: build it with lucene_index_of(corpus)")
         score = lambda chunk: lucene_scores(index, chunk)  # noqa: E731
     else:
         retriever = build_robertson_index(corpus["text"].to_list(), show_progress=show_progress)
@@ -242,7 +243,7 @@ def build_robertson_index(documents: Sequence[str], *, show_progress: bool = Tru
     import bm25s
 
     if not documents:
-        raise ValueError("the corpus is empty: there is nothing to index")
+        raise UserError("the corpus is empty: there is nothing to index")
     retriever = bm25s.BM25(method="robertson", k1=ROBERTSON_K1, b=ROBERTSON_B)
     retriever.index(robertson_tokens(documents, show_progress), show_progress=False)
     return retriever

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.metrics import evaluate_run_per_query
 from r2med_plugin.types import Candidates, Qrels, Run
 
@@ -88,7 +89,7 @@ def candidate_profile(candidates: Mapping[str, Sequence[str]], qrels: Qrels, *, 
     HAKARI's evaluator's).
     """
     if not qrels:
-        raise ValueError("qrels is empty: a candidate profile needs positives")
+        raise UserError("qrels is empty: a candidate profile needs positives")
     limit = top_k if top_k is not None else max((len(ids) for ids in candidates.values()), default=0)
     per_query = evaluate_run_per_query(qrels, candidates_as_run(candidates, limit), k_values=(10, 100))
     positives = {query_id: {d for d, rel in judged.items() if rel > 0} for query_id, judged in qrels.items()}

@@ -24,6 +24,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from r2med_plugin.cache import cached_array, key_of, remove_array
+from r2med_plugin.errors import UserError
 from r2med_plugin.models import protocols
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
@@ -38,12 +39,12 @@ CHUNK_CACHE = "embedding-chunks"
 def _validated(embeddings: np.ndarray, count: int, encoder: protocols.Encoder, kind: str) -> np.ndarray:
     array = np.asarray(embeddings, dtype=np.float32)
     if array.ndim != 2 or array.shape[0] != count:
-        raise ValueError(
+        raise UserError(
             f"model {encoder.name!r} returned {kind} embeddings of shape {array.shape} for {count} texts; "
             "expected one row per text"
         )
     if not np.isfinite(array).all():
-        raise ValueError(f"model {encoder.name!r} returned NaN or infinite {kind} embeddings; check the model and its dtype")
+        raise UserError(f"model {encoder.name!r} returned NaN or infinite {kind} embeddings; check the model and its dtype")
     return array
 
 
@@ -76,8 +77,8 @@ def encode_chunk_size() -> int:
     if not raw:
         return DEFAULT_CHUNK_TEXTS
     if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"${CHUNK_ENV}={raw!r}: give a positive number of texts per checkpointed chunk (default "
-                         f"{DEFAULT_CHUNK_TEXTS})")
+        raise UserError(f"${CHUNK_ENV}={raw!r}: give a positive number of texts per checkpointed chunk (default "
+                        f"{DEFAULT_CHUNK_TEXTS})")
     return int(raw)
 
 
@@ -219,7 +220,7 @@ def text_groups(texts: Sequence[str]) -> np.ndarray:
 
 def _same_dimension(encoder: protocols.Encoder, queries: np.ndarray, documents: np.ndarray) -> None:
     if queries.shape[1] != documents.shape[1]:
-        raise ValueError(
+        raise UserError(
             f"model {encoder.name!r} returned {queries.shape[1]}-dimensional query embeddings but "
             f"{documents.shape[1]}-dimensional document embeddings; both must have the same dimension"
         )
@@ -246,7 +247,7 @@ def dense_search(
     with the query embedding before the search.
     """
     if top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+        raise UserError(f"top_k must be a positive integer, got {top_k}")
     encoder = protocols.as_encoder(encoder)
     doc_vectors = encode_cached(encoder, corpus["text"].to_list(), kind="document", dataset_revision=dataset_revision)
     if mix_with is None:
@@ -306,7 +307,7 @@ def score_candidates(
     subset = corpus.filter(pl.col("id").is_in(wanted.implode()))
     missing = len(wanted) - subset.height
     if missing:
-        raise ValueError(f"{missing} candidate document(s) are not in the corpus; the candidate lists do not belong to it")
+        raise UserError(f"{missing} candidate document(s) are not in the corpus; the candidate lists do not belong to it")
     listed = queries.filter(pl.col("id").is_in(list(candidates)))
     doc_vectors = encode_cached(encoder, subset["text"].to_list(), kind="document", dataset_revision=dataset_revision)
     query_vectors = encode_cached(encoder, listed["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)

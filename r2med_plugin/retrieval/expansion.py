@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import EXPANSION_METHODS
 
 THINK_END = "</think>"
@@ -71,7 +72,7 @@ def bm25_query(method: str, text: str, expansion: str, *, reasoning: bool = Fals
     For a reasoning LLM the official code uses the extracted answer alone, whatever the method.
     """
     if method not in METHODS:
-        raise ValueError(f"unknown expansion method {method!r}; known: {', '.join(METHODS)}")
+        raise UserError(f"unknown expansion method {method!r}; known: {', '.join(METHODS)}")
     if reasoning or method in BM25_EXPANSION_ALONE:
         return expansion
     if method == "query2doc":
@@ -85,7 +86,7 @@ def dense_query(method: str, text: str, expansion: str, *, reasoning: bool = Fal
     For a reasoning LLM the official code always averages (query2doc included).
     """
     if method not in METHODS:
-        raise ValueError(f"unknown expansion method {method!r}; known: {', '.join(METHODS)}")
+        raise UserError(f"unknown expansion method {method!r}; known: {', '.join(METHODS)}")
     if method == "query2doc" and not reasoning:
         return text + "[SEP]" + expansion
     return None

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import Run
 
 _SCHEMA = {"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64}
@@ -43,7 +44,7 @@ def rrf(runs: Sequence[Mapping[str, Mapping[str, float]]], k: int = 60, top_k: i
     """Reciprocal rank fusion: score(d) = sum over the runs ranking d of 1 / (k + rank), rank 1-based."""
     _check_runs(runs)
     if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
+        raise UserError(f"k must be >= 0, got {k}")
     parts = [with_ranks(run_to_frame(run)).select("query_id", "doc_id", (1.0 / (k + pl.col("rank"))).alias("score")) for run in runs]
     fused = pl.concat(parts).group_by(["query_id", "doc_id"]).agg(pl.col("score").sort().sum())  # sorted: the sum is the same in any run order
     return frame_to_run(fused, top_k)

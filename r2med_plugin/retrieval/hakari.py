@@ -28,6 +28,7 @@ from itertools import chain
 import numpy as np
 from tqdm.auto import tqdm
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.retrieval.porter import PORTER_REVISION
 from r2med_plugin.retrieval.porter import stem as porter_stem
 from r2med_plugin.types import Run
@@ -51,7 +52,7 @@ STOP_WORDS = frozenset(
 
 def check_tokenizer(tokenizer: str) -> str:
     if tokenizer not in TOKENIZERS:
-        raise ValueError(f"unknown HAKARI-Bench BM25 tokenizer {tokenizer!r}: use one of {', '.join(TOKENIZERS)}")
+        raise UserError(f"unknown HAKARI-Bench BM25 tokenizer {tokenizer!r}: use one of {', '.join(TOKENIZERS)}")
     return tokenizer
 
 
@@ -98,10 +99,10 @@ def build_hakari_index(documents: Sequence[str], tokenizer: str = DEFAULT_TOKENI
     import bm25s
 
     if not documents:
-        raise ValueError("the corpus is empty: there is nothing to index")
+        raise UserError("the corpus is empty: there is nothing to index")
     tokens = hakari_tokens(documents, tokenizer, show_progress=show_progress, desc="bm25-hakari: tokenising documents")
     if not any(tokens):
-        raise ValueError(f"bm25-hakari:{tokenizer}: the corpus gives no BM25 tokens; HAKARI-Bench refuses such a corpus too")
+        raise UserError(f"bm25-hakari:{tokenizer}: the corpus gives no BM25 tokens; HAKARI-Bench refuses such a corpus too")
     retriever = bm25s.BM25(k1=K1, b=B, method="robertson")
     retriever.index(tokens, show_progress=False)
     return retriever
@@ -120,7 +121,7 @@ def hakari_search(doc_ids: Sequence[str], documents: Sequence[str], query_ids: S
     if len(doc_ids) != len(documents) or len(query_ids) != len(queries):
         raise ValueError("ids and texts must have the same length")
     if top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k}")
+        raise UserError(f"top_k must be a positive integer, got {top_k}")
     kept = [index for index, text in enumerate(documents) if text]
     ids = np.asarray([doc_ids[index] for index in kept], dtype=object)
     retriever = build_hakari_index([documents[index] for index in kept], tokenizer, show_progress=show_progress)

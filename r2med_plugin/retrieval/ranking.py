@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.types import Run
 
 
@@ -41,7 +42,7 @@ def top_k_run(query_ids: Sequence[str], doc_ids: Sequence[str], scores: np.ndarr
     if np.isnan(scores).any():
         raise ValueError("the score matrix contains NaN; the retriever that produced it is broken")
     if ties not in TIE_ORDERS:
-        raise ValueError(f"ties must be one of {TIE_ORDERS}, got {ties!r}")
+        raise UserError(f"ties must be one of {TIE_ORDERS}, got {ties!r}")
     tie_rank = descending_id_rank(doc_ids) if ties == "doc_id" else np.arange(len(doc_ids), dtype=np.int64)
     ids = np.asarray(doc_ids, dtype=object)
     k = min(top_k, len(doc_ids))

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 from tqdm.auto import tqdm
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models import cross_encoder
 from r2med_plugin.types import Run
 
@@ -40,16 +41,16 @@ def rerank_run(
     """
     check_depth(depth)
     if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+        raise UserError(f"batch_size must be positive, got {batch_size}")
     scorer, query_prefix, document_prefix = cross_encoder.as_pair_scorer(model)
     lists = top_document_ids(first_stage, depth)
     missing = [query_id for query_id in lists if query_id not in queries]
     if missing:
-        raise ValueError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")
+        raise UserError(f"no text for query {missing[0]!r} ({len(missing)} such queries in the first stage)")
     pairs = [(query_id, doc_id) for query_id, doc_ids in lists.items() for doc_id in doc_ids]
     unknown = [doc_id for _, doc_id in pairs if doc_id not in documents]
     if unknown:
-        raise ValueError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
+        raise UserError(f"no text for document {unknown[0]!r} ({len(unknown)} such documents in the first stage)")
     texts = [(query_prefix + queries[q], document_prefix + documents[d]) for q, d in pairs]
     # each distinct (query, passage) text is scored once: a passage repeated under another id (the real corpora
     # hold thousands) costs nothing more and scores exactly the same, whatever batch padding it would have met
@@ -75,4 +76,4 @@ def _score_pairs(scorer: object, texts: list[tuple[str, str]], batch_size: int, 
 
 def check_depth(depth: object) -> None:
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"the rerank depth must be a positive integer (the official code uses 10 or 100), got {depth!r}")
+        raise UserError(f"the rerank depth must be a positive integer (the official code uses 10 or 100), got {depth!r}")

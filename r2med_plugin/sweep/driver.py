@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.engines import make_engine
 from r2med_plugin.sweep.jobs import applied_env, driver_env, finished_record, job_stamps
 from r2med_plugin.sweep.job_definition import Job
@@ -172,7 +173,7 @@ def run_sweep(
     from tqdm.auto import tqdm
 
     if retries is not None and retries < 0:
-        raise ValueError(f"--retries must be 0 or more, got {retries}")
+        raise SettingError(f"{{retries}} must be 0 or more, got {retries}", field="retries")
     began = time.perf_counter()
     statuses = plan(spec, devices=devices)
     check_job_inputs(statuses)
@@ -206,7 +207,9 @@ def write_summary(summary: SweepSummary) -> Path:
 def write_leaderboards(summary: SweepSummary) -> dict[str, str]:
     """The leaderboard table (Markdown) of each benchmark the sweep's results belong to, from its own result files."""
     from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.reporting.leaderboard import leaderboard_of, read_result_folders, render, user_rows
+    from r2med_plugin.reporting.leaderboard import leaderboard_of, user_rows
+    from r2med_plugin.reporting.render import render
+    from r2med_plugin.reporting.result_files import read_result_folders
 
     output = summary.spec.output
     produced = {

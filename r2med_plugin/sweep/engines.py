@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.jobs import execute_job, release_models
 from r2med_plugin.sweep.job_definition import Job
 
@@ -102,7 +103,7 @@ class RayEngine:
         try:
             import ray
         except ImportError:
-            raise ValueError(f"--engine ray needs Ray: {RAY_HINT}") from None
+            raise SettingError(f"{{engine}} ray needs Ray: {RAY_HINT}", field="engine") from None
         self.ray = ray
         self.started_here = not ray.is_initialized()
         if self.started_here:
@@ -151,11 +152,11 @@ def make_engine(
     quiet: bool = False,
 ) -> SequentialEngine | ProcessEngine | RayEngine:
     if engine not in ENGINES:
-        raise ValueError(f"--engine must be one of {list(ENGINES)}, got {engine!r}")
+        raise SettingError(f"{{engine}} must be one of {list(ENGINES)}, got {engine!r}", field="engine")
     if workers < 1:
-        raise ValueError(f"--workers must be a positive integer, got {workers}")
+        raise SettingError(f"{{workers}} must be a positive integer, got {workers}", field="workers")
     if engine == "ray":
         return RayEngine(address, workers if workers > 1 else None, resources, quiet)
     if address:
-        raise ValueError("--address names a Ray cluster: use it with --engine ray")
+        raise SettingError("{address} names a Ray cluster: use it with {engine} ray", field="address")
     return ProcessEngine(workers, quiet) if workers > 1 else SequentialEngine(show_progress, quiet)

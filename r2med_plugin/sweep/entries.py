@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.request import RequestError
 from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, check_retriever_name
 from r2med_plugin.identifiers import BM25_NAMES
@@ -95,6 +96,12 @@ def read_retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -
     }
 
 
+def key_wording(error: Exception) -> str:
+    """A refusal as a sweep spec words it: a user error names its settings by their keys (``window``, not
+    ``--window``); any other error's text without the CLI's dashes."""
+    return error.render("key") if isinstance(error, UserError) else str(error).replace("--", "")
+
+
 def model_spec(name: str, revision: str | None, loading: Mapping[str, Any], instruction: bool, *,
                path: Path = Path("<spec>"), key: str = "retrievers[0]") -> Any:
     """The ModelSpec of a retrievers entry (what the name is and how it loads: mteb's registry, an endpoint's
@@ -108,7 +115,7 @@ def model_spec(name: str, revision: str | None, loading: Mapping[str, Any], inst
     except ValueError as error:
         field_key = f"{key}.revision" if revision is not None and "revision" in str(error) else key
         raise spec_error(path, field_key, f"is {name!r}" if field_key == key else f"is {revision!r}",
-                         str(error).replace("--", "")) from None
+                         key_wording(error)) from None
 
 
 def read_rerankers(path: Path, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -150,7 +157,7 @@ def _built(path: Path, key: str, model: str, build: Callable[[], Any]) -> Any:
     except RequestError as error:
         raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.key}`')}") from None
     except (TypeError, ValueError) as error:
-        raise spec_error(path, key, f"is {model!r}", str(error).replace("--", "")) from None
+        raise spec_error(path, key, f"is {model!r}", key_wording(error)) from None
 
 
 def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import yaml
 
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.expansions import ExpansionName, list_expansions, parse_expansion
+from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.sweep.entries import read_rerankers, read_retriever
 from r2med_plugin.sweep.job_definition import JOB_SCHEMA_VERSION, Job, job_identity, job_request
 from r2med_plugin.sweep.shorthand import (
@@ -122,11 +123,12 @@ def _check_jobs(spec: SweepSpec) -> None:
             requests = job.options.get("llm_requests") or {}
             key_env = requests.get("api_key_env")
             if key_env and not (job.env[key_env] if key_env in job.env else os.environ.get(key_env)):
-                raise ValueError(f"api_key_env {key_env}: the variable {key_env} is set neither here nor in the spec's "
-                                 "env:; export it first")
+                raise UserError(f"api_key_env {key_env}: the variable {key_env} is set neither here nor in the spec's "
+                                "env:; export it first")
             job_request(job, models)
         except (ValueError, KeyError, TypeError) as error:
-            message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            message = error.render("key") if isinstance(error, UserError) else (
+                error.args[0] if isinstance(error, KeyError) and error.args else error)
             raise SpecError(f"{spec.path}: job {job.label}: {message} (see `top_k`, `options`, `candidates`, `hybrid`, "
                             "`rerankers` in the spec)") from None
 
@@ -135,7 +137,7 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep spec YAML file."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"sweep spec {path} does not exist; write one (see README, 'Sweeps and clusters')")
+        raise MissingFileError(f"sweep spec {path} does not exist; write one (see README, 'Sweeps and clusters')")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:

@@ -70,7 +70,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr("r2med_plugin.integrations.mteb_models.MtebEncoder", recorder("mteb_encoder", encoder))
     monkeypatch.setattr("r2med_plugin.models.embedding_endpoint.EndpointEncoder", recorder("endpoint_encoder", encoder))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard.build_leaderboards", recorder("build_leaderboards", {"r2med": []}))
-    monkeypatch.setattr("r2med_plugin.reporting.leaderboard.render_many", recorder("render_many", "table\n"))
+    monkeypatch.setattr("r2med_plugin.reporting.render.render_many", recorder("render_many", "table\n"))
     monkeypatch.setattr("r2med_plugin.reporting.plots.plot_leaderboard", recorder("plot", lambda rows, path, **k: (path, [])))
     monkeypatch.setattr("r2med_plugin.reporting.leaderboard_page.write_leaderboard_page",
                         recorder("leaderboard_page", lambda tables, folder, **k: Path(folder) / "index.html"))

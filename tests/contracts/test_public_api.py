@@ -10,13 +10,13 @@ import r2med_plugin
 
 PUBLIC = [
     "Bm25Spec", "Candidates", "CrossEncoderSpec", "DatasetRevision", "Encoder", "Endpoint", "EvaluationPlan",
-    "EvaluationRequest", "HashingEncoder", "LlmRerankerSpec", "ModelSpec", "Outputs", "Qrels", "RequestError",
+    "EvaluationRequest", "LlmRerankerSpec", "ModelSpec", "Outputs", "Qrels", "RequestError",
     "Reranker", "ResultName", "Run", "RunFileSpec", "Scoring", "SentenceTransformerCrossEncoder",
     "SentenceTransformerEncoder", "TaskArguments", "TaskData", "TaskRunResult", "TaskSpec", "__version__", "analyze", "bm25_search",
     "build_plan", "build_reranking_hybrid", "candidate_profile", "dense_search", "evaluate_run",
     "evaluate_run_per_query", "evaluate_task", "execute", "generate_expansions", "get_task_spec", "list_benchmarks",
     "list_tasks", "load_encoder", "load_reranker", "load_task", "plan_request", "read_run_file", "register",
-    "rerank_candidates", "rerank_run", "resolve", "rrf", "score_candidate_lists", "score_fusion",
+    "rerank_run", "resolve", "rrf", "score_candidate_lists", "score_fusion",
     "write_official_results", "write_outputs", "write_topk_docs",
 ]
 
@@ -33,11 +33,3 @@ def test_the_package_is_typed_and_imports_no_host_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"R2MED_PLUGIN_NO_AUTOLOAD": "1", "PATH": ""}).stdout
     assert out.strip() == "[]"
 
-
-def test_the_old_name_of_score_candidate_lists_still_works_and_says_so(mirror_env, recwarn):
-    from r2med_plugin.models.hashing import HashingEncoder
-
-    encoder = HashingEncoder(dim=16)
-    new = r2med_plugin.score_candidate_lists(encoder, "NanoR2MEDBiology", "hybrid")
-    old = r2med_plugin.rerank_candidates(encoder, "NanoR2MEDBiology", "hybrid")
-    assert old == new and any("score_candidate_lists" in str(w.message) for w in recwarn.list)

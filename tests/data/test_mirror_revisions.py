@@ -71,7 +71,7 @@ def test_r2med_docstore_follows_an_edited_mirror_without_metadata(mirror_copy_en
 
 def test_bm25_run_cache_follows_an_edited_mirror(mirror_copy: Path):
     data = r2med_plugin.load_task("NanoR2MEDBiology", data_dir=mirror_copy, accept_drift=True)
-    from r2med_plugin.evaluation.extras import bm25_run
+    from r2med_plugin.retrieval.bm25_cache import bm25_run
 
     query_id, query_text = data.queries.row(0)
     first = bm25_run(data, show_progress=False)

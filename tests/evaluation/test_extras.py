@@ -6,7 +6,8 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.cache import cache_dir
-from r2med_plugin.evaluation.extras import EXTRA_METRICS, bm25_run, candidate_scores, extra_scores, hybrid_scores
+from r2med_plugin.evaluation.extras import EXTRA_METRICS, candidate_scores, extra_scores, hybrid_scores
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.candidates import candidate_profile, candidates_as_run
 
 

@@ -12,17 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import r2med_plugin
 from r2med_plugin import evaluate_run, write_official_results
 from r2med_plugin.evaluation.official import (
     official_bm25_run,
     official_bm25_scores,
     official_dense_scores,
-    official_minutes,
-    write_json_atomic,
 )
+from r2med_plugin.io import write_json_atomic
+from r2med_plugin.reporting.official_files import official_minutes, official_model_name
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.retrieval.ranking import top_k_run
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids, reference_dense_file
 
@@ -120,8 +120,6 @@ def test_dense_file_equals_beir(tmp_path: Path):
 
 def test_minutes_and_model_names():
     assert official_minutes(12.9) == "0.21 minutes" and official_minutes(6) == "0.1 minutes" and official_minutes(0) == "0.0 minutes"
-    from r2med_plugin.evaluation.official import official_model_name
-
     assert official_model_name("bm25-lucene") == "bm25" and official_model_name("nvidia/NV-Embed-v2") == "nv"
     assert official_model_name("my/model") == "my/model"
 
@@ -158,7 +156,7 @@ def test_runner_writes_the_official_bm25_file(mirror_env: Path, tmp_path: Path, 
 
 
 def test_runner_writes_the_official_dense_file(mirror_env: Path, tmp_path: Path):
-    encoder = r2med_plugin.HashingEncoder(dim=32, name="official-dense-probe")
+    encoder = HashingEncoder(dim=32, name="official-dense-probe")
     result = evaluate_task("NanoR2MEDMedQADiag", encoder, show_progress=False)
     data = result.data
     docs = encoder.encode(data.corpus["text"].to_list(), kind="document")
@@ -176,7 +174,7 @@ def test_runner_writes_the_official_dense_file(mirror_env: Path, tmp_path: Path)
 
 
 def test_shallow_dense_run_gets_no_official_file(mirror_env: Path, tmp_path: Path):
-    encoder = r2med_plugin.HashingEncoder(dim=32, name="official-shallow-probe")
+    encoder = HashingEncoder(dim=32, name="official-shallow-probe")
     result = evaluate_task("NanoR2MEDMedQADiag", encoder, top_k=50, show_progress=False)
     assert result.official is None and "official" not in write_outputs(result, tmp_path)
 

@@ -12,6 +12,7 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.plan import build_plan
 from r2med_plugin.evaluation.request import RequestError, Scoring
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
+from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.spec import SpecError, parse_spec
 
 NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"
@@ -73,7 +74,8 @@ def test_one_scoring_rule_three_front_ends(mirror_env: Path, tmp_path: Path, cap
 
 def test_the_tasks_own_bm25():
     assert get_task_spec(R2MED).own_bm25 == "bm25-lucene" and get_task_spec(NANO).own_bm25 == "bm25-hakari"
-    from r2med_plugin.evaluation.plan import extra_scorers, hybrid_partner
+    from r2med_plugin.evaluation.plan import extra_scorers
+    from r2med_plugin.evaluation.request import hybrid_partner
 
     assert extra_scorers(get_task_spec(NANO))[0].partner == "bm25-hakari"
     assert hybrid_partner(get_task_spec(NANO), "bm25-hakari") == "bm25-lucene"  # never fused with itself
@@ -118,12 +120,15 @@ def test_one_builder_for_an_llm_rerankers_endpoint(monkeypatch: pytest.MonkeyPat
     assert (setwise.set_size, setwise.setwise_method, setwise.setwise_k) == (5, "bubblesort", 4)
     plain = build_reranker_config("http://h/v1", what="x", check_key=False)
     assert (plain.set_size, plain.setwise_method, plain.setwise_k) == (3, "heapsort", 10)
-    with pytest.raises(ValueError, match="--rerank llm-listwise:m needs an endpoint: add --base-url"):
+    with pytest.raises(SettingError) as missing:
         build_reranker_config(None, what="--rerank llm-listwise:m")
-    with pytest.raises(ValueError, match="concurrency must be an integer of at least 1"):
+    assert missing.value.field == "base_url" and "needs an endpoint: add --base-url" in missing.value.flag_message
+    with pytest.raises(SettingError) as concurrency:
         build_reranker_config("http://h/v1", what="x", check_key=False, concurrency=0)
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
+    assert concurrency.value.field == "concurrency" and "must be an integer of at least 1" in str(concurrency.value)
+    with pytest.raises(SettingError) as timeout:
         build_reranker_config("http://h/v1", what="x", check_key=False, timeout=-1)
+    assert timeout.value.field == "timeout" and "must be a positive number" in str(timeout.value)
     monkeypatch.delenv("MISSING_KEY_VAR", raising=False)
     with pytest.raises(ValueError, match="MISSING_KEY_VAR"):
         build_reranker_config("http://h/v1", what="x", api_key_env="MISSING_KEY_VAR")

@@ -126,17 +126,17 @@ def test_cli_evaluate(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert "NanoR2MED tasks only" in capsys.readouterr().err
 
 
-def test_rerank_candidates_api(mirror_env: Path):
+def test_score_candidate_lists_api(mirror_env: Path):
     data = r2med_plugin.load_task("NanoR2MEDPMCTreatment")
     encoder = HashingEncoder(dim=40, name="rerank-api-probe")
-    run = r2med_plugin.rerank_candidates(encoder, "NanoR2MEDPMCTreatment", "dense")
+    run = r2med_plugin.score_candidate_lists(encoder, "NanoR2MEDPMCTreatment", "dense")
     assert {q: set(docs) for q, docs in run.items()} == {q: set(ids) for q, ids in data.candidates["dense"].items()}
     union = {doc_id for ids in data.candidates["dense"].values() for doc_id in ids}
     assert encoder.encoded_texts == len(union) + data.queries.height
-    bm25 = r2med_plugin.rerank_candidates("bm25-robertson", data, "bm25")
+    bm25 = r2med_plugin.score_candidate_lists("bm25-robertson", data, "bm25")
     assert {q: set(docs) for q, docs in bm25.items()} == {q: set(ids) for q, ids in data.candidates["bm25"].items()}
     with pytest.raises(ValueError, match="unknown candidate subset"):
-        r2med_plugin.rerank_candidates(encoder, data, "all")
+        r2med_plugin.score_candidate_lists(encoder, data, "all")
 
 
 def test_validate_inputs_hands_each_plan_its_data_within_the_memory_bound(mirror_env: Path):

@@ -9,7 +9,8 @@ import pytest
 
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.data.runs import rank_by_score
-from r2med_plugin.evaluation.extras import bm25_run, candidate_scores, hybrid_scores
+from r2med_plugin.evaluation.extras import candidate_scores, hybrid_scores
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.first_stages import Bm25, Dense, RunDict, RunFile, StoredCandidates, as_first_stage
 from r2med_plugin.evaluation.plan import build_plan
 from r2med_plugin.evaluation.reranker_stage import CrossEncoderReranker, as_reranker

@@ -390,7 +390,8 @@ def test_two_commands_to_a_leaderboard_row_beside_the_released_one(server, mirro
                  "--output", str(results), "--quiet"]) == 0
     assert main(["evaluate", "--task", *tasks, "--retriever", "bm25-lucene", "--expansion", "hyde/qwen-7b",
                  "--output", str(results), "--quiet"]) == 0
-    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
+    from r2med_plugin.reporting.render import render
 
     rows = build_leaderboard([results / "results"])
     mine = {(row.llm, row.retriever, row.note) for row in rows}

@@ -10,18 +10,26 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, ReasoningLLMReranker
+from r2med_plugin.rules import SettingError
 from tests.llm.replies import config_for, pointwise_reply, TASK, write_sweep_spec
 from tests.support.loopback_openai import LoopbackOpenAI
 
 
 def test_settings_are_checked_with_the_fix():
     endpoint = Endpoint("http://127.0.0.1:9/v1")
-    with pytest.raises(ValueError, match="--step .* smaller than --window"):
+    with pytest.raises(SettingError) as step:
         LLMRerankerConfig(endpoint, window=10, step=10)
-    with pytest.raises(ValueError, match="--concurrency"):
+    assert step.value.field == "step" and "smaller than" in str(step.value)
+    # each front end names the settings its own way: the keyword (with its flag), the flag, the sweep key
+    assert str(step.value).startswith("step (--step) must be smaller than window (--window)")
+    assert step.value.flag_message.startswith("--step must be smaller than --window")
+    assert step.value.render("key").startswith("step must be smaller than window")
+    with pytest.raises(SettingError) as concurrency:
         Endpoint("http://127.0.0.1:9/v1", concurrency=0)
-    with pytest.raises(ValueError, match="needs an endpoint: add --base-url"):
+    assert concurrency.value.field == "concurrency" and "got 0" in str(concurrency.value)
+    with pytest.raises(SettingError) as endpoint_missing:
         as_reranker("llm-listwise:m")
+    assert endpoint_missing.value.field == "base_url" and "--base-url" in endpoint_missing.value.flag_message
     with pytest.raises(ValueError, match="did you mean llm-listwise"):
         as_reranker("llm-listwize:m", llm=LLMRerankerConfig(endpoint))
     with pytest.raises(ValueError, match="names no model"):

@@ -14,6 +14,7 @@ from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, GroupwiseLLMReranker, LLMRerankerConfig
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
 from r2med_plugin.llm.prompting import groupwise_messages, parse_group_scores
+from r2med_plugin.rules import SettingError, flag_of
 from tests.llm.keyed_replies import (
     config_for,
     group_passages,
@@ -101,17 +102,20 @@ def test_groupings_cover_every_document_once_in_near_equal_groups():
 
 def test_groupwise_settings_are_checked_and_named():
     endpoint = Endpoint("http://127.0.0.1:9/v1")
-    for settings, words in (({"group_size": 0}, "--group-size must be an integer of at least 1"),
-                            ({"regroup": 0}, "--regroup must be an integer of at least 1"),
-                            ({"grouping": "sorted"}, "--grouping must be one of random, first-stage"),
-                            ({"group_seed": "x"}, "--group-seed must be an integer"),
-                            ({"group_seed": -1}, "--group-seed must be an integer of at least 0"),
-                            ({"grouping": "first-stage", "group_seed": 1}, "--group-seed reaches no code with --grouping first-stage"),
-                            ({"grouping": "first-stage", "regroup": 2}, "--regroup reaches no code with --grouping first-stage"),
-                            ({"reasoning_effort": "max"}, "--reasoning-effort must be one of none, minimal, low"),
-                            ({"show_scores": "yes"}, "--show-scores is a switch")):
-        with pytest.raises(ValueError, match=words):
+    for settings, field, fact in (({"group_size": 0}, "group_size", "must be an integer of at least 1"),
+                                  ({"regroup": 0}, "regroup", "must be an integer of at least 1"),
+                                  ({"grouping": "sorted"}, "grouping", "must be one of random, first-stage"),
+                                  ({"group_seed": "x"}, "group_seed", "must be an integer"),
+                                  ({"group_seed": -1}, "group_seed", "must be an integer of at least 0"),
+                                  ({"grouping": "first-stage", "group_seed": 1}, "group_seed",
+                                   "reaches no code with --grouping first-stage"),
+                                  ({"grouping": "first-stage", "regroup": 2}, "regroup",
+                                   "reaches no code with --grouping first-stage"),
+                                  ({"reasoning_effort": "max"}, "reasoning_effort", "must be one of none, minimal, low"),
+                                  ({"show_scores": "yes"}, "show_scores", "is a switch")):
+        with pytest.raises(SettingError) as raised:
             LLMRerankerConfig(endpoint, **settings)
+        assert raised.value.field == field and raised.value.flag_message.startswith(f"{flag_of(field)} {fact}")
     reranker = as_reranker("llm-groupwise:Qwen/Qwen3-32B", llm=LLMRerankerConfig(endpoint))
     assert isinstance(reranker, GroupwiseLLMReranker)
     assert reranker.name == "Qwen/Qwen3-32B (groupwise @127.0.0.1-9 g20 random seed0)"
@@ -123,8 +127,9 @@ def test_groupwise_settings_are_checked_and_named():
     assert ordered.name == "m (groupwise @127.0.0.1-9 g20 first-stage)"
     config = build_reranker_config("http://h/v1", what="x", check_key=False, group_size=5, grouping="first-stage", regroup=1)
     assert (config.group_size, config.grouping, config.group_seed, config.regroup) == (5, "first-stage", None, 1)
-    with pytest.raises(ValueError, match="group_seed must be an integer of at least 0"):
+    with pytest.raises(SettingError) as seed:
         build_reranker_config("http://h/v1", what="x", check_key=False, group_seed=-1)
+    assert seed.value.field == "group_seed" and "must be an integer of at least 0" in str(seed.value)
     assert "llm-listwise scores no groups" in settings_unused_by("listwise")["group_size"]
     assert "llm-groupwise scores groups of --group-size documents" in settings_unused_by("groupwise")["window"]
     assert "llm-pointwise reads the first answer token" in settings_unused_by("pointwise")["reasoning_effort"]

@@ -12,6 +12,7 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, SetwiseLLMReranker
 from r2med_plugin.llm.prompting import parse_pick, setwise_messages
+from r2med_plugin.rules import SettingError, flag_of
 from tests.llm.replies import config_for, hidden_order, server_host, TASK, toy_data, write_sweep_spec
 from tests.support.loopback_openai import LoopbackOpenAI
 
@@ -120,11 +121,14 @@ def test_an_unparseable_setwise_pick_is_counted_and_picks_the_sets_first(own_cac
 
 def test_setwise_settings_are_checked_and_named():
     endpoint = Endpoint("http://127.0.0.1:9/v1")
-    for settings, words in (({"set_size": 1}, "--set-size must be an integer from 2 to 23"), ({"set_size": 24}, "from 2 to 23"),
-                            ({"setwise_method": "quicksort"}, "--setwise-method must be one of heapsort, bubblesort"),
-                            ({"setwise_k": 0}, "--setwise-k must be an integer of at least 1")):
-        with pytest.raises(ValueError, match=words):
+    for settings, fact in (({"set_size": 1}, "must be an integer from 2 to 23"), ({"set_size": 24}, "from 2 to 23"),
+                           ({"setwise_method": "quicksort"}, "must be one of heapsort, bubblesort"),
+                           ({"setwise_k": 0}, "must be an integer of at least 1")):
+        with pytest.raises(SettingError) as raised:
             LLMRerankerConfig(endpoint, **settings)
+        field = next(iter(settings))
+        assert raised.value.field == field and fact in raised.value.flag_message
+        assert raised.value.flag_message.startswith(flag_of(field))
     reranker = as_reranker("llm-setwise:Qwen/Qwen3-8B", llm=LLMRerankerConfig(endpoint))
     assert isinstance(reranker, SetwiseLLMReranker) and reranker.name == "Qwen/Qwen3-8B (setwise @127.0.0.1-9 heapsort c3 k10)"
     budget = as_reranker("llm-setwise:m", llm=LLMRerankerConfig(endpoint, setwise_method="bubblesort", set_size=5, max_tokens=16))

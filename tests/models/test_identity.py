@@ -81,7 +81,7 @@ def test_query_prompt_reaches_the_encoder_on_every_path(mirror_env: Path):
     for name, call in {
         "dense_search": lambda e: dense_search(e, data.corpus, data.queries, dataset_revision="x", query_prompt="P: "),
         "score_candidates": lambda e: score_candidates(e, data.corpus, data.queries, lists, dataset_revision="x", query_prompt="P: "),
-        "rerank_candidates": lambda e: r2med_plugin.rerank_candidates(e, data, "bm25", query_prompt="P: "),
+        "score_candidate_lists": lambda e: r2med_plugin.score_candidate_lists(e, data, "bm25", query_prompt="P: "),
         "evaluate_task": lambda e: evaluate_task("NanoR2MEDBiology", e, query_prompt="P: ", show_progress=False),
     }.items():
         encoder = RecordingEncoder(f"recording-{name}")

@@ -22,7 +22,8 @@ from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.compare import compare_results, load_scores, render_report
 from r2med_plugin.reporting.inspect import inspect_query, worst_queries
-from r2med_plugin.reporting.leaderboard import build_leaderboards, render_many
+from r2med_plugin.reporting.leaderboard import build_leaderboards
+from r2med_plugin.reporting.render import render_many
 from r2med_plugin.reporting.leaderboard_significance import add_significance
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, read_per_query, top_ranked, write_per_query
 from r2med_plugin.models.hashing import HashingEncoder

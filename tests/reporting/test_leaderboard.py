@@ -14,7 +14,9 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
-from r2med_plugin.reporting.leaderboard import build_leaderboard, published_leaderboard, published_rows, render
+from r2med_plugin.reporting.leaderboard import build_leaderboard, published_leaderboard
+from r2med_plugin.reporting.published import published_rows
+from r2med_plugin.reporting.render import render
 from r2med_plugin.reporting.published import published_table
 from r2med_plugin.reporting.submission import export_submission
 from tests.support.builders import official_row, score_row, two_mirrors, write_result

@@ -22,13 +22,9 @@ import pytest
 from r2med_plugin import significance as sig
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
-from r2med_plugin.reporting.leaderboard import (
-    LeaderboardRow,
-    build_leaderboards,
-    published_leaderboard,
-    row_label,
-    table_cells,
-)
+from r2med_plugin.reporting.leaderboard import build_leaderboards, published_leaderboard
+from r2med_plugin.reporting.render import row_label, table_cells
+from r2med_plugin.reporting.rows import LeaderboardRow
 from r2med_plugin.reporting.leaderboard_page import (
     EXTRA_COLUMNS,
     GENERATOR,

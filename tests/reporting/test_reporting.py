@@ -10,8 +10,9 @@ from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
-from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+from r2med_plugin.reporting.leaderboard import build_leaderboard
 from r2med_plugin.reporting.plots import plot_nano, plot_tasks
+from r2med_plugin.reporting.render import render
 from r2med_plugin.reporting.submission import export_submission, export_trec_runs
 from tests.support import builders
 from tests.support.builders import OFFICIAL_CUTOFFS, official_row

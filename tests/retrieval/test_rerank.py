@@ -18,20 +18,29 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.data.runs import detect_run_format, read_run_file, write_topk_docs
-from r2med_plugin.evaluation.extras import bm25_run
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.metrics import evaluate_run
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.official import official_reranker_scores
-from r2med_plugin.evaluation.reranking import resolve_first_stage
+from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, RankedRun, as_first_stage
 from r2med_plugin.reporting.official_files import official_reranker_results, published_to_ours
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.export import model_folder_name
-from r2med_plugin.reporting.leaderboard import build_leaderboard, published_reranker_rows, render
+from r2med_plugin.reporting.leaderboard import build_leaderboard
+from r2med_plugin.reporting.published import published_reranker_rows
+from r2med_plugin.reporting.render import render
 from r2med_plugin.retrieval.rerank import rerank_run
 from r2med_plugin.models.cross_encoder import reranker_revision
 
 TASK = "R2MEDBiology"
+
+
+def ranked_first_stage(data, first_stage, *, query_prompt=None, show_progress=True) -> RankedRun:
+    """A first stage's ranked run for a rerank of its top 10: the official topk_docs depth (100), as a plan builds it."""
+    stage = as_first_stage(first_stage, query_prompt=query_prompt)
+    return stage.ranked(data, OFFICIAL_TOPK_DOCS_DEPTH, show_progress=show_progress)
+
 K_VALUES = [1, 10, 25, 50, 100]
 
 
@@ -301,7 +310,7 @@ def test_outputs_official_json_mteb_result_and_no_collision(data, reranker, hand
     payload = json.loads(text)
     assert text == json.dumps(payload, indent=2, sort_keys=True)  # as the official json.dump writes it
     assert paths["official"].stat().st_mode & 0o044  # readable by others, like a file open() creates
-    assert result.model_revision == reranker_revision(reranker) + "+first-stage-" + resolve_first_stage(data, topk.parent, depth=10).revision
+    assert result.model_revision == reranker_revision(reranker) + "+first-stage-" + ranked_first_stage(data, topk.parent).revision
     folder = ("official", "reranker", model_folder_name(reranker.name), "nv", "top_10", result.model_revision, f"{TASK}.json")
     assert paths["official"].relative_to(tmp_path / "out").parts == folder
     assert paths["trec"].relative_to(tmp_path / "out").parts[2:] == (result.model_revision, f"{TASK}.trec")
@@ -473,7 +482,7 @@ def test_bm25_first_stage_keeps_tied_documents_in_corpus_order_as_the_official_t
     # equal texts tie; pytrec_eval's order would put "zz-" first, the official stable sort the original.
     copies = [data.corpus.with_columns(id=pl.lit(prefix) + pl.col("id")) for prefix in ("zz-", "aa-")]
     tied = dataclasses.replace(data, corpus=pl.concat([data.corpus, *copies]))
-    stage = resolve_first_stage(tied, "bm25-lucene", depth=10, show_progress=False)
+    stage = ranked_first_stage(tied, "bm25-lucene", show_progress=False)
     corpus_position = {doc_id: i for i, doc_id in enumerate(tied.corpus["id"].to_list())}
     for query_id, ranked in stage.run.items():
         ids, scores = list(ranked), list(ranked.values())
@@ -483,7 +492,7 @@ def test_bm25_first_stage_keeps_tied_documents_in_corpus_order_as_the_official_t
                 assert corpus_position[a] < corpus_position[b], (query_id, a, b)
     assert any(not doc_id.startswith(("zz-", "aa-")) for doc_id in list(next(iter(stage.run.values())))[:1])
     with pytest.raises(ValueError, match="would ignore it"):
-        resolve_first_stage(data, "bm25-lucene", depth=10, query_prompt="Instruct: x\nQuery: ", show_progress=False)
+        ranked_first_stage(data, "bm25-lucene", query_prompt="Instruct: x\nQuery: ", show_progress=False)
 
 
 def test_reranked_scores_stop_at_the_reranked_depth(data):
@@ -544,15 +553,15 @@ def test_first_stages_of_one_name_never_overwrite_each_other(data, reranker, tmp
     # every task reranked from one folder shares one revision (one leaderboard row); another file there changes it
     (first.parent / "Bioinformatics.jsonl").write_text('{"id": "q", "topk_pid": [["d", 1.0]]}\n')
     other_task = load_task("R2MEDBioinformatics")
-    stages = [resolve_first_stage(task_data, first.parent, depth=10) for task_data in (data, other_task)]
+    stages = [ranked_first_stage(task_data, first.parent) for task_data in (data, other_task)]
     assert stages[0].run != stages[1].run and stages[0].revision == stages[1].revision
     assert stages[0].revision != again.model_revision.rsplit("+first-stage-", 1)[1]  # the folder changed
-    assert resolve_first_stage(data, first, depth=10).revision != stages[0].revision  # one file alone: its own digest
+    assert ranked_first_stage(data, first).revision != stages[0].revision  # one file alone: its own digest
     provenance = json.loads(written[1]["mteb"].read_text())["r2med_provenance"]
     assert provenance["reranker_revision"] == reranker_revision(reranker)
-    assert provenance["first_stage_revision"] == resolve_first_stage(data, second.parent, depth=10).revision
+    assert provenance["first_stage_revision"] == ranked_first_stage(data, second.parent).revision
     # BM25 and encoder first stages are named by what ran them
-    assert resolve_first_stage(data, "bm25-lucene", depth=10, show_progress=False).revision.startswith("r2med-plugin-")
+    assert ranked_first_stage(data, "bm25-lucene", show_progress=False).revision.startswith("r2med-plugin-")
     assert reranked_revision("abc", "r2med-plugin-0.2.0") == "abc+first-stage-r2med-plugin-0.2.0"
     long_revision = reranked_revision("abc", "0123456789abcdef0123456789abcdef01234567")
     assert re.fullmatch(r"abc\+first-stage-[0-9a-f]{12}", long_revision)

@@ -474,7 +474,8 @@ def test_a_job_record_holds_the_request_it_ran_and_it_runs_again_to_the_same_sco
 def test_a_sweeps_leaderboard_labels_rows_as_r2med_leaderboard_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """On the synthetic sample, the sweep's own leaderboard file says so, as `r2med leaderboard` on the folder does."""
     from r2med_plugin.integrations.demo import sample_dir
-    from r2med_plugin.reporting.leaderboard import build_leaderboard, render
+    from r2med_plugin.reporting.leaderboard import build_leaderboard
+    from r2med_plugin.reporting.render import render
 
     monkeypatch.setenv("R2MED_DATA_DIR", str(sample_dir()))
     spec = load_spec(_spec(tmp_path, tasks=["NanoR2MEDBiology"], retrievers=["bm25-hakari"]))

@@ -12,6 +12,8 @@ from r2med_plugin.evaluation.specs import EndpointSpec, ModelSpec  # EndpointSpe
 from r2med_plugin.llm.config import Endpoint, LLMRerankerConfig
 from r2med_plugin.rules import (
     RequestError,
+    SettingError,
+    flag_of,
     integer_option,
     neutral,
     neutral_fields,
@@ -77,12 +79,14 @@ def test_one_endpoint_type():
         "base_url": "http://127.0.0.1:9/v1", "dimensions": 8}
     sent = LLMRerankerConfig(Endpoint("http://127.0.0.1:9/v1", concurrency=3)).endpoint  # defaults where requests go
     assert (sent.concurrency, sent.max_retries, sent.timeout) == (3, 6, 600.0)
-    for settings, words in (({"concurrency": 0}, "--concurrency must be an integer of at least 1, got 0"),
-                            ({"max_retries": True}, "--max-retries must be an integer of at least 0, got True"),
-                            ({"timeout": 0}, "--timeout must be a positive number of seconds, got 0"),
-                            ({"extra_body": "{"}, "extra_body \\(--extra-body\\) is not valid JSON")):
-        with pytest.raises(ValueError, match=words):
+    for settings, fact in (({"concurrency": 0}, "must be an integer of at least 1, got 0"),
+                           ({"max_retries": True}, "must be an integer of at least 0, got True"),
+                           ({"timeout": 0}, "must be a positive number of seconds, got 0"),
+                           ({"extra_body": "{"}, "is not valid JSON")):
+        with pytest.raises(SettingError) as raised:
             Endpoint("http://127.0.0.1:9/v1", **settings)
+        name = next(iter(settings))  # the setting at fault, named as the CLI spells it
+        assert raised.value.field == name and raised.value.flag_message.startswith(f"{flag_of(name)} {fact}")
     with pytest.raises(TypeError, match="an Endpoint with its URL"):
         LLMRerankerConfig(Endpoint())
 

@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.official import reranker_model
 from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, towers, retriever_profiles
 from r2med_plugin.models.official.loading import OfficialEncoder, load_official_encoder
@@ -76,7 +77,7 @@ class OfficialLoader(ModelLoaderBase):
         profile = retriever_profiles().get(short)
         if profile is None:
             if short and short not in reranker_model.PROFILES:
-                raise ValueError(f"{name!r} is not a model of the official R2MED code: {_usage()}")
+                raise UserError(f"{name!r} is not a model of the official R2MED code: {_usage()}")
             _no_settings(name, settings, "an official reranker that loads locally")
             reranker, checkpoint, base = reranker_model.parse(name)
             return RetrieverRef(name, "plugin", checkpoint, revision, loader=NAME,
@@ -84,19 +85,19 @@ class OfficialLoader(ModelLoaderBase):
         checkpoint = parse_weights(profile, weights) if at else default_weights(profile)
         if profile.remote:
             if revision is not None:
-                raise ValueError(f"{name} is served by its API: --model-revision reaches no code there; drop it")
+                raise UserError(f"{name} is served by its API: --model-revision reaches no code there; drop it")
             unknown = sorted(set(settings) - set(ENDPOINT_SETTINGS))
             if unknown:
                 flags = ", ".join("--" + key.replace("_", "-") for key in unknown)
-                raise ValueError(f"{flags}: {name} sends the official code's requests, at the official size of "
-                                 f"{profile.checkpoint}; drop {flags}")
+                raise UserError(f"{flags}: {name} sends the official code's requests, at the official size of "
+                                f"{profile.checkpoint}; drop {flags}")
             return RetrieverRef(name, "plugin", str(checkpoint), None, loader=NAME,
                                 settings=(("profile", profile.name), ("role", "retriever"), *sorted(settings.items())))
         _no_settings(name, settings, "an official retriever that loads locally")
         if revision is not None and isinstance(checkpoint, tuple) and checkpoint[0] != checkpoint[1]:
-            raise ValueError(f"{name}: one --model-revision cannot pin two repositories (the query and the article tower); "
-                             "download each at its revision (huggingface-cli download REPO --revision SHA --local-dir DIR) "
-                             "and name the two folders after '@'")
+            raise UserError(f"{name}: one --model-revision cannot pin two repositories (the query and the article tower); "
+                            "download each at its revision (huggingface-cli download REPO --revision SHA --local-dir DIR) "
+                            "and name the two folders after '@'")
         source = "+".join(checkpoint) if isinstance(checkpoint, tuple) else checkpoint
         return RetrieverRef(name, "plugin", source, revision, loader=NAME,
                             settings=(("profile", profile.name), ("role", "retriever")))
@@ -123,11 +124,11 @@ class OfficialLoader(ModelLoaderBase):
         """``requests``: ``timeout`` and ``max_retries`` of the API profiles' requests."""
         settings = dict(ref.settings)
         if settings["role"] == "reranker":
-            raise ValueError(f"{ref.name} is a reranker (it scores query-document pairs): use it with --rerank, "
-                             "after a first stage (--first-stage)")
+            raise UserError(f"{ref.name} is a reranker (it scores query-document pairs): use it with --rerank, "
+                            "after a first stage (--first-stage)")
         profile = retriever_profiles()[settings["profile"]]
         if devices and len(devices) > 1:
-            raise ValueError(f"official retrievers encode on one device; got devices {list(devices)}: give one")
+            raise UserError(f"official retrievers encode on one device; got devices {list(devices)}: give one")
         device = devices[0] if devices else device
         endpoint = None
         unknown = sorted(set(requests) - {"timeout", "max_retries"})
@@ -135,7 +136,7 @@ class OfficialLoader(ModelLoaderBase):
             raise TypeError(f"unexpected options for {ref.name}: {', '.join(sorted(requests))}")
         if profile.remote:
             if device not in (None, "cpu"):
-                raise ValueError(f"{ref.name} runs on its API's servers: a --device reaches no code there; drop it")
+                raise UserError(f"{ref.name} runs on its API's servers: a --device reaches no code there; drop it")
             endpoint = _endpoint(profile.checkpoint, settings, batch_size or int(profile.arguments["batch_size"]), show_progress,
                                  requests)
         return load_official_encoder(profile, _checkpoint(ref, profile), revision=ref.revision, device=device,
@@ -147,8 +148,8 @@ class OfficialLoader(ModelLoaderBase):
                            **options: Any) -> reranker_model.OfficialReranker:
         settings = dict(ref.settings)
         if settings["role"] == "retriever":
-            raise ValueError(f"{ref.name} is a dense retriever of the official code: use it as the first stage "
-                             f"(--retriever {ref.name} or --first-stage {ref.name}) and rerank with a reranker")
+            raise UserError(f"{ref.name} is a dense retriever of the official code: use it as the first stage "
+                            f"(--retriever {ref.name} or --first-stage {ref.name}) and rerank with a reranker")
         if options:
             raise TypeError(f"unexpected options for an official reranker: {', '.join(sorted(options))}")
         return reranker_model.OfficialReranker(settings["mode"], ref.source, profile=settings["profile"], base=settings.get("base"),
@@ -170,7 +171,7 @@ def _checkpoint(ref: RetrieverRef, profile: Any) -> str | tuple[str, str]:
 def _no_settings(name: str, settings: Mapping[str, Any], what: str) -> None:
     if settings:
         flags = ", ".join("--" + key.replace("_", "-") for key in sorted(settings))
-        raise ValueError(f"{flags} configure an endpoint; {name!r} is {what}: drop {flags}")
+        raise UserError(f"{flags} configure an endpoint; {name!r} is {what}: drop {flags}")
 
 
 def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_progress: bool,
@@ -181,8 +182,8 @@ def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_pro
     key_env = settings.get("api_key_env") or default_env
     own_server = bool(settings.get("base_url")) and endpoint_host(settings["base_url"]) != endpoint_host(url)
     if not os.environ.get(key_env) and not own_server:  # the public API needs a key; a server of your own may not
-        raise ValueError(f"{model} at {url} needs an API key: set ${key_env} (or name another variable with --api-key-env), "
-                         "or give --base-url for a server of your own")
+        raise UserError(f"{model} at {url} needs an API key: set ${key_env} (or name another variable with --api-key-env), "
+                        "or give --base-url for a server of your own")
     return EndpointEncoder(str(model), settings.get("base_url") or url, api_key_env=key_env if os.environ.get(key_env) or settings.get("api_key_env") else None,
                            concurrency=settings.get("concurrency") or 8, batch_size=batch_size, show_progress=show_progress,
                            encoding_format="base64" if str(model).startswith("voyage") else "float", **requests)

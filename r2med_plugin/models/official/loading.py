@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_device, check_model_name
 from r2med_plugin.models.embedding_endpoint import endpoint_host
 from r2med_plugin.models.identity import model_revision
@@ -86,8 +87,8 @@ class OfficialEncoder(EncoderBase):
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
         if prompt is not None:
-            raise ValueError(f"official:{self.profile.name} applies the official instructions of each task itself; a prompt "
-                             "of ours would be a second one: drop --instruction (or query_prompt=)")
+            raise UserError(f"official:{self.profile.name} applies the official instructions of each task itself; a prompt "
+                            "of ours would be a second one: drop --instruction (or query_prompt=)")
         return self.recipe.encode(list(texts), kind, self.instruction(kind))
 
     def encode_expansions(self, texts: Sequence[str]) -> np.ndarray:
@@ -108,14 +109,14 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
     arguments = dict(profile.arguments)
     batch = batch_size or int(arguments["batch_size"])
     if batch < 1:
-        raise ValueError(f"batch_size must be positive, got {batch}")
+        raise UserError(f"batch_size must be positive, got {batch}")
     if name is not None:
         check_model_name(name)
     if profile.remote:
         if dtype is not None:
-            raise ValueError(f"official:{profile.name} embeds on its API's servers: dtype reaches no code there; drop it")
+            raise UserError(f"official:{profile.name} embeds on its API's servers: dtype reaches no code there; drop it")
         if endpoint is None:
-            raise ValueError(f"official:{profile.name} embeds through an endpoint: load it by name (load_encoder('official:{profile.name}'))")
+            raise UserError(f"official:{profile.name} embeds through an endpoint: load it by name (load_encoder('official:{profile.name}'))")
         model = str(profile.checkpoint)
         recipe = EndpointRecipe(model, endpoint, voyage=model.startswith("voyage"))
         # another server than the API's: filed as <model>@<host> (its model is not known to be the published one)
@@ -132,8 +133,8 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
     try:
         recipe = _recipe(profile, arguments, query_tower, document_tower, common, dtype)
     except OSError as error:
-        raise ValueError(f"could not load official:{profile.name} from {document_tower!r} ({error}); give a local folder "
-                         "or a hub name in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)") from error
+        raise UserError(f"could not load official:{profile.name} from {document_tower!r} ({error}); give a local folder "
+                        "or a hub name in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)") from error
     weights, reported, identity = model_revision(document_tower, revision)
     weights = folder_label(weights, local)
     if query_tower != document_tower:  # two towers: both name the results (never filed as the official one-tower run)
@@ -151,14 +152,14 @@ def _recipe(profile: RetrieverProfile, arguments: dict[str, Any], query_tower: s
     kind = profile.model_class
     if kind in ("FlagDRESModel", "HighScaleModel"):
         if arguments.get("load_mode", "Automodel") != "Automodel":
-            raise ValueError(f"official:{profile.name}: load_mode {arguments['load_mode']!r} is not supported")
+            raise UserError(f"official:{profile.name}: load_mode {arguments['load_mode']!r} is not supported")
         return TransformerRecipe(document_tower, pooling_method=arguments["pooling_method"],
                                  normalize_embeddings=arguments["normalize_embeddings"], max_length=arguments["max_length"],
                                  encode_mode=arguments["encode_mode"], dtype=dtype, **common)
     if kind == "BiEncoderModel":
         return BiEncoderRecipe(query_tower, document_tower, max_length=arguments["max_length"], dtype=dtype, **common)
     if dtype is not None and kind in ("InstructorModel", "GritModel"):
-        raise ValueError(f"official:{profile.name} loads its weights as the official code does (dtype reaches no code): drop dtype")
+        raise UserError(f"official:{profile.name} loads its weights as the official code does (dtype reaches no code): drop dtype")
     if kind == "InstructorModel":
         return InstructorRecipe(document_tower, **common)
     if kind == "GritModel":
@@ -167,4 +168,4 @@ def _recipe(profile: RetrieverProfile, arguments: dict[str, Any], query_tower: s
     if kind == "NVEmbedModel":
         return NVEmbedRecipe(document_tower, max_length=arguments["max_length"],
                              normalize_embeddings=arguments["normalize_embeddings"], dtype=dtype, **common)
-    raise ValueError(f"official:{profile.name}: the class {kind} has no encoder here")
+    raise UserError(f"official:{profile.name}: the class {kind} has no encoder here")

@@ -17,6 +17,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.protocols import EncodeKind
 
 PROFILE_FILE = "profiles.json"
@@ -47,10 +48,10 @@ class RetrieverProfile:
         if not isinstance(value, Mapping):
             return value
         if hub_name is None:
-            raise ValueError(f"official:{self.name} has one instruction per task: bind the encoder to a task first "
-                             "(encoder.for_task('R2MEDBiology'); the Dense first stage does this itself)")
+            raise UserError(f"official:{self.name} has one instruction per task: bind the encoder to a task first "
+                            "(encoder.for_task('R2MEDBiology'); the Dense first stage does this itself)")
         if hub_name not in value:
-            raise ValueError(f"official:{self.name} has no instruction for the task {hub_name!r}; it knows {', '.join(value)}")
+            raise UserError(f"official:{self.name} has no instruction for the task {hub_name!r}; it knows {', '.join(value)}")
         return value[hub_name]
 
 
@@ -78,15 +79,15 @@ def retriever_profiles() -> dict[str, RetrieverProfile]:
 def parse_weights(profile: RetrieverProfile, weights: str) -> str | tuple[str, str]:
     """The checkpoint of ``official:<name>@<weights>``: a folder or hub id (MedCPT: ``<query tower>+<article tower>``)."""
     if profile.remote:
-        raise ValueError(f"official:{profile.name} is an API model ({profile.checkpoint}); it has no weights to replace "
-                         "after '@': use openai:<model> --base-url URL for another endpoint model")
+        raise UserError(f"official:{profile.name} is an API model ({profile.checkpoint}); it has no weights to replace "
+                        "after '@': use openai:<model> --base-url URL for another endpoint model")
     if isinstance(profile.checkpoint, tuple):
         query, plus, article = weights.partition("+")
         if not plus or not query.strip() or not article.strip():
-            raise ValueError(f"official:medcpt@ takes two towers: official:medcpt@<query encoder>+<article encoder>, got {weights!r}")
+            raise UserError(f"official:medcpt@ takes two towers: official:medcpt@<query encoder>+<article encoder>, got {weights!r}")
         return query, article
     if not weights.strip():
-        raise ValueError(f"official:{profile.name}@ names no weights: give a folder or a hub id after '@'")
+        raise UserError(f"official:{profile.name}@ names no weights: give a folder or a hub id after '@'")
     return weights
 
 

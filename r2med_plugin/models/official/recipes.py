@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.protocols import EncodeKind
 
 OPENAI_CUT, VOYAGE_CUT = 6000, 16000  # RetrievalOPENAI.encode: cut_text_openai (cl100k) and cut_text (voyage's tokenizer)
@@ -57,7 +58,7 @@ def _torch_dtype(dtype: str | None, default: Any) -> Any:
         return default
     chosen = getattr(torch, dtype, None)
     if not isinstance(chosen, torch.dtype):
-        raise ValueError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
+        raise UserError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
     return chosen
 
 

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 from r2med_plugin.models.protocols import PairScorerBase
 
@@ -86,12 +87,12 @@ def parse(name: str) -> tuple[RerankerProfile, str, str | None]:
     short, at, weights = rest.partition("@")
     profile = PROFILES.get(short)
     if profile is None:
-        raise ValueError(f"{name!r} is not an official reranker: {_usage()}")
+        raise UserError(f"{name!r} is not an official reranker: {_usage()}")
     if not at:
         return profile, profile.checkpoint, profile.base
     checkpoint, plus, base = weights.partition("+") if profile.mode == "llama" else (weights, "", "")
     if not checkpoint.strip() or (plus and not base.strip()):
-        raise ValueError(f"{name!r} names no weights after '@' (or no base after '+'): {_usage()}")
+        raise UserError(f"{name!r} names no weights after '@' (or no base after '+'): {_usage()}")
     return profile, checkpoint, base or None
 
 
@@ -110,14 +111,14 @@ def adapter_base(adapter: str, revision: str | None = None) -> str:
     if folder.is_dir():
         config_path = folder / "adapter_config.json"
         if not config_path.is_file():
-            raise ValueError(f"{adapter} has no adapter_config.json: it is not a LoRA adapter (rankllama@ takes one)")
+            raise UserError(f"{adapter} has no adapter_config.json: it is not a LoRA adapter (rankllama@ takes one)")
         config = json.loads(config_path.read_text(encoding="utf-8"))
     else:
         peft = _peft()
         config = peft.PeftConfig.from_pretrained(adapter, revision=revision).to_dict()
     base = config.get("base_model_name_or_path")
     if not base:
-        raise ValueError(f"the adapter {adapter} names no base model: write official:rankllama@{adapter}+<base>")
+        raise UserError(f"the adapter {adapter} names no base model: write official:rankllama@{adapter}+<base>")
     return str(base)
 
 
@@ -143,15 +144,15 @@ def _check_head(mode: str, checkpoint: str, model: Any, loading: dict[str, Any])
     logit (bge: ``logits.view(-1)``) or at least two (mono: logit 1)."""
     missing = [key for key in loading.get("missing_keys", []) if key]
     if missing:
-        raise ValueError(f"the reranker {checkpoint!r} has no trained classification head (missing {', '.join(sorted(missing)[:3])}): "
-                         "it would score with random weights; give a sequence-classification checkpoint")
+        raise UserError(f"the reranker {checkpoint!r} has no trained classification head (missing {', '.join(sorted(missing)[:3])}): "
+                        "it would score with random weights; give a sequence-classification checkpoint")
     labels = int(model.config.num_labels)
     if mode == "bge" and labels != 1:
-        raise ValueError(f"official:bge-reranker scores one logit per pair (logits.view(-1)), and {checkpoint!r} has {labels} "
-                         "labels: use official:monobert for a two-label head (it scores logit 1)")
+        raise UserError(f"official:bge-reranker scores one logit per pair (logits.view(-1)), and {checkpoint!r} has {labels} "
+                        "labels: use official:monobert for a two-label head (it scores logit 1)")
     if mode == "mono" and labels < 2:
-        raise ValueError(f"official:monobert scores logit 1 of a two-label head, and {checkpoint!r} has {labels} label: use "
-                         "official:bge-reranker for a one-logit head")
+        raise UserError(f"official:monobert scores logit 1 of a two-label head, and {checkpoint!r} has {labels} label: use "
+                        "official:bge-reranker for a one-logit head")
 
 
 class OfficialReranker(PairScorerBase):
@@ -166,12 +167,12 @@ class OfficialReranker(PairScorerBase):
         from r2med_plugin.models.identity import model_revision
 
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if batch_size < 1 or max_length < 1:
-            raise ValueError(f"batch_size and max_length must be positive, got {batch_size} and {max_length}")
+            raise UserError(f"batch_size and max_length must be positive, got {batch_size} and {max_length}")
         torch_dtype = getattr(torch, dtype, None)
         if not isinstance(torch_dtype, torch.dtype):
-            raise ValueError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
+            raise UserError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
         check_device(device)
         self.mode, self.batch_size, self.max_length, self.dtype = mode, batch_size, max_length, dtype
         self.device = torch.device(device or "cpu")
@@ -190,8 +191,8 @@ class OfficialReranker(PairScorerBase):
                     checkpoint, revision=hub_revision, output_loading_info=True, **_dtype_option(torch_dtype))
                 _check_head(mode, checkpoint, model, loading)
         except OSError as error:
-            raise ValueError(f"could not load the reranker {checkpoint!r}{f' on {base!r}' if base else ''} ({error}); give local "
-                             "folders or hub names in the Hugging Face cache (HF_HUB_OFFLINE=1 needs them cached)") from error
+            raise UserError(f"could not load the reranker {checkpoint!r}{f' on {base!r}' if base else ''} ({error}); give local "
+                            "folders or hub names in the Hugging Face cache (HF_HUB_OFFLINE=1 needs them cached)") from error
         self.model = model.to(self.device).eval()
         self.base = base
         name, reported, _ = model_revision(checkpoint, revision)
