@@ -23,7 +23,7 @@ OTHER_FOLDERS = {
     "fixtures": "committed test data (golden outputs, Lucene vectors); no Python",
 }
 # The cross-cutting rules, one module each; a test of one unit belongs in that unit's folder instead.
-CONTRACTS = {"test_architecture", "test_cli_flags", "test_conventions", "test_doc_examples", "test_docs",
+CONTRACTS = {"test_architecture", "test_cli_flags", "test_conventions", "test_doc_examples", "test_docs", "test_errors",
              "test_golden_outputs", "test_layout", "test_moved_names", "test_public_api"}
 # Words that name when or why a test was written, not what it tests.
 HISTORY_WORDS = {"issue", "issues", "trust", "trustworthy", "pass", "passes", "frontier", "second", "third", "fourth",
