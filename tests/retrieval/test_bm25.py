@@ -162,7 +162,7 @@ def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.
     import Stemmer
 
     from r2med_plugin import load_task
-    from r2med_plugin.retrieval.bm25 import robertson_tokens, bm25_search
+    from r2med_plugin.retrieval.bm25 import bm25_search, robertson_tokens
 
     data = load_task("NanoR2MEDBiology")
     capsys.readouterr()

@@ -18,16 +18,16 @@ def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Pa
     env = os.environ | {"HF_HOME": str(tmp_path / "hf"), "R2MED_CACHE_DIR": str(tmp_path / "cache")}
     # sentence-transformers' own load (mteb's registry would load this name at its pinned commit, without the Hub warning)
     command = [sys.executable, "-m", "r2med_plugin.cli", "evaluate", "--task", "R2MEDBiology", "--retriever", name, "--loader", "sentence-transformers"]
-    quiet = subprocess.run([*command, "--quiet"], capture_output=True, text=True, timeout=300, env=env)
-    loud = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    quiet = subprocess.run([*command, "--quiet"], check=False, capture_output=True, text=True, timeout=300, env=env)
+    loud = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env)
     assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
     assert "Could not reach the Hub" in loud.stderr  # what --quiet has to silence
     assert "Loading weights" not in loud.stderr  # transformers' loading bar is off while our loaders load
     # Only r2med's own data report remains ("R2MEDBiology: ..."; the fixture differs from the real task on purpose).
     assert quiet.stderr and all(line.startswith(("R2MEDBiology: ", "the mirror ")) for line in quiet.stderr.splitlines())  # ours only
     progress = ("R2MEDBiology: started", "R2MEDBiology: finished in ")  # --quiet's own one line per task start and end
-    assert [line for line in quiet.stdout.splitlines() if line.startswith(progress)][0] == "R2MEDBiology: started"
+    assert next(line for line in quiet.stdout.splitlines() if line.startswith(progress)) == "R2MEDBiology: started"
     shown = [line for line in quiet.stdout.splitlines() if not line.startswith(progress)]
     assert shown[1:] == loud.stdout.splitlines()[1:]  # same scores
-    through_mteb = subprocess.run([*command[:-2], "--quiet"], capture_output=True, text=True, timeout=300, env=env)  # mteb's loader
+    through_mteb = subprocess.run([*command[:-2], "--quiet"], check=False, capture_output=True, text=True, timeout=300, env=env)  # mteb's loader
     assert through_mteb.returncode == 0 and through_mteb.stderr.splitlines() == quiet.stderr.splitlines(), through_mteb.stderr
