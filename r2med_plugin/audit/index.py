@@ -75,7 +75,10 @@ def build_index(entries: Iterable[tuple[str, str, str, str]], *, ngram: int, thr
     ``progress``: a tqdm-like bar updated per entry, or None."""
     hasher, lsh = MinHasher(), lsh_index(threshold)
     position: dict[str, int] = {}
-    normalized, sets, keys, bands = [], [], [], []
+    normalized: list[str] = []
+    sets: list[Any] = []
+    keys: list[int] = []
+    bands: list[Any] = []
     refs: list[list[tuple[str, str, str]]] = []
     for batch in _batches(entries, _BATCH):
         prepared = prepare([text for *_, text in batch], ngram)

@@ -77,7 +77,7 @@ def pair_hits(index: EvalIndex, row: dict, hits: Sequence[dict]) -> list[dict]:
     """Leaked pairs of one row from its hits: a training query on an evaluation query, and a training positive on one
     of that query's relevant documents, in the same task."""
     queries = [h for h in hits if h["field"] == "query" and h["kind"] == QUERY]
-    positives = {}
+    positives: dict[tuple[str, str], dict] = {}
     for hit in hits:
         if hit["field"] == "positive" and hit["kind"] == RELEVANT:
             key = (hit["task"], hit["eval_id"])

@@ -17,6 +17,7 @@ import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -99,7 +100,7 @@ def encode_in_chunks(texts: list[str], keys: list[str], encode_part: Callable[[l
     parts: list[np.ndarray] = []
     with tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text", disable=None, leave=False) as bar:
         for start, chunk_key in zip(range(0, len(texts), size), keys):
-            part = cached_array(CHUNK_CACHE, chunk_key, lambda start=start: encode_part(texts[start:start + size]))
+            part = cached_array(CHUNK_CACHE, chunk_key, partial(encode_part, texts[start:start + size]))
             parts.append(part)
             bar.update(part.shape[0])
     return np.concatenate(parts, axis=0)

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import chain
+from typing import cast
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -89,7 +90,7 @@ def hakari_tokens(texts: Sequence[str], tokenizer: str = DEFAULT_TOKENIZER, *, s
     term_of = _term_of(tokenizer)
     terms = {token: term_of(token) for token in set(chain.from_iterable(raw))}
     if all(term is not None for term in terms.values()):
-        return [[terms[token] for token in tokens] for tokens in raw]
+        return [[cast(str, terms[token]) for token in tokens] for tokens in raw]  # none is None here
     return [[term for token in tokens if (term := terms[token]) is not None] for tokens in raw]
 
 
