@@ -39,7 +39,7 @@ def data_label(entries: Iterable[Mapping]) -> str | None:
 
 def task_index() -> dict[str, tuple[str, str, bool]]:
     """task name -> (benchmark, hub name, is mteb's built-in task)."""
-    index = {}
+    index: dict[str, tuple[str, str, bool]] = {}
     for spec in list_tasks():
         index[spec.name] = (spec.kind, spec.hub_name, False)
         if spec.mteb_builtin_task:

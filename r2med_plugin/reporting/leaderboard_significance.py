@@ -68,9 +68,8 @@ def add_significance(
             yours[0].significance = ("--significance: no interval and no test, as no row of yours is ranked in this "
                                      "table (the notes above say why each is not)")
         return out
-    test = {"alpha": alpha, "correction": correction, "seed": seed, "permutations": permutations}
-    _versus_best(out, data, metric=metric, **test)
-    _versus_above(out, data, **test)
+    _versus_best(out, data, metric=metric, alpha=alpha, correction=correction, seed=seed, permutations=permutations)
+    _versus_above(out, data, alpha=alpha, correction=correction, seed=seed, permutations=permutations)
     return out
 
 

@@ -62,7 +62,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     for row in rows:
         rank = rank + 1 if row.ranked else rank
         retriever = row.retriever + (f" ({row.note})" if row.note else "") + (" [published]" if row.source == "published" else "")
-        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, points(row.average) if row.ranked else "-"]
+        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, points(row.average) if row.average is not None else "-"]
         if row.interval is not None and row.ranked:
             cells[-1] += f" [{points(row.interval[0])}, {points(row.interval[1])}]"
         if "vs best" in header:
