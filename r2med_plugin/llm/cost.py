@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tqdm import tqdm
 
@@ -155,7 +155,8 @@ def _local_tokenizer(name: str) -> TokenCounter | None:
         def templated(conversations: Sequence[Messages]) -> list[int]:
             # the conversation as the server renders it (its template holds the special tokens), then encoded as is
             try:
-                rendered = [tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+                # tokenize=False: the rendered text
+                rendered = [cast(str, tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False))
                             for messages in conversations]
             except Exception as error:  # noqa: BLE001 - jinja's TemplateError and what a template raises itself
                 raise ValueError(f"the chat template of {name} refuses these messages ({type(error).__name__}: {error}); "
