@@ -6,6 +6,7 @@ imported only when an mteb cross-encoder reranks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import datasets
@@ -41,7 +42,7 @@ class MtebPairScorer(PairScorerBase):
         bound.task_metadata = mteb.get_task(task).metadata
         return bound
 
-    def predict(self, pairs: list[tuple[str, str]]) -> Any:
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> Any:
         import numpy as np
         from mteb.types import PromptType
 

@@ -244,7 +244,7 @@ class PairScorerBase:
     name: str
     revision: str
 
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> Sequence[float]:
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} must define predict(pairs)")
 
     def for_task(self, task: str) -> PairScorerBase:
