@@ -30,7 +30,7 @@ from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
 from r2med_plugin.llm.rerankers import is_llm_reranker_name
 from r2med_plugin.models.checks import check_model_name
-from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
+from r2med_plugin.models.protocols import PlainEncoder  # what a user's encoder needs
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
 from r2med_plugin.retrieval.rerank import check_depth
 from r2med_plugin.metrics import rerank_depth_problem
@@ -237,7 +237,7 @@ class PrebuiltFirstStage:
     query_prompt: str | None = None
 
     def __post_init__(self) -> None:
-        if self.query_prompt and not isinstance(self.value, Encoder):
+        if self.query_prompt and not isinstance(self.value, PlainEncoder):
             raise ValueError(f"a query prompt (--instruction) is for encoders; {self.label} would ignore it: leave it out")
 
     @property
