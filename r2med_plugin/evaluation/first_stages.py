@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -142,16 +143,16 @@ class Dense:
         return effective_prompt(self.encoder, "query", self.query_prompt)
 
     def search(self, data: TaskData, depth: int, *, show_progress: bool = True) -> Run:
-        search = dict(dataset_revision=data.revision, query_prompt=self.query_prompt, top_k=depth)
+        search = partial(dense_search, dataset_revision=data.revision, query_prompt=self.query_prompt, top_k=depth)
         encoder = self.encoder.for_task(data.name)  # an encoder whose prompts depend on the task (mteb's)
         if self.expansion is None:
-            return dense_search(encoder, data.corpus, data.queries, **search)
+            return search(encoder, data.corpus, data.queries)
         method, reasoning, texts, expansions = expanded_queries(data, self.expansion, self.data_dir)
         single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
         if single and single[0] is not None:
             queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
-            return dense_search(encoder, data.corpus, queries, **search)
-        return dense_search(encoder, data.corpus, data.queries, mix_with=expansions, **search)
+            return search(encoder, data.corpus, queries)
+        return search(encoder, data.corpus, data.queries, mix_with=expansions)
 
     def ranked(self, data: TaskData, depth: int, *, show_progress: bool = True) -> RankedRun:
         run = self.search(data, depth, show_progress=show_progress)
@@ -235,7 +236,7 @@ def as_first_stage(value: object, *, query_prompt: str | None = None, name: str 
             raise ValueError(f"a query prompt (--instruction) is for encoders; the {value} first stage would ignore it: leave it out")
         stage: FirstStage = Bm25(value, workers=bm25_workers)
     elif is_encoder(value):
-        stage = Dense(value, query_prompt)
+        stage = Dense(as_encoder(value), query_prompt)
     elif isinstance(value, FirstStage):
         stage = value
     elif isinstance(value, Mapping):
