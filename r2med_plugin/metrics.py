@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def check_rerank_depth(depth: object, option: str = "rerank_depth (--rerank-dept
     problem = rerank_depth_problem(depth)
     if problem:
         raise ValueError(f"{option} {problem}")
-    return int(depth)
+    return int(cast(int, depth))  # no problem: a whole number
 
 
 def rerank_depth_problem(depth: object) -> str | None:

@@ -19,7 +19,7 @@ per-query scores, or whose queries differ from the best row's, are marked ``-`` 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -191,7 +191,7 @@ def _versus_above(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str,
     )
 
 
-def significance_for_tables(tables: dict[str, Sequence[LeaderboardRow]], **options) -> dict[str, list[LeaderboardRow]]:
+def significance_for_tables(tables: Mapping[str, Sequence[LeaderboardRow]], **options) -> dict[str, list[LeaderboardRow]]:
     """add_significance for each benchmark's table (what ``r2med leaderboard --significance`` runs)."""
     return {benchmark: add_significance(rows, **options) for benchmark, rows in tables.items()}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -123,7 +123,7 @@ def _html_body(rows: Sequence[LeaderboardRow]) -> str:
             + (f"<ul>{notes_html}</ul>\n" if notes_html else ""))
 
 
-def render_many(tables: dict[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
+def render_many(tables: Mapping[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
     """One table as ``render`` gives it; several, each under its benchmark's title."""
     if len(tables) == 1:
         return render(next(iter(tables.values())), fmt)
