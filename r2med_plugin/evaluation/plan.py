@@ -60,6 +60,9 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
+DEFAULT_ARGUMENTS = TaskArguments()  # every argument at its default (frozen)
+
+
 def check_arguments(task: str, **settings: Any) -> Scoring:
     """Every check of ``evaluate_task``'s scoring arguments (candidates, candidates_only, expansion, hybrid, top_k) that
     needs no data (``Scoring`` owns them): run it for all tasks before the first. Returns the checked settings."""
@@ -79,7 +82,7 @@ def as_request(task: str | EvaluationRequest, retriever: object, arguments: Mapp
     """``task`` if it is an EvaluationRequest (then nothing else may be given: no argument, or every one at its
     default), else ``request_of`` the arguments (by keyword, or as ``TaskArguments``)."""
     if isinstance(task, EvaluationRequest):
-        given = arguments != TaskArguments() if isinstance(arguments, TaskArguments) else bool(arguments)
+        given = arguments != DEFAULT_ARGUMENTS if isinstance(arguments, TaskArguments) else bool(arguments)
         if retriever is not None or given:
             raise TypeError(f"{what}(request) takes the request alone: its settings are its own (dataclasses.replace "
                             "changes one)")
@@ -87,7 +90,7 @@ def as_request(task: str | EvaluationRequest, retriever: object, arguments: Mapp
     return request_of(task, retriever, arguments if isinstance(arguments, TaskArguments) else TaskArguments.of(arguments, what))
 
 
-def request_of(task: str, retriever: object = None, arguments: TaskArguments = TaskArguments()) -> EvaluationRequest:
+def request_of(task: str, retriever: object = None, arguments: TaskArguments = DEFAULT_ARGUMENTS) -> EvaluationRequest:
     """``evaluate_task``'s arguments as an EvaluationRequest; objects (an encoder, a reranker) are kept as given."""
     given = arguments
     environment = partial(EvaluationRequest, data_dir=None if given.data_dir is None else os.fspath(given.data_dir),

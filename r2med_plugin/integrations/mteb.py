@@ -203,7 +203,7 @@ def register() -> list[str]:
     registry when mteb builds it (at once if it is built already); idempotent. Returns the task names newly added."""
     tasks_module, registry, _ = mteb_registries()
     classes = build_task_classes() if not _already_registered(registry) else {}
-    for name, cls in classes.items():
+    for name in classes:
         if name in registry and not getattr(registry[name], PLUGIN_MARKER, False):
             raise ValueError(
                 f"task name {name!r} is defined by both {_owner(registry[name])} and r2med-plugin; "
