@@ -112,7 +112,7 @@ def oracle_rows(python: str, work: Path) -> list[str]:
             hidden = {i: random.Random(seed).sample(range(n), n)[i] for i in range(n)}
 
             async def pick(doc_ids, hidden=hidden):
-                return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
+                return min(range(len(doc_ids)), key=lambda index: hidden[doc_ids[index]])
 
             items = list(range(n))
             top = asyncio.run(heap_top(items, min(k, n), set_size - 1, pick) if method == "heapsort"

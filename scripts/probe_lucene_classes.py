@@ -174,7 +174,7 @@ def decode(args, interesting: list[int], full: dict[int, tuple], started: float)
     for c in interesting:
         by_signature[(special_of(c), tuple(shape(t) for t in full[c]))].append(c)
     decoded: dict[int, CharClass] = {}
-    for (special, signature), codes in by_signature.items():
+    for (_special, signature), codes in by_signature.items():
         matches = [k for k in candidates(codes[0]) if predicted_shapes(k, chr(codes[0]), FULL, dfa, class_index) == signature]
         if not matches:
             raise SystemExit(f"no class explains U+{codes[0]:04X} ({len(codes)} code points): {full[codes[0]]}")
