@@ -20,7 +20,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.data.runs import write_topk_docs

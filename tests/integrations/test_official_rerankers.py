@@ -14,7 +14,6 @@ import numpy as np
 import peft
 import pytest
 import torch
-import transformers
 
 WORDS = [f"w{i}" for i in range(40)] + ["query:", "document:", "the", "cell", "gene", "protein", "binds"]
 PAIRS = [
