@@ -56,7 +56,7 @@ def row_hits(index: EvalIndex, rows: Sequence[dict]) -> list[dict]:
     texts = [(row, role, number, text) for row in rows for role, number, text in row["fields"]]
     matches = match_texts(index, [text for *_, text in texts])
     by_row: dict[int, list[dict]] = {}
-    for (row, role, number, _), found in zip(texts, matches):
+    for (row, role, number, _), found in zip(texts, matches, strict=True):
         for entry, match, similarity in found:
             for task, kind, ident in index.refs[entry]:
                 by_row.setdefault(row["row"], []).append(_hit(row, role, number, task, kind, ident, match, similarity))

@@ -288,8 +288,8 @@ def qrels_to_dict(frame: pl.DataFrame) -> Qrels:
     """
     grouped = frame.group_by("query_id", maintain_order=True).agg("doc_id", "score")
     return {
-        query_id: dict(zip(doc_ids, scores))
-        for query_id, doc_ids, scores in zip(grouped["query_id"], grouped["doc_id"], grouped["score"])
+        query_id: dict(zip(doc_ids, scores, strict=True))
+        for query_id, doc_ids, scores in zip(grouped["query_id"], grouped["doc_id"], grouped["score"], strict=True)
     }
 
 
@@ -300,7 +300,7 @@ def _read_candidates(path: Path, queries: pl.DataFrame, corpus: pl.DataFrame) ->
     check_known(frame["query-id"], queries["id"], path, "query id")
     listed = frame.explode("corpus-ids")["corpus-ids"].drop_nulls()
     unknown = int((~listed.is_in(corpus["id"].implode())).sum())
-    return dict(zip(frame["query-id"].to_list(), frame["corpus-ids"].to_list())), unknown
+    return dict(zip(frame["query-id"].to_list(), frame["corpus-ids"].to_list(), strict=True)), unknown
 
 
 def _only(candidates: Candidates, qrels: Qrels) -> Candidates:

@@ -72,7 +72,7 @@ def bm25_queries(data: TaskData, expansion: str | None, data_dir: str | os.PathL
     if expansion is None:
         return data.queries
     method, reasoning, texts, expansions = expanded_queries(data, expansion, data_dir)
-    combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+    combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions, strict=True)]
     return data.queries.with_columns(text=pl.Series(combined, dtype=pl.Utf8))
 
 
@@ -148,7 +148,7 @@ class Dense:
         if self.expansion is None:
             return search(encoder, data.corpus, data.queries)
         method, reasoning, texts, expansions = expanded_queries(data, self.expansion, self.data_dir)
-        single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+        single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions, strict=True)]
         if single and single[0] is not None:
             queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
             return search(encoder, data.corpus, queries)

@@ -331,7 +331,7 @@ def _check_run(data: TaskData, stage: RankedRun) -> set[str]:
 def _texts(frame: pl.DataFrame, ids: set[str]) -> dict[str, str]:
     """id -> text for ``ids`` only (a corpus of 60k documents, of which the top k are needed)."""
     chosen = frame.filter(pl.col("id").is_in(list(ids)))
-    return dict(zip(chosen["id"].to_list(), chosen["text"].to_list()))
+    return dict(zip(chosen["id"].to_list(), chosen["text"].to_list(), strict=True))
 
 
 def score_candidate_lists(

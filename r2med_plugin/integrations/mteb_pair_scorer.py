@@ -50,7 +50,7 @@ class MtebPairScorer(PairScorerBase):
             rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
             return mteb_dataloader(rows, task_metadata=self.task_metadata, prompt_type=kind, batch_size=self.batch_size)
 
-        queries, documents = zip(*pairs) if pairs else ((), ())
+        queries, documents = zip(*pairs, strict=True) if pairs else ((), ())
         scores = self.model.predict(
             loader(queries, PromptType.query), loader(documents, PromptType.document), task_metadata=self.task_metadata,
             hf_split="test", hf_subset="default", show_progress_bar=False,

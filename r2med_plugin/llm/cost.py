@@ -77,10 +77,10 @@ class TokenCounter:
             keys = [tuple((message["role"], message["content"]) for message in messages) for messages in conversations]
             distinct = list(dict.fromkeys(keys))
             counted = dict(zip(distinct, chunks([[{"role": role, "content": content} for role, content in key]
-                                                 for key in distinct], self.templated)))
+                                                 for key in distinct], self.templated), strict=True))
             return [counted[key] for key in keys]
         texts = list(dict.fromkeys(message["content"] for messages in conversations for message in messages))
-        counts = dict(zip(texts, chunks(texts, self.count_texts)))
+        counts = dict(zip(texts, chunks(texts, self.count_texts), strict=True))
         return [sum(counts[message["content"]] + self.per_message for message in messages) + self.reply
                 for messages in conversations]
 
@@ -343,12 +343,12 @@ def _completion(requests: Sequence[PlannedRequest], counter: TokenCounter,
                 sketch: Callable[[PlannedRequest], str] | None) -> tuple[int, int]:
     """(completion tokens, how many requests had no budget and were counted by a bare answer's length)."""
     budgets = [request.parameters.get("max_tokens") or request.parameters.get("max_completion_tokens") for request in requests]
-    unbudgeted = [request for request, budget in zip(requests, budgets) if not budget]
+    unbudgeted = [request for request, budget in zip(requests, budgets, strict=True) if not budget]
     total = sum(int(budget) for budget in budgets if budget)
     if unbudgeted and sketch is not None:
         answers = [sketch(request) for request in unbudgeted]
         distinct = list(dict.fromkeys(answers))
-        counts = dict(zip(distinct, counter.count_texts(distinct)))
+        counts = dict(zip(distinct, counter.count_texts(distinct), strict=True))
         total += sum(counts[answer] for answer in answers)
     return total, len(unbudgeted)
 

@@ -32,7 +32,7 @@ def data_label(entries: Iterable[Mapping]) -> str | None:
         words.append(LOCAL_MIRROR_SET)
     elif any(entry.get("verified") is not True for entry in entries):
         words.append(UNVERIFIED_SET)
-    if any(entry.get("count_drift") or revision.count_drift for entry, revision in zip(entries, revisions)):
+    if any(entry.get("count_drift") or revision.count_drift for entry, revision in zip(entries, revisions, strict=True)):
         words.append(DRIFT_LABEL)
     return ", ".join(words) or None
 

@@ -234,7 +234,7 @@ def _line(benchmark: str, number: int, line: TableLine, header: Sequence[str], t
         "data-family": model_family(row), "data-expansion": "with" if row.llm else "without",
         "data-reranked": "yes" if row.reranked else "no",
     }
-    cells = "".join(_cell(text, name) for text, name in zip(line.cells, header))
+    cells = "".join(_cell(text, name) for text, name in zip(line.cells, header, strict=True))
     if tested:
         cells += _above_cell(row)
     cells += f"<td class=\"extra files\">{_links_html(row, folder)}</td>"

@@ -42,7 +42,7 @@ def _row_values(row: LeaderboardRow, metric: str) -> tuple[dict[str, dict[str, f
         chosen = frame.filter(frame["metric"] == metric)
         if chosen.height == 0:
             return None, f"{path} holds no {metric}"
-        values[hub] = {q: 100.0 * v for q, v in zip(chosen["query_id"].to_list(), chosen["value"].to_list())}
+        values[hub] = {q: 100.0 * v for q, v in zip(chosen["query_id"].to_list(), chosen["value"].to_list(), strict=True)}
     return values, ""
 
 
@@ -143,7 +143,7 @@ def _versus_best(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str, 
     if tested:
         p = sig.randomization_p_values(np.vstack(diffs), permutations=permutations, seed=seed, weights=weights)
         _, rejected = sig.corrected(p, correction, alpha)
-        for index, reject in zip(tested, rejected):
+        for index, reject in zip(tested, rejected, strict=True):
             out[index].versus_best = "below" if reject else "tied"
     interval_text = (f"Avg. [95% CI]: BCa bootstrap of the average, queries resampled within each task ({permutations} "
                      f"resamples, seed {seed}).")
@@ -172,7 +172,7 @@ def _versus_above(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str,
         return
     pairs: list[tuple[int, int]] = []
     p_values: list[float] = []
-    for upper, lower in zip(order, order[1:]):
+    for upper, lower in zip(order, order[1:], strict=False):
         why = _unpaired(out[lower], data[lower], out[upper], data[upper])
         if why:
             out[lower].versus_above, out[lower].above_detail = "-", why
@@ -181,7 +181,7 @@ def _versus_above(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str,
         p_values.extend(sig.randomization_p_values(difference, permutations=permutations, seed=seed, weights=weights))
         pairs.append((upper, lower))
     adjusted, rejected = sig.corrected(p_values, correction, alpha)
-    for (upper, lower), p, reject in zip(pairs, adjusted, rejected):
+    for (upper, lower), p, reject in zip(pairs, adjusted, rejected, strict=True):
         out[lower].versus_above = "below" if reject else "tied"
         out[lower].above_detail = f"against {row_label(out[upper])}: p = {p:.4f}" + ("" if correction == "none" else f" ({correction})")
     out[order[0]].adjacent_note = (

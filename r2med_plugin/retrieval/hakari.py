@@ -135,7 +135,7 @@ def hakari_search(doc_ids: Sequence[str], documents: Sequence[str], query_ids: S
     if min(top_k, len(ids)) > head:
         ranked, scores = _continued(retriever, query_tokens, ranked, scores, min(top_k, len(ids)))
     return {
-        query_id: dict(zip(ids[row].tolist(), values.tolist())) for query_id, row, values in zip(query_ids, ranked, scores)
+        query_id: dict(zip(ids[row].tolist(), values.tolist(), strict=True)) for query_id, row, values in zip(query_ids, ranked, scores, strict=True)
     }
 
 
@@ -146,7 +146,7 @@ def _continued(retriever, query_tokens: list[list[str]], ranked: np.ndarray, sco
     documents = retriever.scores["num_docs"]
     positions = np.arange(documents, dtype=np.int64)
     rows, values = [], []
-    for tokens, head, head_scores in zip(query_tokens, ranked, scores):
+    for tokens, head, head_scores in zip(query_tokens, ranked, scores, strict=True):
         known = [token for token in tokens if token in retriever.vocab_dict]
         row = retriever.get_scores(known).astype(np.float64) if known else np.zeros(documents)
         row[head] = -np.inf

@@ -232,4 +232,4 @@ def status_table(summary: SweepSummary) -> str:
         error = status.errors[-1].splitlines()[0] if status.status == "failed" and status.errors else ""
         rows.append((status.status, str(status.attempts), f"{status.duration_s:.1f}", status.job.label, error[:100]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + ("  " + row[4] if row[4] else "") for row in rows)
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + ("  " + row[4] if row[4] else "") for row in rows)
