@@ -31,7 +31,7 @@ def test_pointwise_p_yes_is_the_hand_computed_share_of_yes(mirror_env: Path, own
     from r2med_plugin.data.loader import load_task
 
     data = load_task(TASK)
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     assert len(scores) == 10 * data.queries.height
     for (_query_id, doc_id), score in scores.items():
         yes, yes_spaced, no = yes_no_logprobs(texts[doc_id])
