@@ -53,6 +53,20 @@ class FirstStage(Protocol):
     def ranked(self, data: TaskData, depth: int, *, show_progress: bool = True) -> RankedRun: ...
 
 
+@runtime_checkable
+class SearchStage(Protocol):
+    """A first stage that searches the task's corpus (``search(data, depth)``: each query's top ``depth``), filed under
+    its ``name`` and ``revision``: BM25, an encoder, stored candidates, or a toy of your own."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    def search(self, data: TaskData, depth: int, *, show_progress: bool = True) -> Run: ...
+
+
 # --- query expansions --------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from r2med_plugin.evaluation.first_stages import (
     Bm25,
     Dense,
     FirstStage,
+    SearchStage,
     StoredCandidates,
     as_first_stage,
 )
@@ -40,7 +41,7 @@ class EvaluationPlan:
     gives the run the reranker reranks (``ranked``); the scorers' numbers go into the result in order."""
 
     task: str
-    first_stage: Bm25 | Dense | StoredCandidates | FirstStage
+    first_stage: SearchStage | FirstStage
     scorers: tuple[Scorer, ...]
     top_k: int = 1000
     reranker: object | None = None  # a Reranker, a pair scorer, or a cross-encoder's name (loaded when the plan runs)

@@ -19,7 +19,9 @@ import polars as pl
 
 from r2med_plugin.data.expansions import check_local_expansion_data, expansion_texts, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, RunFile, StoredCandidates
+from r2med_plugin.evaluation.first_stages import (
+    OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, FirstStage, Named, RankedRun, RunFile, SearchStage, StoredCandidates,
+)
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments
@@ -96,13 +98,13 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
     if plan.expansion is not None:  # a released expansion's file is part of the data the result vouches for
         data = with_expansion_files(data, plan.expansion, plan.data_dir)
     stage = plan.first_stage
-    if not isinstance(stage, (Bm25, Dense, StoredCandidates)) or plan.candidates_only != isinstance(stage, StoredCandidates):
-        raise TypeError(f"a plan without a reranker searches with BM25 or an encoder, or with candidates_only ranks stored "
-                        f"candidates; its first stage is {type(stage).__name__}")
+    if not isinstance(stage, SearchStage) or (plan.candidates_only and not isinstance(stage, StoredCandidates)):
+        raise TypeError(f"a plan without a reranker searches (name, revision, search(data, depth)), and with candidates_only "
+                        f"ranks StoredCandidates; its first stage is a {type(stage).__name__}")
     depth = data.corpus.height if plan.candidate_subsets else plan.top_k
     run = stage.search(data, depth, show_progress=plan.show_progress)
     scores = merged(plan.scorers, Retrieved(data, run, plan.top_k, plan.show_progress))
-    if isinstance(stage, StoredCandidates):  # candidates_only: the plan ranks the stored lists only
+    if plan.candidates_only and isinstance(stage, StoredCandidates):  # the plan ranks the stored lists only
         first = plan.candidate_subsets[0]
         main, saved = f"candidates_{first}_ndcg_at_10" + ("_with_safeguard" if first == "hybrid" else ""), stage.saved_run(data, run)
     else:
@@ -257,8 +259,9 @@ def rerank_inputs(plan: EvaluationPlan, data: TaskData) -> RerankInputs:
     depth = plan.rerank_depth
     own = _computed_here(plan.first_stage)
     fetched = max(depth, OFFICIAL_TOPK_DOCS_DEPTH, plan.top_k if isinstance(own, Dense) else 0)
-    if isinstance(plan.first_stage, StoredCandidates):
-        raise TypeError("stored candidate lists are scored as they are (candidates_only), not reranked: rerank a first stage")
+    if not isinstance(plan.first_stage, FirstStage):
+        raise TypeError(f"a reranker reranks a first stage with ranked(data, depth); a {type(plan.first_stage).__name__} "
+                        "has none")
     stage = plan.first_stage.ranked(data, fetched, show_progress=plan.show_progress)
     run = _checked(data, stage)
     documents = {doc_id for doc_ids in top_document_ids(run, depth).values() for doc_id in doc_ids}
