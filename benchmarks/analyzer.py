@@ -37,7 +37,7 @@ def main() -> None:
     start = time.perf_counter()
     naive = naive_analyze_many(texts)
     naive_time = time.perf_counter() - start
-    same = sum(a == b for a, b in zip(ours, naive)) / len(texts)
+    same = sum(a == b for a, b in zip(ours, naive, strict=True)) / len(texts)
     print(f"{len(texts)} documents, {megabytes:.1f} MB")
     print(f"  ours (Lucene rules, cached stems)        {ours_time:6.2f} s  {megabytes / ours_time:6.1f} MB/s")
     print(f"  naive regex + nltk Porter, no cache      {naive_time:6.2f} s  {megabytes / naive_time:6.1f} MB/s")

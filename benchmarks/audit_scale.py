@@ -61,8 +61,8 @@ def build_mirror(root: Path) -> list[tuple[str, str, str, str]]:
         pairs = [(q, d) for q, docs in qrels.items() for d in docs]
         write_r2med_repo(root / spec.hub_repo, corpus=corpus, queries=queries, pretty_name="synthetic audit benchmark",
                          qrels=pl.DataFrame({"q_id": [q for q, _ in pairs], "p_id": [d for _, d in pairs], "score": [1] * len(pairs)}))
-        texts = dict(zip(corpus["id"].to_list(), corpus["text"].to_list()))
-        evaluation += [(spec.name, "query", q, text) for q, text in zip(queries["id"].to_list(), queries["text"].to_list())]
+        texts = dict(zip(corpus["id"].to_list(), corpus["text"].to_list(), strict=True))
+        evaluation += [(spec.name, "query", q, text) for q, text in zip(queries["id"].to_list(), queries["text"].to_list(), strict=True)]
         evaluation += [(spec.name, "relevant_doc", d, texts[d]) for d in sorted({d for _, d in pairs})]
     return evaluation
 

@@ -145,9 +145,9 @@ def gensim_pipeline(doc_ids, doc_tokens, query_ids, query_tokens, top_k=1000):
     index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, doc_tokens))], num_docs=len(doc_tokens),
                                    num_terms=len(dictionary), normalize_queries=False, normalize_documents=False)
     run = {}
-    for query_id, tokens in zip(query_ids, query_tokens):
+    for query_id, tokens in zip(query_ids, query_tokens, strict=True):
         similarities = index[model[dictionary.doc2bow(tokens)]].tolist()
-        ranked = sorted(zip(doc_ids, similarities), key=lambda pair: pair[1], reverse=True)[:top_k]
+        ranked = sorted(zip(doc_ids, similarities, strict=True), key=lambda pair: pair[1], reverse=True)[:top_k]
         run[query_id] = dict(ranked)
     return run
 
@@ -220,7 +220,7 @@ def main() -> None:
               f"second run {official_total / ours_second:6.1f}x")
         print(f"  identical top-100 sets vs the official pipeline: {top100_agreement(ours_run, official_run):.1%} of queries")
         ours_terms = analyze_many(texts)
-        print(f"  documents whose terms equal Lucene's: {sum(a == b for a, b in zip(ours_terms, doc_tokens))} of {len(texts)}")
+        print(f"  documents whose terms equal Lucene's: {sum(a == b for a, b in zip(ours_terms, doc_tokens, strict=True))} of {len(texts)}")
     else:
         doc_tokens, query_tokens = analyze_many(texts), analyze_many(queries["text"].to_list())
     print("bm25-lucene from the same tokens")

@@ -83,7 +83,7 @@ def results_of(out: Path) -> dict[str, dict]:
             continue
         sidecar = path.with_name(path.stem + ".per_query.parquet")
         frame = pl.read_parquet(sidecar).filter(pl.col("metric") == "ndcg_at_10") if sidecar.is_file() else None
-        per_query = dict(zip(frame["query_id"], frame["value"])) if frame is not None and frame.height else {}
+        per_query = dict(zip(frame["query_id"], frame["value"], strict=True)) if frame is not None and frame.height else {}
         found[path.stem] = {"scores": json.loads(path.read_text())["scores"]["test"][0], "per_query": per_query}
     return found
 

@@ -97,7 +97,7 @@ def main() -> int:
                          {**base, "R2MED_CACHE_DIR": str(root / "cache-matrix")})
     sizes = [task_size(spec, args.scale, args.only) for spec in list_tasks("r2med")]
     data = f"{args.only} at scale {args.scale:g}, 7 tasks of 50" if args.only else f"8 tasks at scale {args.scale:g}"
-    print(f"| data | 14 separate `r2med evaluate` runs | `r2med reproduce --matrix` | ratio | matrix rerun (resume) |")
+    print("| data | 14 separate `r2med evaluate` runs | `r2med reproduce --matrix` | ratio | matrix rerun (resume) |")
     print("|---|---|---|---|---|")
     print(f"| {data} ({sum(d for d, _ in sizes):,} documents, {sum(q for _, q in sizes):,} queries), {os.cpu_count()} cores | {separate:.1f} s | "
           f"{matrix:.1f} s | {separate / matrix:.2f}x | {resumed:.1f} s |")

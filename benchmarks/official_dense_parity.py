@@ -253,7 +253,7 @@ def official_embeddings(model: object, data: TaskData) -> dict[str, np.ndarray]:
         return {
             "query": np.asarray(model.encode_queries(data.queries)),
             "document": np.asarray(model.encode_corpus([{"text": text} for text in data.documents])),
-            "expansion": np.asarray(model.encode_queries([[q, h] for q, h in zip(data.queries, data.hy_docs)])),
+            "expansion": np.asarray(model.encode_queries([[q, h] for q, h in zip(data.queries, data.hy_docs, strict=True)])),
         }
 
 

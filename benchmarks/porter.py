@@ -50,7 +50,7 @@ def main() -> None:
     words = vocabulary(args.docs, args.random_words)
     ours_time, ours = best_time(stem, words, args.repeats)
     nltk_time, theirs = best_time(PorterStemmer().stem, words, args.repeats)
-    differing = sum(a != b for a, b in zip(ours, theirs))
+    differing = sum(a != b for a, b in zip(ours, theirs, strict=True))
     print(f"{len(words):,} distinct words, best of {args.repeats}")
     print(f"  r2med_plugin.retrieval.porter.stem   {ours_time:6.3f} s  {len(words) / ours_time / 1e3:7.1f} k words/s")
     print(f"  nltk PorterStemmer().stem            {nltk_time:6.3f} s  {len(words) / nltk_time / 1e3:7.1f} k words/s")

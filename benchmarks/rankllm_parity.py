@@ -112,8 +112,8 @@ def main() -> int:
     os.environ["R2MED_ACCEPT_DRIFT"] = "1"
     os.environ["R2MED_CACHE_DIR"] = str(work / "cache")
     data = load_task("NanoR2MEDBiology")
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
-    queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
+    queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     run = Bm25("bm25-robertson").search(data, 100, show_progress=False)
     rows, identical_all = [], True
     for depth, window, step in [(10, 20, 10), (20, 20, 10), (30, 20, 10), (50, 20, 10), (100, 20, 10), (100, 10, 5), (45, 8, 3)]:

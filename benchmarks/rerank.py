@@ -37,8 +37,8 @@ def main() -> None:
     model = CrossEncoder(str(get_model_path()), num_labels=1, device="cpu")
     corpus, queries, _ = synthetic_task(n_docs=args.queries * args.depth, n_queries=args.queries)
     doc_ids, query_ids = corpus["id"].to_list(), queries["id"].to_list()
-    documents = dict(zip(doc_ids, corpus["text"].to_list()))
-    query_texts = dict(zip(query_ids, queries["text"].to_list()))
+    documents = dict(zip(doc_ids, corpus["text"].to_list(), strict=True))
+    query_texts = dict(zip(query_ids, queries["text"].to_list(), strict=True))
     first_stage = {
         q: {doc_ids[i * args.depth + j]: float(args.depth - j) for j in range(args.depth)} for i, q in enumerate(query_ids)
     }

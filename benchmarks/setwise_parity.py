@@ -114,7 +114,7 @@ def oracle_rows(python: str, work: Path) -> list[str]:
             hidden = {i: random.Random(seed).sample(range(n), n)[i] for i in range(n)}
 
             async def pick(doc_ids, hidden=hidden):
-                return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
+                return min(range(len(doc_ids)), key=lambda index: hidden[doc_ids[index]])
 
             items = list(range(n))
             top = asyncio.run(heap_top(items, min(k, n), set_size - 1, pick) if method == "heapsort"
@@ -222,8 +222,8 @@ def main() -> int:
     os.environ["R2MED_ACCEPT_DRIFT"] = "1"
     os.environ["R2MED_CACHE_DIR"] = str(work / "cache")
     data = load_task("NanoR2MEDBiology")
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
-    queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
+    queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     run = Bm25("bm25-robertson").search(data, 100, show_progress=False)
     settings = [("heapsort", 3, 10, 10), ("heapsort", 3, 30, 10), ("heapsort", 3, 100, 10), ("heapsort", 2, 30, 10),
                 ("heapsort", 4, 50, 10), ("heapsort", 5, 100, 20), ("heapsort", 10, 100, 10), ("heapsort", 3, 20, 20),

@@ -124,7 +124,7 @@ def report_side_by_side(label: str, timings: dict[bool, list[Timing]]) -> None:
     for kind in ("wall", "cpu"):
         with_hook = [getattr(t, kind) for t in timings[True]]
         without = [getattr(t, kind) for t in timings[False]]
-        differences = [a - b for a, b in zip(with_hook, without)]
+        differences = [a - b for a, b in zip(with_hook, without, strict=True)]
         ratio = statistics.median(with_hook) / statistics.median(without)
         print(f"  {kind:4}: with autoload {_spread(with_hook)}; without {_spread(without)}")
         print(f"        difference of medians {(statistics.median(with_hook) - statistics.median(without)) * 1000:+.1f} ms "

@@ -18,6 +18,7 @@ from r2med_plugin.cli_options import LazyChoices, non_negative_int, positive_int
 from r2med_plugin.errors import UserError
 
 if TYPE_CHECKING:
+    from r2med_plugin.data.expansions import ExpansionName
     from r2med_plugin.evaluation.result import TaskRunResult
 
 # the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
@@ -271,18 +272,18 @@ def _refuse_shared_extra_body(args: argparse.Namespace, first_stage, reranker) -
                         "the reranker each take their own extra_body")
 
 
-def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[str, str | None]]:
+def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[str, ExpansionName | None]]:
     """(task, expansion) pairs: "all" stands for every released expansion of each task (each task checked first)."""
     from r2med_plugin.data.expansions import ExpansionName, expansion_name, list_expansions
 
-    expansion = expansion_name(expansion)  # parsed once; each request carries the value
-    if expansion is None or not expansion.is_all:
-        return [(task, expansion) for task in tasks]
+    parsed = expansion_name(expansion)  # parsed once; each request carries the value
+    if parsed is None or not parsed.is_all:
+        return [(task, parsed) for task in tasks]
     from r2med_plugin.evaluation.request import Scoring
     from r2med_plugin.catalog import get_task_spec
 
     for task in tasks:
-        Scoring(expansion="all").check_task(get_task_spec(task))
+        Scoring(expansion=parsed).check_task(get_task_spec(task))
     return [(task, ExpansionName(name)) for task in tasks for name in list_expansions(task)]
 
 

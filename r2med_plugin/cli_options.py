@@ -43,7 +43,7 @@ def flag_name(dest: str) -> str:
 
 def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
     """Refuse every option the user wrote that reaches no code in this command (``unreached``: dest -> why)."""
-    given = getattr(args, "given", set())
+    given: set[str] = getattr(args, "given", set())
     written = [dest for dest in unreached if dest in given]
     if written:
         dest = written[0]

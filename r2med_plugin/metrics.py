@@ -117,7 +117,7 @@ def evaluate_run(
         raise UserError("qrels is empty: there is nothing to evaluate against")
     names = list(next(iter(per_query.values())))
     table = np.array([[scores[name] for name in names] for scores in per_query.values()], dtype=np.float64)
-    return dict(zip(names, (float(value) for value in table.mean(axis=0))))
+    return dict(zip(names, (float(value) for value in table.mean(axis=0)), strict=True))
 
 
 def _rename(scores: Mapping[str, float], k_values: tuple[int, ...]) -> dict[str, float]:
@@ -172,7 +172,7 @@ def _clean_run(run: Mapping[str, Mapping[str, float]], qrels: Qrels, *, keep_emp
             raise TypeError(f"run[{query_id!r}] has a score that is not a number ({error})") from error
         if np.isnan(values).any():
             raise UserError(f"run[{query_id!r}] contains NaN scores; fix the retriever that produced it")
-        clean[str(query_id)] = dict(zip(map(str, ranked), values.tolist()))
+        clean[str(query_id)] = dict(zip(map(str, ranked), values.tolist(), strict=True))
     return clean
 
 

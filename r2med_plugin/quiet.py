@@ -30,10 +30,10 @@ _ENVIRONMENT = {
 _saved: list[tuple[dict[str, str | None], dict[str, int], list, dict[str, bool]]] = []
 
 
-def _progress_switches() -> dict[str, tuple[Callable[[], bool], Callable[[bool], None]]]:
+def _progress_switches() -> dict[str, tuple[Callable[[], bool], Callable[[bool], object]]]:
     """(is enabled, enable/disable) of the progress bars of transformers and huggingface_hub when already imported:
     they read their environment switches at import only (transformers' "Loading weights" bar, hub downloads)."""
-    switches: dict[str, tuple[Callable[[], bool], Callable[[bool], None]]] = {}
+    switches: dict[str, tuple[Callable[[], bool], Callable[[bool], object]]] = {}
     if "huggingface_hub" in sys.modules:
         from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
@@ -83,7 +83,8 @@ def restore_libraries() -> None:
             os.environ[name] = value
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
-    warnings.filters[:] = filters
+    # typeshed declares warnings.filters a Sequence; it is the list the warnings module reads, restored in place
+    warnings.filters[:] = filters  # type: ignore[index]
     switches = _progress_switches()
     for name, enabled in bars.items():  # a library imported while silenced keeps what its import read
         if enabled and name in switches:

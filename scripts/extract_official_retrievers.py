@@ -159,8 +159,8 @@ def profiles(git_dir: str, commit: str) -> dict[str, dict[str, object]]:
             for internal in tasks:
                 original_init = official.init_model
 
-                def init_and_tag(retriever_name, model_path, _task=internal):
-                    model = original_init(retriever_name, model_path)
+                def init_and_tag(retriever_name, model_path, _task=internal, _init=original_init):
+                    model = _init(retriever_name, model_path)
                     model.recorded_name, model.recorded_task = retriever_name, _task
                     return model
 

@@ -52,7 +52,7 @@ def board_rows(html: str) -> tuple[list[dict], dict[str, str]]:
             "retriever": _text(retriever),
             "reranker": None if _text(reranker) == NONE else _text(reranker),
             "avg": float(_text(average)),
-            "scores": {hub: float(_text(score)) for hub, score in zip(HUB_NAMES, scores)},
+            "scores": {hub: float(_text(score)) for hub, score in zip(HUB_NAMES, scores, strict=True)},
         })
     return rows, papers
 

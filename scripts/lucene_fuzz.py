@@ -72,7 +72,7 @@ class Generator:
 
     @staticmethod
     def _name(klass) -> str:
-        flags = [name for name, on in zip(("sea", "ideo", "emoji", "ebase", "emod"), klass[1:6]) if on]
+        flags = [name for name, on in zip(("sea", "ideo", "emoji", "ebase", "emod"), klass[1:6], strict=True) if on]
         return "+".join([klass.wb, *flags, *([klass.special] if klass.special else [])])
 
     def n(self, count: int) -> int:
@@ -131,7 +131,7 @@ class Generator:
         digits = rng.choice(["0123456789", "٠١٢٣٤٥٦٧٨٩", "०१२३४५६७८९", "๐๑๒๓๔๕๖๗๘๙", "０１２３４５６７８９", "𝟎𝟏𝟐𝟑𝟒", "¹²³⁴⁵", "₁₂₃"])
         parts = ["".join(rng.choice(digits) for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(1, 4))]
         seps = [rng.choice([".", ",", ":", "'", "_", "-", "/", " ", "٫", "٬", "e", "x", "%", "\u00a0"]) for _ in parts]
-        return "".join(p + s for p, s in zip(parts, seps)) + rng.choice(["", "mg", "th", "s", "'s"])
+        return "".join(p + s for p, s in zip(parts, seps, strict=True)) + rng.choice(["", "mg", "th", "s", "'s"])
 
     def long_token(self) -> str:
         rng = self.rng
@@ -146,11 +146,11 @@ class Generator:
 def write_vectors(lines, out: Path) -> Counter:
     from tests.support.lucene_oracle import lucene_tokens
 
-    classes, texts = zip(*lines)
+    classes, texts = zip(*lines, strict=True)
     tokens = lucene_tokens(list(texts))
     counts = Counter(classes)
     with gzip.open(out, "wt", encoding="utf-8", compresslevel=9) as stream:
-        for klass, text, terms in zip(classes, texts, tokens):
+        for klass, text, terms in zip(classes, texts, tokens, strict=True):
             stream.write(json.dumps({"class": klass, "text": text, "tokens": terms}, ensure_ascii=False) + "\n")
     return counts
 
@@ -166,10 +166,10 @@ def compare(lines) -> dict[str, list[int]]:
     from r2med_plugin.retrieval.analyzer import analyze
     from tests.support.lucene_oracle import lucene_tokens
 
-    classes, texts = zip(*lines)
+    classes, texts = zip(*lines, strict=True)
     joined = analyze_texts(texts, workers=1).terms()
     result: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for klass, text, terms, compact in zip(classes, texts, lucene_tokens(list(texts)), joined):
+    for klass, text, terms, compact in zip(classes, texts, lucene_tokens(list(texts)), joined, strict=True):
         row = result[table_class(klass)]
         row[0] += 1
         alone = analyze(text)

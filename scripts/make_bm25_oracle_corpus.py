@@ -58,8 +58,8 @@ def main() -> None:
     payload = {
         "command": f"python scripts/make_bm25_oracle_corpus.py --seed {args.seed} --docs {args.docs} --queries {args.queries}",
         "lucene": "9.9.1 (lucene-oracle: pyserini 1.0.0's anserini fatjar)",
-        "documents": [{"id": f"d{i}", "text": t, "tokens": k} for i, (t, k) in enumerate(zip(documents, tokens))],
-        "queries": [{"id": f"q{i}", "text": t, "tokens": k} for i, (t, k) in enumerate(zip(queries, tokens[len(documents):]))],
+        "documents": [{"id": f"d{i}", "text": t, "tokens": k} for i, (t, k) in enumerate(zip(documents, tokens, strict=True))],
+        "queries": [{"id": f"q{i}", "text": t, "tokens": k} for i, (t, k) in enumerate(zip(queries, tokens[len(documents):], strict=True))],
     }
     with gzip.open(args.out, "wt", encoding="utf-8", compresslevel=9) as stream:
         json.dump(payload, stream, ensure_ascii=False)

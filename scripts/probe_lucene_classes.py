@@ -81,7 +81,7 @@ def probe(code_points: list[int], templates: list[str], batch: int = 200) -> dic
         owners.append(chunk)
         separators.append(separator)
     result = {}
-    for chunk, separator, terms in zip(owners, separators, lucene_tokens(texts)):
+    for chunk, separator, terms in zip(owners, separators, lucene_tokens(texts), strict=True):
         groups, current = [], []
         for term in terms:
             if term == separator:
@@ -143,8 +143,8 @@ def main() -> None:
         interesting, answers = raw
     missing = [t for t in FULL if t not in answers]
     if missing:
-        for template, column in zip(missing, zip(*(v for _, v in sorted(probe(interesting, missing).items())))):
-            answers[template] = dict(zip(sorted(interesting), column))
+        for template, column in zip(missing, zip(*(v for _, v in sorted(probe(interesting, missing).items())), strict=True), strict=True):
+            answers[template] = dict(zip(sorted(interesting), column, strict=True))
         if args.raw:
             args.raw.write_bytes(pickle.dumps((interesting, answers)))
     full = {c: tuple(answers[t][c] for t in FULL) for c in interesting}
@@ -174,7 +174,7 @@ def decode(args, interesting: list[int], full: dict[int, tuple], started: float)
     for c in interesting:
         by_signature[(special_of(c), tuple(shape(t) for t in full[c]))].append(c)
     decoded: dict[int, CharClass] = {}
-    for (special, signature), codes in by_signature.items():
+    for (_special, signature), codes in by_signature.items():
         matches = [k for k in candidates(codes[0]) if predicted_shapes(k, chr(codes[0]), FULL, dfa, class_index) == signature]
         if not matches:
             raise SystemExit(f"no class explains U+{codes[0]:04X} ({len(codes)} code points): {full[codes[0]]}")

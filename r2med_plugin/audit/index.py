@@ -42,8 +42,8 @@ class EvalIndex:
 
 def task_entries(data: TaskData, corpus: bool = False) -> Iterator[tuple[str, str, str, str]]:
     """(task, kind, id, text) for each evaluated query, each relevant document and, with ``corpus``, each document."""
-    documents = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
-    queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    documents = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
+    queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     for query_id, text in queries.items():
         yield data.name, QUERY, query_id, text or ""
     relevant = sorted({doc for query_id, judged in data.qrels.items() if query_id in queries
@@ -75,13 +75,16 @@ def build_index(entries: Iterable[tuple[str, str, str, str]], *, ngram: int, thr
     ``progress``: a tqdm-like bar updated per entry, or None."""
     hasher, lsh = MinHasher(), lsh_index(threshold)
     position: dict[str, int] = {}
-    normalized, sets, keys, bands = [], [], [], []
+    normalized: list[str] = []
+    sets: list[Any] = []
+    keys: list[int] = []
+    bands: list[Any] = []
     refs: list[list[tuple[str, str, str]]] = []
     for batch in _batches(entries, _BATCH):
         prepared = prepare([text for *_, text in batch], ngram)
         fresh: list[int] = []
         for (task, kind, ident, _), text, key, words, shingles in zip(
-                batch, prepared["normalized"], prepared["keys"].tolist(), prepared["words"].tolist(), split_shingles(prepared)):
+                batch, prepared["normalized"], prepared["keys"].tolist(), prepared["words"].tolist(), split_shingles(prepared), strict=True):
             if not text:
                 continue
             if text not in position:
@@ -112,7 +115,7 @@ def _insert(lsh, hasher: MinHasher, items: Sequence[tuple[int, np.ndarray]]) -> 
         return np.empty(0, dtype=np.uint64)
     counts = np.array([shingles.size for _, shingles in items], dtype=np.int64)
     signatures = hasher.signatures(np.concatenate([shingles for _, shingles in items]), counts)
-    for (entry, _), signature in zip(items, signatures):
+    for (entry, _), signature in zip(items, signatures, strict=True):
         lsh.insert(entry, hasher.minhash(signature), check_duplication=False)
     return band_keys(signatures, lsh.b, lsh.r).ravel()
 

@@ -56,7 +56,7 @@ def row_hits(index: EvalIndex, rows: Sequence[dict]) -> list[dict]:
     texts = [(row, role, number, text) for row in rows for role, number, text in row["fields"]]
     matches = match_texts(index, [text for *_, text in texts])
     by_row: dict[int, list[dict]] = {}
-    for (row, role, number, _), found in zip(texts, matches):
+    for (row, role, number, _), found in zip(texts, matches, strict=True):
         for entry, match, similarity in found:
             for task, kind, ident in index.refs[entry]:
                 by_row.setdefault(row["row"], []).append(_hit(row, role, number, task, kind, ident, match, similarity))
@@ -77,7 +77,7 @@ def pair_hits(index: EvalIndex, row: dict, hits: Sequence[dict]) -> list[dict]:
     """Leaked pairs of one row from its hits: a training query on an evaluation query, and a training positive on one
     of that query's relevant documents, in the same task."""
     queries = [h for h in hits if h["field"] == "query" and h["kind"] == QUERY]
-    positives = {}
+    positives: dict[tuple[str, str], dict] = {}
     for hit in hits:
         if hit["field"] == "positive" and hit["kind"] == RELEVANT:
             key = (hit["task"], hit["eval_id"])

@@ -32,8 +32,10 @@ def resolve_tasks(names: Sequence[str] | None) -> list[str]:
 
     chosen: list[str] = []
     for name in names or ["all"]:
-        if name in ("all", "r2med", "nano"):
-            chosen += [spec.name for spec in list_tasks(None if name == "all" else name)]
+        if name == "all":
+            chosen += [spec.name for spec in list_tasks()]
+        elif name in ("r2med", "nano"):
+            chosen += [spec.name for spec in list_tasks("r2med" if name == "r2med" else "nano")]
         else:
             chosen.append(get_task_spec(name).name)
     return list(dict.fromkeys(chosen))

@@ -148,7 +148,7 @@ def expansion_texts(data: TaskData, expansion: str, data_dir: str | os.PathLike 
 
     path = expansion_file(data.spec, expansion, data_dir=data_dir, accept_drift=drift_accepted(None))
     frame = _read_expansion_file(path)
-    by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list()))
+    by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list(), strict=True))
     missing = [query_id for query_id in data.queries["id"].to_list() if query_id not in by_id]
     if missing:
         fix = ("finish it by running the same r2med generate command again" if ExpansionName(expansion).is_local

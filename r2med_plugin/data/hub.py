@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from r2med_plugin.data.layout import README, DatasetCardError, config_files, read_front_matter
 from r2med_plugin.errors import MissingFileError, UnreachableError, UserError
@@ -131,7 +132,7 @@ def unverified_files(root: Path, files: Sequence[Path], commit: str,
     return reasons
 
 
-def _contradicts_published(path: Path, expected: Mapping[str, object]) -> str | None:
+def _contradicts_published(path: Path, expected: Mapping[str, Any]) -> str | None:
     from r2med_plugin.data.fingerprint import file_sha256
 
     size = path.stat().st_size

@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,7 +16,7 @@ from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.data.fingerprint import files_fingerprint
 from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, LocatedRepo, evict_from_hub_cache, locate_repo, unverified_files
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
-from r2med_plugin.data.readers import DamagedFileError, check_ids, read_table
+from r2med_plugin.data.readers import ColumnTypes, DamagedFileError, check_ids, read_table
 from r2med_plugin.data.validate import (
     UniqueRows, check_known, check_texts, check_unique, count_differences, fold_repeated_ids, near_empty_ids, rows_repeating_a_text,
 )
@@ -26,15 +27,15 @@ from r2med_plugin.types import Candidates, LoadReport, Qrels, TaskData, TaskSpec
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_TEXT_TABLE = {
+_TEXT_TABLE: dict[str, ColumnTypes] = {
     "jsonl": {"id": pl.Utf8, "text": pl.Utf8},
     "parquet": {"_id": pl.Utf8, "text": pl.Utf8},
 }
-_QRELS_TABLE = {
+_QRELS_TABLE: dict[str, ColumnTypes] = {
     "jsonl": {"q_id": pl.Utf8, "p_id": pl.Utf8, "score": pl.Int64},
     "parquet": {"query-id": pl.Utf8, "corpus-id": pl.Utf8},
 }
-_CANDIDATE_TABLE = {"query-id": pl.Utf8, "corpus-ids": pl.List(pl.Utf8)}
+_CANDIDATE_TABLE: ColumnTypes = {"query-id": pl.Utf8, "corpus-ids": pl.List(pl.Utf8)}
 
 
 ACCEPT_DRIFT_ENV = "R2MED_ACCEPT_DRIFT"
@@ -114,7 +115,7 @@ def _locate(spec: TaskSpec, data_dir: str | os.PathLike | None, accept_drift: bo
     def file_of(entry: Any) -> Path:
         return resolve_split_file(repo.root, layout, entry["config"], entry["split"], repo.trusted_root)
 
-    return _TaskFiles(repo, *(file_of(spec.configs[key]) for key in ("corpus", "queries", "qrels")),
+    return _TaskFiles(repo, file_of(spec.configs["corpus"]), file_of(spec.configs["queries"]), file_of(spec.configs["qrels"]),
                       candidates={key: file_of(entry) for key, entry in spec.candidate_configs.items()},
                       synthetic=front.get("synthetic_sample") is True)
 
@@ -128,7 +129,7 @@ def _read(spec: TaskSpec, files: _TaskFiles) -> _ReadTask:
     qrels_frame = _evicting(source, files.qrels, lambda: _read_qrels(files.qrels, spec))
     check_known(qrels_frame["query_id"], queries["id"], files.qrels, "query id")
     check_known(qrels_frame["doc_id"], corpus["id"], files.qrels, "document id")
-    candidates = {key: _evicting(source, path, lambda path=path: _read_candidates(path, queries, corpus))
+    candidates = {key: _evicting(source, path, partial(_read_candidates, path, queries, corpus))
                   for key, path in files.candidates.items()}
     counts = {"queries": query_rows.rows, "documents": corpus_rows.rows, "qrels": qrels_frame.height}
     return _ReadTask(corpus, queries, qrels_to_dict(qrels_frame), candidates, counts, corpus_rows, query_rows,
@@ -178,7 +179,7 @@ def _provenance(spec: TaskSpec, files: _TaskFiles) -> tuple[str, str | None, dic
     repo = files.repo
     fingerprint = files_fingerprint(files.all, repo.root) if repo.source == "mirror" else None
     revision = SYNTHETIC_REVISION if files.synthetic else repo.revision
-    if revision == UNKNOWN_MIRROR_REVISION:
+    if revision == UNKNOWN_MIRROR_REVISION and fingerprint is not None:  # a mirror's files always have one
         revision = LOCAL_REVISION_PREFIX + fingerprint
     unproven: dict[str, str] = {}
     if repo.source == "mirror":
@@ -288,8 +289,8 @@ def qrels_to_dict(frame: pl.DataFrame) -> Qrels:
     """
     grouped = frame.group_by("query_id", maintain_order=True).agg("doc_id", "score")
     return {
-        query_id: dict(zip(doc_ids, scores))
-        for query_id, doc_ids, scores in zip(grouped["query_id"], grouped["doc_id"], grouped["score"])
+        query_id: dict(zip(doc_ids, scores, strict=True))
+        for query_id, doc_ids, scores in zip(grouped["query_id"], grouped["doc_id"], grouped["score"], strict=True)
     }
 
 
@@ -300,7 +301,7 @@ def _read_candidates(path: Path, queries: pl.DataFrame, corpus: pl.DataFrame) ->
     check_known(frame["query-id"], queries["id"], path, "query id")
     listed = frame.explode("corpus-ids")["corpus-ids"].drop_nulls()
     unknown = int((~listed.is_in(corpus["id"].implode())).sum())
-    return dict(zip(frame["query-id"].to_list(), frame["corpus-ids"].to_list())), unknown
+    return dict(zip(frame["query-id"].to_list(), frame["corpus-ids"].to_list(), strict=True)), unknown
 
 
 def _only(candidates: Candidates, qrels: Qrels) -> Candidates:

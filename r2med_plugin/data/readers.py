@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from r2med_plugin.errors import UserError
 
 MAX_LINE_BYTES_ENV = "R2MED_MAX_LINE_BYTES"
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 _CONTROL_CHARACTERS = r"[\x00-\x1f\x7f]"
+# a table's columns and their polars types (pl.Utf8 is a type class, pl.List(pl.Utf8) an instance)
+ColumnTypes = Mapping[str, pl.DataType | DataTypeClass]
 
 
 
@@ -25,7 +29,7 @@ def max_line_bytes() -> int:
     return int(os.environ.get(MAX_LINE_BYTES_ENV) or DEFAULT_MAX_LINE_BYTES)
 
 
-def read_table(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+def read_table(path: Path, columns: ColumnTypes) -> pl.DataFrame:
     """Read ``columns`` from a .jsonl or .parquet file, with their dtypes; every value must be present."""
     if path.suffix == ".jsonl":
         frame = _read_jsonl(path, columns)
@@ -53,7 +57,7 @@ def _check_line_lengths(path: Path) -> None:
         )
 
 
-def _read_jsonl(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+def _read_jsonl(path: Path, columns: ColumnTypes) -> pl.DataFrame:
     _check_line_lengths(path)
     try:
         frame = pl.read_ndjson(path, schema=columns)
@@ -80,7 +84,7 @@ def _locate_jsonl_error(path: Path, error: Exception) -> UserError:
     return DamagedFileError(f"{path}: could not be read as JSON lines ({error})")
 
 
-def _read_parquet(path: Path, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+def _read_parquet(path: Path, columns: ColumnTypes) -> pl.DataFrame:
     try:
         frame = pl.read_parquet(path)
     except Exception as error:

@@ -64,7 +64,7 @@ def fold_repeated_ids(frame: pl.DataFrame, path: Path, what: str) -> UniqueRows:
             "or was edited: re-download it"
         )
     counts = later.group_by("id", maintain_order=True).len()
-    repeated = {doc_id: int(extra) + 1 for doc_id, extra in zip(counts["id"], counts["len"])}
+    repeated = {doc_id: int(extra) + 1 for doc_id, extra in zip(counts["id"], counts["len"], strict=True)}
     return UniqueRows(frame.filter(first), frame.height, repeated)
 
 

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -54,6 +55,20 @@ class FirstStage(Protocol):
     def ranked(self, data: TaskData, depth: int, *, show_progress: bool = True) -> RankedRun: ...
 
 
+@runtime_checkable
+class SearchStage(Protocol):
+    """A first stage that searches the task's corpus (``search(data, depth)``: each query's top ``depth``), filed under
+    its ``name`` and ``revision``: BM25, an encoder, stored candidates, or a toy of your own."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    def search(self, data: TaskData, depth: int, *, show_progress: bool = True) -> Run: ...
+
+
 # --- query expansions --------------------------------------------------------------------------------
 
 
@@ -73,7 +88,7 @@ def bm25_queries(data: TaskData, expansion: str | None, data_dir: str | os.PathL
     if expansion is None:
         return data.queries
     method, reasoning, texts, expansions = expanded_queries(data, expansion, data_dir)
-    combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+    combined = [bm25_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions, strict=True)]
     return data.queries.with_columns(text=pl.Series(combined, dtype=pl.Utf8))
 
 
@@ -144,16 +159,16 @@ class Dense:
         return effective_prompt(self.encoder, "query", self.query_prompt)
 
     def search(self, data: TaskData, depth: int, *, show_progress: bool = True) -> Run:
-        search = dict(dataset_revision=data.revision, query_prompt=self.query_prompt, top_k=depth)
+        search = partial(dense_search, dataset_revision=data.revision, query_prompt=self.query_prompt, top_k=depth)
         encoder = self.encoder.for_task(data.name)  # an encoder whose prompts depend on the task (mteb's)
         if self.expansion is None:
-            return dense_search(encoder, data.corpus, data.queries, **search)
+            return search(encoder, data.corpus, data.queries)
         method, reasoning, texts, expansions = expanded_queries(data, self.expansion, self.data_dir)
-        single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions)]
+        single = [dense_query(method, t, e, reasoning=reasoning) for t, e in zip(texts, expansions, strict=True)]
         if single and single[0] is not None:
             queries = data.queries.with_columns(text=pl.Series(single, dtype=pl.Utf8))
-            return dense_search(encoder, data.corpus, queries, **search)
-        return dense_search(encoder, data.corpus, data.queries, mix_with=expansions, **search)
+            return search(encoder, data.corpus, queries)
+        return search(encoder, data.corpus, data.queries, mix_with=expansions)
 
     def ranked(self, data: TaskData, depth: int, *, show_progress: bool = True) -> RankedRun:
         run = self.search(data, depth, show_progress=show_progress)
@@ -238,7 +253,7 @@ def as_first_stage(value: object, *, query_prompt: str | None = None, name: str 
                                f"the {value} first stage would ignore it: leave it out", field="query_prompt")
         stage: FirstStage = Bm25(value, workers=bm25_workers)
     elif is_encoder(value):
-        stage = Dense(value, query_prompt)
+        stage = Dense(as_encoder(value), query_prompt)
     elif isinstance(value, FirstStage):
         stage = value
     elif isinstance(value, Mapping):

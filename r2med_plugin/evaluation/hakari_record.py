@@ -19,6 +19,7 @@ Format ``r2med-hakari/1`` (docs/reference/file-formats.md).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from r2med_plugin.evaluation.hakari_metrics import (
     HAKARI_SIDECAR_METRICS,
@@ -78,6 +79,8 @@ def hakari_record(data: TaskData, run: Run, retriever: str, subsets: Sequence[st
     qrels = {query_id: sorted(positive_ids(judged)) for query_id, judged in sorted(data.qrels.items())}
     name = score_name(retriever)
     full = rankings_from_run(run, keep_order=keep, dropped_documents=dropped)
+    candidate_rankings: dict[str, dict] = {}
+    top_rankings = [_top_ranking("retrieval", name, full)]
     record = {
         "format": HAKARI_RECORD_FORMAT, "task": data.name, "retriever": retriever, "score_name": name,
         "evaluator_name": metric_prefix(data.name, name).removesuffix(f"_{name}_"),
@@ -85,15 +88,15 @@ def hakari_record(data: TaskData, run: Run, retriever: str, subsets: Sequence[st
         "query_ids": query_ids, "qrels": qrels, "environment": runtime_environment(),
         "metrics": hakari_metrics(full, qrels, metric_names=HAKARI_SIDECAR_METRICS, query_ids=query_ids,
                                   prefix=metric_prefix(data.name, name)),
-        "candidate_rankings": {},
-        "top_rankings": [_top_ranking("retrieval", name, full)],
+        "candidate_rankings": candidate_rankings,
+        "top_rankings": top_rankings,
     }
     if not retriever.startswith("bm25"):  # HAKARI re-ranks candidate lists with encoders, not with its BM25
         for key in subsets:
             lists = data.candidates[key]
             config = data.spec.candidate_configs[key]["config"]
-            record["candidate_rankings"][config], row = _candidate_entry(data, run, lists, config, name, query_ids, keep, dropped)
-            record["top_rankings"].append(row)
+            candidate_rankings[config], row = _candidate_entry(data, run, lists, config, name, query_ids, keep, dropped)
+            top_rankings.append(row)
     return record
 
 
@@ -127,7 +130,7 @@ def safeguard_positives(lists: Mapping[str, Sequence[str]], qrels: Mapping[str, 
 def _top_ranking(kind: str, score: str, rankings: Mapping[str, list[str]], distance: str | None = None,
                  safeguard: dict[str, str] | None = None) -> dict:
     base = score if distance is None else distance
-    row = {"name": "base", "ranking_kind": kind, "embedding_variant_name": None,
+    row: dict[str, Any] = {"name": "base", "ranking_kind": kind, "embedding_variant_name": None,
            "distance": "bm25" if base.startswith("bm25") else base, "score_name": score,
            "rankings": {query_id: ranked[:TOP_RANKING_DEPTH] for query_id, ranked in rankings.items()}}
     if safeguard is not None:

@@ -24,12 +24,18 @@ from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from tqdm.auto import tqdm
 
 from r2med_plugin.catalog import list_tasks, metadata_dir
 from r2med_plugin.errors import UserError
 from r2med_plugin.types import TaskData
+
+if TYPE_CHECKING:  # the evaluation modules load when a row is computed
+    from r2med_plugin.evaluation.result import TaskRunResult
+
+T = TypeVar("T")
 
 MATRIX_RETRIEVER = "bm25-lucene"
 STATE_FOLDER = "reproduce-matrix"
@@ -195,7 +201,7 @@ def render_list(rows: Sequence[MatrixRow]) -> str:
         where = "the matrix computes it (CPU)" if row.on_cpu else f"needs {row.needs}"
         lines.append(f"{number:>2}. {row.label}  [published avg {row.published[AVG]:.2f}; {where}]")
         lines.append(f"    {row.command()}")
-        if row.expansion:
+        if row.expansion and row.llm:  # a row on an expansion names its LLM
             lines.append(f"    expansion file: {row.expansion} ({leaderboard_expansions()[row.llm]['source']})")
         if row.reranker:
             lines.append(f"    reranker: {row.reranker}, as its authors ran it: {RERANKERS[row.reranker].source}")
@@ -331,7 +337,7 @@ def _state_root(output: str | os.PathLike | None) -> Path:
 
 
 def _run_task(task: str, outcomes: list[RowOutcome], report: MatrixReport, state: MatrixState,
-              compute: Callable[[TaskData, MatrixRow], object], options: MatrixOptions) -> None:
+              compute: Callable[[TaskData, MatrixRow], TaskRunResult], options: MatrixOptions) -> None:
     """One task's rows: each read from the state when its key matches, else computed (``compute(data, row)``)."""
     from r2med_plugin.data.loader import load_task
     from r2med_plugin.evaluation.naming import data_entry
@@ -344,6 +350,8 @@ def _run_task(task: str, outcomes: list[RowOutcome], report: MatrixReport, state
         if official is None:
             result = compute(data, outcome.row)
             official = result.official
+            if official is None:
+                raise ValueError(f"{task}: the row {outcome.row.label} computed no official scores")
             if options.output is not None:
                 from r2med_plugin.evaluation.writers import write_outputs
 
@@ -355,7 +363,7 @@ def _run_task(task: str, outcomes: list[RowOutcome], report: MatrixReport, state
         outcome.ours[data.spec.hub_name] = half_up(official["ndcg_at_10"] * 100)
 
 
-def _bm25_computer(report: MatrixReport, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], object]:
+def _bm25_computer(report: MatrixReport, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], TaskRunResult]:
     """Computes a BM25 row on a task, on the task's index (built at the first row that needs it, once per task)."""
     indexes: dict[str, object] = {}
 
@@ -367,7 +375,7 @@ def _bm25_computer(report: MatrixReport, options: MatrixOptions) -> Callable[[Ta
     return compute
 
 
-def _model_computer(row: MatrixRow, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], object]:
+def _model_computer(row: MatrixRow, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], TaskRunResult]:
     """Computes a model or endpoint row on a task, its encoder loaded at the first task that needs it."""
     from r2med_plugin.evaluation.plan import build_plan
     from r2med_plugin.evaluation.runner import execute
@@ -385,10 +393,10 @@ def _model_computer(row: MatrixRow, options: MatrixOptions) -> Callable[[TaskDat
                                      data=data)
 
 
-def _lazy(build: Callable[[], object]) -> Callable[[], object]:
-    made: list[object] = []
+def _lazy(build: Callable[[], T]) -> Callable[[], T]:
+    made: list[T] = []
 
-    def get() -> object:
+    def get() -> T:
         if not made:
             made.append(build())
         return made[0]
@@ -402,7 +410,7 @@ def _built_index(data: TaskData, report: MatrixReport, show_progress: bool):
     return lucene_index_of(data.corpus, row_counts=data.document_row_counts(), show_progress=show_progress)
 
 
-def _evaluate_row(data: TaskData, row: MatrixRow, index, data_dir, accept_drift, show_progress: bool):
+def _evaluate_row(data: TaskData, row: MatrixRow, index, data_dir, accept_drift, show_progress: bool) -> TaskRunResult:
     """The row's plan as `r2med evaluate` builds it, its BM25 searching the task's shared index."""
     from r2med_plugin.evaluation.plan import build_plan
     from r2med_plugin.evaluation.runner import execute
@@ -509,8 +517,8 @@ def render_matrix(report: MatrixReport) -> str:
     skipped = [outcome for outcome in report.outcomes if outcome.not_run]
     if skipped:
         lines += ["", f"not run here ({len(skipped)} rows; `r2med reproduce --matrix --list` gives each command):"]
-        unselected = sum("not selected" in outcome.not_run for outcome in skipped)
-        lines += [f"  {outcome.row.label}: {outcome.not_run}" for outcome in skipped if "not selected" not in outcome.not_run]
+        unselected = sum("not selected" in (outcome.not_run or "") for outcome in skipped)
+        lines += [f"  {outcome.row.label}: {outcome.not_run}" for outcome in skipped if "not selected" not in (outcome.not_run or "")]
         if unselected:
             lines.append(f"  {unselected} more rows not selected (--rows)")
     ran = [outcome for outcome in report.outcomes if not outcome.not_run]

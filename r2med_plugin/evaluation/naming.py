@@ -79,4 +79,4 @@ def data_entry(data: TaskData) -> dict[str, object]:
 
 def dataset_count_drift(data: TaskData) -> dict[str, dict[str, int]]:
     """How the data's counts differ from the dataset card's (evaluated with --accept-drift); {} when they match."""
-    return {} if data.report.synthetic_sample else dict(data.report.count_drift)
+    return {} if data.report.synthetic_sample else {name: dict(counts) for name, counts in data.report.count_drift.items()}

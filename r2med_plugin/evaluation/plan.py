@@ -8,8 +8,9 @@ the first task loads. ``r2med_plugin.evaluation.runner.execute`` carries a plan 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from r2med_plugin.catalog import get_task_spec
@@ -19,15 +20,18 @@ from r2med_plugin.evaluation.first_stages import (
     Bm25,
     Dense,
     FirstStage,
+    SearchStage,
     StoredCandidates,
     as_first_stage,
 )
 from r2med_plugin.evaluation.request import EvaluationRequest, TaskArguments
-from r2med_plugin.evaluation.specs import Bm25Spec, CrossEncoderSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RunFileSpec
+from r2med_plugin.evaluation.specs import (
+    Bm25Spec, CrossEncoderSpec, FirstStageSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RerankerSpec, RunFileSpec,
+)
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
-from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs (as_encoder adapts it)
+from r2med_plugin.models.protocols import PlainEncoder, as_encoder  # what a user's encoder needs (as_encoder adapts it)
 from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskSpec
 
@@ -38,7 +42,7 @@ class EvaluationPlan:
     gives the run the reranker reranks (``ranked``); the scorers' numbers go into the result in order."""
 
     task: str
-    first_stage: Bm25 | Dense | StoredCandidates | FirstStage
+    first_stage: SearchStage | FirstStage
     scorers: tuple[Scorer, ...]
     top_k: int = 1000
     reranker: object | None = None  # a Reranker, a pair scorer, or a cross-encoder's name (loaded when the plan runs)
@@ -58,42 +62,47 @@ class EvaluationPlan:
         return next((scorer.partner for scorer in self.scorers if isinstance(scorer, Hybrid)), None)
 
 
-def build_plan(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> EvaluationPlan:
+DEFAULT_ARGUMENTS = TaskArguments()  # every argument at its default (frozen)
+
+
+def build_plan(task: str | EvaluationRequest, retriever: str | PlainEncoder | None = None, **arguments: Any) -> EvaluationPlan:
     """The plan ``evaluate_task`` runs (see there): a request, or its keyword arguments (``TaskArguments``) as an
     EvaluationRequest (every error that needs no data is raised while it is built), then ``plan_request``."""
     return plan_request(as_request(task, retriever, arguments, "build_plan"))
 
 
-def as_request(task: str | EvaluationRequest, retriever: object, arguments: Mapping[str, Any],
+def as_request(task: str | EvaluationRequest, retriever: object, arguments: Mapping[str, Any] | TaskArguments,
                what: str = "evaluate_task") -> EvaluationRequest:
-    """``task`` if it is an EvaluationRequest (then nothing else may be given), else ``request_of`` the arguments."""
+    """``task`` if it is an EvaluationRequest (then nothing else may be given: no argument, or every one at its
+    default), else ``request_of`` the arguments (by keyword, or as ``TaskArguments``)."""
     if isinstance(task, EvaluationRequest):
-        if retriever is not None or arguments:
+        given = arguments != DEFAULT_ARGUMENTS if isinstance(arguments, TaskArguments) else bool(arguments)
+        if retriever is not None or given:
             raise TypeError(f"{what}(request) takes the request alone: its settings are its own (dataclasses.replace "
                             "changes one)")
         return task
-    return request_of(task, retriever, TaskArguments.of(arguments, what))
+    return request_of(task, retriever, arguments if isinstance(arguments, TaskArguments) else TaskArguments.of(arguments, what))
 
 
-def request_of(task: str, retriever: object = None, arguments: TaskArguments = TaskArguments()) -> EvaluationRequest:
+def request_of(task: str, retriever: object = None, arguments: TaskArguments = DEFAULT_ARGUMENTS) -> EvaluationRequest:
     """``evaluate_task``'s arguments as an EvaluationRequest; objects (an encoder, a reranker) are kept as given."""
     given = arguments
-    environment = dict(data_dir=None if given.data_dir is None else os.fspath(given.data_dir),
-                       accept_drift=given.accept_drift, show_progress=given.show_progress, bm25_workers=given.bm25_workers)
+    environment = partial(EvaluationRequest, data_dir=None if given.data_dir is None else os.fspath(given.data_dir),
+                          accept_drift=given.accept_drift, show_progress=given.show_progress, bm25_workers=given.bm25_workers)
     if given.rerank is None:
         if given.first_stage is not None:
             raise UserError("first_stage is the input of a reranker: pass rerank=<cross-encoder> too")
         unused = [name for name in ("rerank_depth", "first_stage_name", "rerank_batch_size") if getattr(given, name) is not None]
         if unused:  # an option that would reach no code, as the CLI refuses it
             raise UserError(f"{unused[0]} configures a reranker (rerank=...), which is not given: drop it")
-        return EvaluationRequest(task, _retriever_spec(retriever, given.query_prompt), scoring=given.scoring, **environment)
+        return environment(task, _retriever_spec(retriever, given.query_prompt), scoring=given.scoring)
     if given.first_stage is None and retriever is None:
         raise UserError("reranking needs a first stage: pass first_stage= (BM25 name, encoder, run file) or a retriever")
     if given.first_stage is not None and retriever is not None and given.first_stage != retriever:
         raise UserError("give the first stage once: as first_stage= (or as the retriever), not both")
     source = given.first_stage if given.first_stage is not None else retriever
-    return EvaluationRequest(task, _first_stage_spec(source, given.query_prompt), _reranker_spec(given),
-                             scoring=given.scoring, first_stage_name=given.first_stage_name, **environment)
+    return environment(task, _first_stage_spec(source, given.query_prompt), _reranker_spec(given),
+                       scoring=given.scoring, first_stage_name=given.first_stage_name)
 
 
 def _reranker_spec(given: TaskArguments) -> CrossEncoderSpec | LlmRerankerSpec | PrebuiltReranker:
@@ -107,7 +116,7 @@ def _reranker_spec(given: TaskArguments) -> CrossEncoderSpec | LlmRerankerSpec |
     return PrebuiltReranker(rerank, depth=depth, batch_size=given.rerank_batch_size)
 
 
-def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | PrebuiltFirstStage:
+def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | ModelSpec | PrebuiltFirstStage:
     """What the Python API searches with: a BM25 name or an encoder object (or a spec naming one)."""
     if isinstance(retriever, (Bm25Spec, ModelSpec)):
         if query_prompt:
@@ -121,12 +130,12 @@ def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | P
             raise SettingError("a query prompt ({query_prompt}) applies to encoders only; "
                                f"{retriever} would ignore it: leave it out", field="query_prompt")
         return Bm25Spec(retriever)
-    if not isinstance(retriever, Encoder):
+    if not isinstance(retriever, PlainEncoder):
         raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
     return PrebuiltFirstStage(retriever, query_prompt)
 
 
-def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | RunFileSpec | PrebuiltFirstStage:
+def _first_stage_spec(value: object, query_prompt: str | None) -> FirstStageSpec:
     """What the Python API reranks: a BM25 name, a run file or folder, or an object (encoder, run dict, stage)."""
     if isinstance(value, (Bm25Spec, ModelSpec, RunFileSpec)):
         return value
@@ -140,7 +149,7 @@ def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | Run
             raise SettingError("a query prompt ({query_prompt}) is for encoders; "
                                "a run file is read, not searched: leave it out", field="query_prompt")
         return RunFileSpec(os.fspath(value))
-    if not isinstance(value, (Encoder, FirstStage, Mapping)):
+    if not isinstance(value, (PlainEncoder, FirstStage, Mapping)):
         raise TypeError(f"first_stage must be {sorted(BM25_RETRIEVERS)}, an encoder, a run file or folder, or a run dict; "
                         f"got {type(value).__name__}")
     return PrebuiltFirstStage(value, query_prompt)
@@ -149,15 +158,16 @@ def _first_stage_spec(value: object, query_prompt: str | None) -> Bm25Spec | Run
 def plan_request(request: EvaluationRequest, *, encoder: object | None = None, reranker: object | None = None) -> EvaluationPlan:
     """The stages that carry ``request`` out. ``encoder`` and ``reranker``: what a ModelSpec / CrossEncoderSpec loads,
     when the caller loaded it once for several tasks (loaded here otherwise)."""
-    common = dict(data_dir=request.data_dir, accept_drift=request.accept_drift, show_progress=request.show_progress,
-                  request=request.recorded())
+    common = partial(EvaluationPlan, data_dir=request.data_dir, accept_drift=request.accept_drift,
+                     show_progress=request.show_progress, request=request.recorded())
     if request.reranker is not None:
-        return _rerank_plan(request, encoder, reranker, common)
+        return _rerank_plan(request, request.reranker, encoder, reranker, common)
     scoring, expansion = request.scoring, request.scoring.expansion
-    stage = _search_stage(request, encoder)
+    searched = _search_stage(request, encoder)
+    stage: Bm25 | Dense | StoredCandidates = searched
     scorers: list[Scorer] = []
     if scoring.candidates_only:
-        stage = StoredCandidates(stage, scoring.candidates)
+        stage = StoredCandidates(searched, scoring.candidates)
     else:
         scorers.append(FullCorpus(scoring.top_k))
         if request.hybrid_partner:
@@ -165,9 +175,8 @@ def plan_request(request: EvaluationRequest, *, encoder: object | None = None, r
     scorers.append(CandidateSubsets(scoring.candidates))
     if not scoring.candidates_only:
         scorers.append(OfficialLayout(stage if isinstance(stage, Bm25) else None))
-    return EvaluationPlan(task=request.task, first_stage=stage, scorers=tuple(scorers), top_k=scoring.top_k,
-                          expansion=expansion, candidate_subsets=scoring.candidates,
-                          candidates_only=scoring.candidates_only, **common)
+    return common(task=request.task, first_stage=stage, scorers=tuple(scorers), top_k=scoring.top_k,
+                  expansion=expansion, candidate_subsets=scoring.candidates, candidates_only=scoring.candidates_only)
 
 
 def _query_prompt(request: EvaluationRequest) -> str | None:
@@ -196,18 +205,17 @@ def _search_stage(request: EvaluationRequest, encoder: object | None) -> Bm25 | 
     value, expansion = _first_stage_value(request, encoder), request.scoring.expansion
     if isinstance(value, str):
         return Bm25(value, expansion, request.data_dir, request.bm25_workers)
-    return Dense(value, _query_prompt(request), expansion, request.data_dir)
+    return Dense(as_encoder(value), _query_prompt(request), expansion, request.data_dir)
 
 
-def _rerank_plan(request: EvaluationRequest, encoder: object | None, reranker: object | None, common: dict) -> EvaluationPlan:
-    spec = request.reranker
+def _rerank_plan(request: EvaluationRequest, spec: RerankerSpec, encoder: object | None, reranker: object | None,
+                 common: Callable[..., EvaluationPlan]) -> EvaluationPlan:
     stage = as_first_stage(_first_stage_value(request, encoder), query_prompt=_query_prompt(request),
                            name=request.first_stage_name, bm25_workers=request.bm25_workers)
     loaded = reranker if reranker is not None else spec.load()
     batch_size = None if isinstance(spec, LlmRerankerSpec) else spec.batch_size
-    return EvaluationPlan(task=request.task, first_stage=stage, scorers=(Reranked(),), top_k=request.scoring.top_k,
-                          reranker=loaded, rerank_depth=spec.depth, rerank_batch_size=32 if batch_size is None else batch_size,
-                          **common)
+    return common(task=request.task, first_stage=stage, scorers=(Reranked(),), top_k=request.scoring.top_k,
+                  reranker=loaded, rerank_depth=spec.depth, rerank_batch_size=32 if batch_size is None else batch_size)
 
 
 def extra_scorers(spec: TaskSpec) -> tuple[Scorer, ...]:

@@ -173,7 +173,8 @@ def reproduce(
         for subset, profile in subsets.items():
             if subset not in data.candidates:
                 raise UserError(f"{task}: no stored candidate list {subset!r}; the lists are {sorted(data.candidates)}")
-            ours = candidate_profile(data.candidates[subset], data.qrels, top_k=profile.get("top_k"))
+            top_k = profile.get("top_k")
+            ours = candidate_profile(data.candidates[subset], data.qrels, top_k=None if top_k is None else int(top_k))
             for metric, value in profile.items():
                 metric = RENAMED_PROFILE_METRICS.get(metric, metric)
                 if metric in _NOT_METRICS:
@@ -188,6 +189,8 @@ def reproduce(
         if output is not None:
             write_outputs(result, output)
         report.data[task] = data_entry(result.data)
+        if result.official is None:
+            raise ValueError(f"{task}: bm25-lucene's result holds no official scores")
         report.bm25.append(Bm25Row(task, published, round(result.official["ndcg_at_10"] * 100, 2)))
     return report
 
@@ -210,8 +213,9 @@ def render_report(report: ReproduceReport) -> str:
         lines.append("")
         lines.append(f"NanoR2MED stored candidate profiles: {len(report.profiles) - len(failed)}/{len(report.profiles)} values "
                      f"match the expected profiles{report.data_note({row.task for row in report.profiles})}")
-        for row in failed:
-            lines.append(f"  FAIL {row.task} {row.subset} {row.metric}: expected {row.expected:.10g}, ours {row.ours:.10g}")
+        for profile in failed:
+            lines.append(f"  FAIL {profile.task} {profile.subset} {profile.metric}: expected {profile.expected:.10g}, "
+                         f"ours {profile.ours:.10g}")
     if report.coverage:
         lines.append("")
         lines.extend(render_coverage(report.coverage))

@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from r2med_plugin.data.expansions import ExpansionName, expansion_name, released_expansions
 from r2med_plugin.errors import UnknownNameError, UserError
@@ -30,6 +30,9 @@ from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.rules import RequestError, SettingError, neutral, neutral_fields, whole_number_problem
 from r2med_plugin.types import TaskSpec
+
+if TYPE_CHECKING:  # specs imports this module
+    from r2med_plugin.evaluation.specs import FirstStageSpec, RerankerSpec
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ class TaskArguments:
     @property
     def scoring(self) -> Scoring:
         return Scoring(top_k=self.top_k, hybrid=self.hybrid, candidates=tuple(self.candidates),
-                       candidates_only=self.candidates_only, expansion=self.expansion)
+                       candidates_only=self.candidates_only, expansion=expansion_name(self.expansion))
 
 
 # --- outputs ------------------------------------------------------------------------------------------------------------
@@ -158,8 +161,8 @@ class EvaluationRequest:
     out). ``r2med_plugin.evaluation.plan.plan_request`` turns it into the stages that run."""
 
     task: str
-    first_stage: Any  # a FirstStageSpec (r2med_plugin.evaluation.specs)
-    reranker: Any = None  # a RerankerSpec, or None
+    first_stage: FirstStageSpec
+    reranker: RerankerSpec | None = None
     scoring: Scoring = field(default_factory=Scoring)
     outputs: Outputs = field(default_factory=Outputs)
     first_stage_name: str | None = None  # the reranked first stage's name in result names

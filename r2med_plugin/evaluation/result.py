@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from r2med_plugin.types import Run, TaskData
 
@@ -16,7 +18,7 @@ class RerankInfo:
     first_stage_run: Run
     reranker_revision: str = ""
     first_stage_revision: str = ""
-    usage: dict[str, object] | None = None  # an LLM reranker's rerank_usage (requests, tokens, wall time)
+    usage: Mapping[str, Any] | None = None  # an LLM reranker's rerank_usage (requests, tokens, wall time)
     traces: list[dict[str, object]] | None = None  # an LLM reranker's traces (written beside the result)
     traces_name: str = "reasoning"  # their file: <Task>.<traces_name>.jsonl
 

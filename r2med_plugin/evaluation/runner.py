@@ -13,24 +13,25 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from r2med_plugin.data.expansions import check_local_expansion_data, expansion_texts, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.errors import UserError
-from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, Named, RankedRun, RunFile, StoredCandidates
+from r2med_plugin.evaluation.first_stages import (
+    OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, FirstStage, Named, RankedRun, RunFile, SearchStage, StoredCandidates,
+)
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
-from r2med_plugin.evaluation.request import EvaluationRequest, Scoring
+from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
 from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
-from r2med_plugin.models.protocols import Encoder, as_encoder
+from r2med_plugin.models.protocols import PlainEncoder, Reranker, as_encoder
 from r2med_plugin.retrieval.dense import score_candidates
 from r2med_plugin.identifiers import is_hakari_bm25
 from r2med_plugin.retrieval.ranking import head_of_run, truncate_run
@@ -45,9 +46,28 @@ __all__ = [
 ]
 
 
-def evaluate_task(task: str | EvaluationRequest, retriever: str | Encoder | None = None, **arguments: Any) -> TaskRunResult:
+def evaluate_task(
+    task: str | EvaluationRequest,
+    retriever: str | PlainEncoder | None = None,
+    *,
+    hybrid: bool = False,
+    candidates: Sequence[str] = (),
+    candidates_only: bool = False,
+    data_dir: str | os.PathLike | None = None,
+    accept_drift: bool | None = None,
+    top_k: int = 1000,
+    query_prompt: str | None = None,
+    expansion: str | None = None,
+    show_progress: bool = True,
+    rerank: object | None = None,
+    first_stage: object | None = None,
+    rerank_depth: int | None = None,
+    first_stage_name: str | None = None,
+    rerank_batch_size: int | None = None,
+    bm25_workers: int | None = None,
+) -> TaskRunResult:
     """Evaluate ``retriever`` ("bm25-lucene", "bm25-hakari", "bm25-robertson" or an encoder) on ``task``, or run an
-    EvaluationRequest (``evaluate_task(request)``). The keyword arguments are ``TaskArguments``' fields:
+    EvaluationRequest (``evaluate_task(request)``, with no other argument). The keyword arguments are ``TaskArguments``' fields:
     full-corpus scores (main: ndcg_at_10, run ``top_k`` deep), ``hybrid_*`` (RRF with the task's BM25) when
     ``hybrid``, ``candidates_<subset>_*`` per stored list (``candidates``; ``candidates_only``: the lists only, an
     encoder encodes just their union). ``expansion`` ("method/llm", "all", or "local:<folder>/<method>/<llm>" from
@@ -58,6 +78,12 @@ def evaluate_task(task: str | EvaluationRequest, retriever: str | Encoder | None
     ``first_stage_name``. ``bm25_workers``: processes for bm25-lucene's corpus analysis (default: all cores).
     ``data_dir``, ``accept_drift`` and ``show_progress`` say where the data lives and how the run shows. Builds the plan
     (build_plan) and executes it."""
+    arguments = TaskArguments(
+        hybrid=hybrid, candidates=candidates, candidates_only=candidates_only, data_dir=data_dir, accept_drift=accept_drift,
+        top_k=top_k, query_prompt=query_prompt, expansion=expansion, show_progress=show_progress, rerank=rerank,
+        first_stage=first_stage, rerank_depth=rerank_depth, first_stage_name=first_stage_name,
+        rerank_batch_size=rerank_batch_size, bm25_workers=bm25_workers,
+    )
     return execute(plan_request(as_request(task, retriever, arguments)))
 
 
@@ -72,10 +98,13 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
     if plan.expansion is not None:  # a released expansion's file is part of the data the result vouches for
         data = with_expansion_files(data, plan.expansion, plan.data_dir)
     stage = plan.first_stage
+    if not isinstance(stage, SearchStage) or (plan.candidates_only and not isinstance(stage, StoredCandidates)):
+        raise TypeError(f"a plan without a reranker searches (name, revision, search(data, depth)), and with candidates_only "
+                        f"ranks StoredCandidates; its first stage is a {type(stage).__name__}")
     depth = data.corpus.height if plan.candidate_subsets else plan.top_k
     run = stage.search(data, depth, show_progress=plan.show_progress)
     scores = merged(plan.scorers, Retrieved(data, run, plan.top_k, plan.show_progress))
-    if plan.candidates_only:
+    if plan.candidates_only and isinstance(stage, StoredCandidates):  # the plan ranks the stored lists only
         first = plan.candidate_subsets[0]
         main, saved = f"candidates_{first}_ndcg_at_10" + ("_with_safeguard" if first == "hybrid" else ""), stage.saved_run(data, run)
     else:
@@ -150,7 +179,7 @@ def check_inputs(inputs: Sequence[TaskInputs]) -> None:
 def _validated(inputs: Sequence[TaskInputs], keep_bytes: int, *, keep_first: bool) -> dict[tuple, TaskData | None]:
     """key -> the task's validated data, or None where it is not kept (see validate_inputs)."""
     loaded: dict[tuple, TaskData | None] = {}
-    kept_bytes = 0
+    kept_bytes = 0.0
     for item in inputs:
         if item.key in loaded:
             continue
@@ -216,7 +245,7 @@ class RerankInputs:
     """What a plan's reranker reranks: the first stage's run (``stage``, checked: ``run``) and the texts of its
     queries and of the documents within the rerank depth."""
 
-    reranker: object
+    reranker: Reranker
     stage: RankedRun
     run: Run
     queries: dict[str, str]
@@ -230,6 +259,9 @@ def rerank_inputs(plan: EvaluationPlan, data: TaskData) -> RerankInputs:
     depth = plan.rerank_depth
     own = _computed_here(plan.first_stage)
     fetched = max(depth, OFFICIAL_TOPK_DOCS_DEPTH, plan.top_k if isinstance(own, Dense) else 0)
+    if not isinstance(plan.first_stage, FirstStage):
+        raise TypeError(f"a reranker reranks a first stage with ranked(data, depth); a {type(plan.first_stage).__name__} "
+                        "has none")
     stage = plan.first_stage.ranked(data, fetched, show_progress=plan.show_progress)
     run = _checked(data, stage)
     documents = {doc_id for doc_ids in top_document_ids(run, depth).values() for doc_id in doc_ids}
@@ -244,6 +276,8 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
     first, first_depth = _first_stage_scored(plan, data, own, run)
     scores = merged(plan.scorers, Retrieved(data, first, first_depth, plan.show_progress, reranked=reranked, rerank_depth=depth))
     report = reranker.last_report  # an LLM reranker's usage and traces (None: none)
+    if scores.official is None:
+        raise ValueError("a reranking plan scores with Reranked, which makes the official reranker scores")
     return TaskRunResult(
         task=data.name, retriever=reranked_model_name(reranker.name, stage.name, depth), expansion=None,
         model_revision=reranked_revision(reranker.revision, stage.revision), dataset_revision=data.revision,
@@ -300,11 +334,11 @@ def _check_run(data: TaskData, stage: RankedRun) -> set[str]:
 def _texts(frame: pl.DataFrame, ids: set[str]) -> dict[str, str]:
     """id -> text for ``ids`` only (a corpus of 60k documents, of which the top k are needed)."""
     chosen = frame.filter(pl.col("id").is_in(list(ids)))
-    return dict(zip(chosen["id"].to_list(), chosen["text"].to_list()))
+    return dict(zip(chosen["id"].to_list(), chosen["text"].to_list(), strict=True))
 
 
 def score_candidate_lists(
-    model_or_retriever: str | Encoder,
+    model_or_retriever: str | PlainEncoder,
     task: str | TaskData,
     subset: str,
     *,

@@ -127,6 +127,8 @@ class Reranked:
 
     def score(self, retrieved: Retrieved) -> Scores:
         data, first, reranked = retrieved.data, retrieved.run, retrieved.reranked
+        if reranked is None:
+            raise ValueError("Reranked scores a reranked run: give Retrieved(..., reranked=run)")
         scores = within_depth(evaluate_run(data.qrels, reranked), max(retrieved.rerank_depth, 1))
         first_scores = within_depth(evaluate_run(data.qrels, first), retrieved.top_k)
         scores |= {FIRST_STAGE_PREFIX + key: value for key, value in first_scores.items()}

@@ -31,7 +31,7 @@ from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.checks import check_model_name
-from r2med_plugin.models.protocols import PlainEncoder as Encoder  # what a user's encoder needs
+from r2med_plugin.models.protocols import PlainEncoder  # what a user's encoder needs
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
 from r2med_plugin.retrieval.rerank import check_depth
 from r2med_plugin.metrics import rerank_depth_problem
@@ -238,7 +238,7 @@ class PrebuiltFirstStage:
     query_prompt: str | None = None
 
     def __post_init__(self) -> None:
-        if self.query_prompt and not isinstance(self.value, Encoder):
+        if self.query_prompt and not isinstance(self.value, PlainEncoder):
             raise SettingError(f"a query prompt ({{query_prompt}}) is for encoders; {self.label} would ignore it: leave it "
                                "out", field="query_prompt")
 

@@ -112,12 +112,11 @@ def write_reasoning(result: TaskRunResult, mteb_path: Path) -> dict[str, Path]:
     """An LLM reranker's traces beside the MTEB result: a reasoning reranker's (one JSON line per query and passage:
     score, answer, reasoning) and a listwise reasoning model's (one per window) as ``<Task>.reasoning.jsonl``, a
     groupwise reranker's answers (one per group) as ``<Task>.groupwise.jsonl``; nothing for other results."""
-    traces = result.rerank.traces if result.rerank is not None else None
-    if not traces:
+    if result.rerank is None or not result.rerank.traces:
         return {}
     from r2med_plugin.llm.reranker_kinds import trace_order
 
-    name = result.rerank.traces_name
+    traces, name = result.rerank.traces, result.rerank.traces_name
     text = "".join(json.dumps(trace, ensure_ascii=False) + "\n" for trace in sorted(traces, key=trace_order))
     return {name: write_text_atomic(mteb_path.with_name(f"{result.task}.{name}.jsonl"), text)}
 

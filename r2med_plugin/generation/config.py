@@ -46,7 +46,7 @@ class GenerationConfig:
 
     def sampling(self) -> dict[str, Any]:
         """The preset's official defaults with the given (non-None) overrides, validated."""
-        sampling = sampling_preset(self.preset)
+        sampling: dict[str, Any] = sampling_preset(self.preset)
         overrides = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
         sampling.update({key: value for key, value in overrides.items() if value is not None})
         if sampling.get("temperature") is not None and not 0 <= sampling["temperature"] <= 2:

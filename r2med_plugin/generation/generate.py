@@ -76,7 +76,7 @@ def _passages(data: TaskData, method: str, source: str, show_progress: bool) -> 
     ranked = as_first_stage(source).ranked(data, top_k, show_progress=show_progress).run
     ranking = {query_id: list(docs) for query_id, docs in ranked.items()}
     check_ranking(ranking, data, source)
-    doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     return {query_id: lamer_passages(ranking[query_id], doc_text) for query_id in data.queries["id"].to_list()}
 
 
@@ -146,7 +146,7 @@ def _generate(request: GenerationRequest, spec: TaskSpec, endpoint: Sending) -> 
         _check_same_configuration(store, previous, identity)
         pending = [q for q in query_ids if q not in done]
         passages = _passages(data, config.method, config.first_stage, show_progress) if pending else {}
-        texts = dict(zip(query_ids, data.queries["text"].to_list()))
+        texts = dict(zip(query_ids, data.queries["text"].to_list(), strict=True))
         estimated = _estimate_requests(spec, config, texts, passages, pending, len(done), token_counter(config.llm))
         manifest = _start_manifest(previous, identity, spec, api.endpoint_host(base_url), sampling_preset_name=config.preset,
                                    total=len(query_ids))
@@ -229,7 +229,7 @@ def estimate_generation_cost(request: GenerationRequest | str, *args: Any, token
         _check_same_configuration(store, store.read_manifest(), config.identity(spec, data.result_revision))
     pending = [query_id for query_id in query_ids if query_id not in done]
     passages = _passages(data, config.method, config.first_stage, show_progress) if pending else {}
-    return _estimate_requests(spec, config, dict(zip(query_ids, data.queries["text"].to_list())), passages, pending,
+    return _estimate_requests(spec, config, dict(zip(query_ids, data.queries["text"].to_list(), strict=True)), passages, pending,
                               len(done), counter)
 
 

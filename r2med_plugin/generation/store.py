@@ -164,7 +164,7 @@ class ExpansionStore:
 
     def append(self, record: dict[str, Any], usage: dict[str, Any]) -> None:
         """One finished query: its line first (what resuming trusts), then its usage line."""
-        for stream, row in zip(self._streams, (record, usage)):
+        for stream, row in zip(self._streams, (record, usage), strict=True):
             stream.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
             stream.flush()
 

@@ -52,7 +52,7 @@ def check_host_version(package: str, found: str | None = None) -> str:
     """The installed version of ``package`` (mteb, ir_datasets), refused when this release does not support it."""
     found = found if found is not None else installed_version(package)
     low, high = SUPPORTED[package]
-    if not is_supported(package, found):
+    if found is None or not is_supported(package, found):
         bounds = f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))}"
         raise RuntimeError(f"r2med-plugin supports {package}{bounds}, found {found or 'none'}; install a supported "
                            f"{package} (pip install '{package}{bounds}') or an r2med-plugin release for {package} {found}")
@@ -110,7 +110,7 @@ def wrap_benchmark_registry(owner: str, extend: Callable[[dict], None]) -> None:
     module = importlib.import_module(MTEB_BENCHMARK_MODULE)
     wrapper = build if isinstance(build, _ExtendedBenchmarkRegistry) else _ExtendedBenchmarkRegistry(build)
     wrapper.extenders[owner] = extend
-    module._build_registry = wrapper
+    vars(module)["_build_registry"] = wrapper  # mteb's private builder, replaced by one that extends its registry
     if wrapper.build.cache_info().currsize:  # mteb's registry exists already: extend it now
         wrapper()
 

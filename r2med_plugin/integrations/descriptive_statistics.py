@@ -53,7 +53,7 @@ def spec_name(task_name: str) -> str:
     return task_name.removesuffix(integration.RERANKING_SUFFIX)
 
 
-def _provenance(task_name: str, source: str, revision: str, today: str | None, **extra: Any) -> dict[str, Any]:
+def _provenance(task_name: str, source: str, revision: str | None, today: str | None, **extra: Any) -> dict[str, Any]:
     spec = get_task_spec(spec_name(task_name))
     return {
         "source": source,
@@ -112,7 +112,7 @@ def _builtin_stats(task_name: str, spec: TaskSpec) -> dict[str, Any]:
     shipped = builtin.descriptive_stats
     if not shipped or SPLIT not in shipped:
         raise ValueError(f"{task_name}: mteb {version('mteb')} ships no statistics for {spec.mteb_builtin_task}")
-    stats = copy.deepcopy(shipped[SPLIT])
+    stats: dict[str, Any] = dict(copy.deepcopy(shipped[SPLIT]))  # a retrieval task's statistics
     expected = spec.expected_counts
     found = {"num_documents": stats["num_documents"], "num_relevant_docs": stats["relevant_docs_statistics"]["num_relevant_docs"]}
     wanted = {"num_documents": expected["documents"], "num_relevant_docs": expected["qrels"]}

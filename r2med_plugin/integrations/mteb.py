@@ -28,6 +28,7 @@ from r2med_plugin.integrations._autoload import run_deferred
 from r2med_plugin.integrations.compat import mteb_registries, wrap_benchmark_registry
 
 if TYPE_CHECKING:
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
     from mteb.abstasks.task_metadata import TaskMetadata
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         data = load_task(self.spec_name)
         self.task_data = data
         top_ranked = dict(data.candidates[self.candidate_key]) if self.candidate_key else None
-        split = {
+        split: RetrievalSplitData = {
             "corpus": datasets.Dataset(data.corpus.to_arrow()),
             "queries": datasets.Dataset(data.queries.to_arrow()),
             "relevant_docs": {query_id: dict(judged) for query_id, judged in data.qrels.items()},
@@ -85,14 +86,21 @@ class R2MEDRetrievalTask(AbsTaskRetrieval):
         if not overwrite_results and (existing := self.metadata.descriptive_stats) is not None:
             return existing
         self.load_data(num_proc=num_proc)
-        self.metadata = self.metadata.model_copy()
-        self.metadata._stats_target = "write"
+        from r2med_plugin.integrations.mteb_metadata import R2MEDTaskMetadata
+
+        metadata = self.metadata.model_copy()
+        if not isinstance(metadata, R2MEDTaskMetadata):
+            raise TypeError(f"{type(self).__name__}.metadata is a {type(metadata).__name__}, not the R2MEDTaskMetadata "
+                            "the catalog builds")
+        self.metadata = metadata
+        metadata._stats_target = "write"
         try:
             return super().calculate_descriptive_statistics(overwrite_results=True, num_proc=num_proc)
         finally:
-            self.metadata._stats_target = "read"
+            metadata._stats_target = "read"
 
-    def task_specific_scores(
+    # mteb declares float scores and writes every value it is given: r2med_hybrid_with is a name
+    def task_specific_scores(  # type: ignore[override]
         self,
         scores: dict[str, dict[str, float]],
         qrels: Mapping[str, Mapping[str, int]],
@@ -121,7 +129,8 @@ class R2MEDRerankingTask(R2MEDRetrievalTask):
 
     candidate_key = RERANKING_CANDIDATES
 
-    def task_specific_scores(
+    # mteb's own return type (every score a float): the retrieval class above adds a name
+    def task_specific_scores(  # type: ignore[override]
         self,
         scores: dict[str, dict[str, float]],
         qrels: Mapping[str, Mapping[str, int]],
@@ -195,7 +204,7 @@ def register() -> list[str]:
     registry when mteb builds it (at once if it is built already); idempotent. Returns the task names newly added."""
     tasks_module, registry, _ = mteb_registries()
     classes = build_task_classes() if not _already_registered(registry) else {}
-    for name, cls in classes.items():
+    for name in classes:
         if name in registry and not getattr(registry[name], PLUGIN_MARKER, False):
             raise UserError(
                 f"task name {name!r} is defined by both {_owner(registry[name])} and r2med-plugin; "

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from mteb.abstasks.task_metadata import TaskMetadata
+from mteb.abstasks.task_metadata import PromptDict, TaskMetadata
 from pydantic import PrivateAttr
 
 from r2med_plugin.catalog import get_task_spec
@@ -114,6 +114,6 @@ def task_metadata(spec: TaskSpec, name: str, *, reranking: bool = False) -> Task
         dialect=[],
         sample_creation="found",
         bibtex_citation=normalise_bibtex(spec.citation),
-        prompt={"query": spec.instruction},
+        prompt=cast(PromptDict, {"query": spec.instruction}),  # mteb builds PromptDict's keys at run time
         **_builtin_facts(spec),
     )

@@ -6,6 +6,7 @@ imported only when an mteb cross-encoder reranks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import datasets
@@ -41,7 +42,7 @@ class MtebPairScorer(PairScorerBase):
         bound.task_metadata = mteb.get_task(task).metadata
         return bound
 
-    def predict(self, pairs: list[tuple[str, str]]) -> Any:
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> Any:
         import numpy as np
         from mteb.types import PromptType
 
@@ -49,7 +50,7 @@ class MtebPairScorer(PairScorerBase):
             rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
             return mteb_dataloader(rows, task_metadata=self.task_metadata, prompt_type=kind, batch_size=self.batch_size)
 
-        queries, documents = zip(*pairs) if pairs else ((), ())
+        queries, documents = zip(*pairs, strict=True) if pairs else ((), ())
         scores = self.model.predict(
             loader(queries, PromptType.query), loader(documents, PromptType.document), task_metadata=self.task_metadata,
             hf_split="test", hf_subset="default", show_progress_bar=False,

@@ -243,8 +243,8 @@ class Answer:
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> "Answer":
-        return cls(**{key: payload.get(key) for key in ("content", "reasoning", "logprobs", "finish_reason")},
-                   prompt_tokens=int(payload.get("prompt_tokens") or 0), completion_tokens=int(payload.get("completion_tokens") or 0))
+        fields: dict[str, Any] = {key: payload.get(key) for key in ("content", "reasoning", "logprobs", "finish_reason")}
+        return cls(**fields, prompt_tokens=int(payload.get("prompt_tokens") or 0), completion_tokens=int(payload.get("completion_tokens") or 0))
 
 
 async def answer(client: Any, model: str, messages: list[dict[str, str]], parameters: dict[str, Any],

@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tqdm import tqdm
 
@@ -79,10 +79,10 @@ class TokenCounter:
             keys = [tuple((message["role"], message["content"]) for message in messages) for messages in conversations]
             distinct = list(dict.fromkeys(keys))
             counted = dict(zip(distinct, chunks([[{"role": role, "content": content} for role, content in key]
-                                                 for key in distinct], self.templated)))
+                                                 for key in distinct], self.templated), strict=True))
             return [counted[key] for key in keys]
         texts = list(dict.fromkeys(message["content"] for messages in conversations for message in messages))
-        counts = dict(zip(texts, chunks(texts, self.count_texts)))
+        counts = dict(zip(texts, chunks(texts, self.count_texts), strict=True))
         return [sum(counts[message["content"]] + self.per_message for message in messages) + self.reply
                 for messages in conversations]
 
@@ -157,7 +157,8 @@ def _local_tokenizer(name: str) -> TokenCounter | None:
         def templated(conversations: Sequence[Messages]) -> list[int]:
             # the conversation as the server renders it (its template holds the special tokens), then encoded as is
             try:
-                rendered = [tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+                # tokenize=False: the rendered text
+                rendered = [cast(str, tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False))
                             for messages in conversations]
             except Exception as error:  # noqa: BLE001 - jinja's TemplateError and what a template raises itself
                 raise UserError(f"the chat template of {name} refuses these messages ({type(error).__name__}: {error}); "
@@ -344,12 +345,12 @@ def _completion(requests: Sequence[PlannedRequest], counter: TokenCounter,
                 sketch: Callable[[PlannedRequest], str] | None) -> tuple[int, int]:
     """(completion tokens, how many requests had no budget and were counted by a bare answer's length)."""
     budgets = [request.parameters.get("max_tokens") or request.parameters.get("max_completion_tokens") for request in requests]
-    unbudgeted = [request for request, budget in zip(requests, budgets) if not budget]
+    unbudgeted = [request for request, budget in zip(requests, budgets, strict=True) if not budget]
     total = sum(int(budget) for budget in budgets if budget)
     if unbudgeted and sketch is not None:
         answers = [sketch(request) for request in unbudgeted]
         distinct = list(dict.fromkeys(answers))
-        counts = dict(zip(distinct, counter.count_texts(distinct)))
+        counts = dict(zip(distinct, counter.count_texts(distinct), strict=True))
         total += sum(counts[answer] for answer in answers)
     return total, len(unbudgeted)
 

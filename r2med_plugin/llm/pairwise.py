@@ -119,7 +119,7 @@ class ReasoningLLMReranker(LLMReranker):
         return (yield from scored_pairs(task, lambda query_id, doc_id: self._score(task, query_id, doc_id)))
 
     def _score(self, task: RerankTask, query_id: str, doc_id: str) -> Questions:
-        parameters = {"temperature": 0, "max_tokens": self.budget, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        parameters: dict[str, Any] = {"temperature": 0, "max_tokens": self.budget, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
         if self.config.reasoning_effort:
             parameters["reasoning_effort"] = self.config.reasoning_effort
         answer = yield Ask(pair_messages("reasoning", task.queries[query_id], task.documents[doc_id]), parameters)

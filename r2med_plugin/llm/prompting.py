@@ -121,7 +121,7 @@ def setwise_messages(query: str, passages: Sequence[str]) -> list[dict[str, str]
     if not 1 <= len(passages) <= len(labels):
         raise ValueError(f"a setwise prompt holds 1 to {len(labels)} passages, got {len(passages)}")
     listed = prompt["separator"].join(prompt["passage"].format(label=label, passage=passage)
-                                      for label, passage in zip(labels, passages))
+                                      for label, passage in zip(labels, passages, strict=False))
     return [{"role": "system", "content": prompt["system"]},
             {"role": "user", "content": prompt["user"].format(query=query, passages=listed)}]
 

@@ -22,7 +22,7 @@ import hashlib
 import json
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -116,7 +116,7 @@ class Requester:
     """Sends chat requests for one model through one client, at most ``endpoint.concurrency`` in flight."""
 
     def __init__(self, model: str, endpoint: Endpoint, cache: ResponseCache, *, model_option: str = "--rerank",
-                 extra_body: dict[str, Any] | None = None) -> None:
+                 extra_body: Mapping[str, Any] | None = None) -> None:
         self.sending = endpoint.sending()
         api.endpoint_host(self.sending.base_url)  # a malformed URL is refused before anything is sent
         self.model = model

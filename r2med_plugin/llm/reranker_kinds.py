@@ -41,6 +41,7 @@ The kinds are registered here, in ``LLM_RERANKER_KINDS``; ``register_llm_reranke
 from __future__ import annotations
 
 import difflib
+from typing import TypeGuard
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.llm.config import LLMRerankerConfig
@@ -103,7 +104,7 @@ def llm_reranker_names() -> str:
     return ", ".join(names[:-1]) + f" or {names[-1]}"
 
 
-def is_llm_reranker_name(value: object) -> bool:
+def is_llm_reranker_name(value: object) -> TypeGuard[str]:
     """Whether ``value`` names an LLM reranker ("llm-listwise:<model>", or a near miss of one)."""
     return isinstance(value, str) and value.split(":", 1)[0].lower().startswith("llm-")
 

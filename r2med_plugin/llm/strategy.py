@@ -34,6 +34,11 @@ TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the Ope
 logger = logging.getLogger(__name__)
 
 
+def _pairs(task: RerankTask) -> int:
+    """The (query, document) pairs of a rerank."""
+    return sum(len(doc_ids) for doc_ids in task.lists.values())
+
+
 class LLMReranker(RerankerBase):
     """What the kinds share: the checks, the name, the requests, the report, the cost estimate. A kind sets ``kind``,
     ``prompt_names`` and ``counted``, and writes ``questions``; ``_settings`` (its name's settings), ``_total`` (its
@@ -54,7 +59,7 @@ class LLMReranker(RerankerBase):
         self.config = config
         # what it is names it: the model, how it asks, and where (one model id on two servers, or with another window,
         # is another reranker, a row of its own); the revision is the prompts' version
-        setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.base_url)}", self._settings(),
+        setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.sending().base_url)}", self._settings(),
                                            extra_body_label(config.extra_body)) if part)
         self.name = f"{self.model} ({setup})"
         self.revision = self._revision()
@@ -85,11 +90,11 @@ class LLMReranker(RerankerBase):
 
     def _total(self, task: RerankTask) -> int | None:
         """The progress bar's length (its ``TICK``s); None where it depends on the answers."""
-        return sum(len(doc_ids) for doc_ids in task.lists.values())
+        return _pairs(task)
 
     def _asked(self, task: RerankTask) -> dict[str, int]:
         """What the rerank asked, for its usage: its pairs (other kinds: their windows, comparisons, groups)."""
-        return {"pairs": self._total(task)}
+        return {"pairs": _pairs(task)}
 
     # --- what the kinds share ---------------------------------------------------------------------------------------
 
@@ -130,7 +135,7 @@ class LLMReranker(RerankerBase):
         return RerankTask(lists, queries, documents, first_stage, {name: 0 for name in self.counted})
 
     def _host(self) -> str:
-        return endpoint_host(self.config.endpoint.base_url)
+        return endpoint_host(self.config.endpoint.sending().base_url)
 
     # --- a rerank ---------------------------------------------------------------------------------------------------
 
@@ -156,7 +161,7 @@ class LLMReranker(RerankerBase):
     def _report(self, task: RerankTask, requester: Requester, estimated: dict[str, Any] | None) -> RerankReport:
         """The usage (endpoint, what was sent and refused, shown, asked, the requester's counts, the answers' counts,
         the estimate) and the traces, in their order."""
-        sent = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
+        sent: dict[str, Any] = {"extra_body": dict(self.config.extra_body)} if self.config.extra_body else {}
         if requester.rules.refused:  # the model refused parameters (HTTP 400): recorded with the scores
             sent["unsupported_parameters"] = sorted(requester.rules.refused)
         usage = ({"endpoint": self._host()} | sent | self._shown() | self._asked(task) | requester.usage.as_dict()

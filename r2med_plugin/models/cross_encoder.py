@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def _check_trained_head(name: str, cross_encoder: object) -> None:
                         "classification checkpoint), or use the model as a first stage (--first-stage)")
 
 
-def raw_logits(model: object, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
+def raw_logits(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
     """A sentence-transformers CrossEncoder's logits for ``pairs`` (no activation), one per pair."""
     import torch
 
@@ -89,7 +90,7 @@ def _weights_revision(model: object) -> str:
     return "local-" + digest.hexdigest()[:12]
 
 
-def as_pair_scorer(model: object) -> tuple[object, str, str]:
+def as_pair_scorer(model: Any) -> tuple[Any, str, str]:
     """(object whose ``predict(pairs)`` scores pairs, query prefix, document prefix).
 
     mteb's CrossEncoderWrapper is unwrapped to its sentence-transformers model, keeping its prefixes.
@@ -123,14 +124,14 @@ def _is_sentence_transformers_cross_encoder(scorer: object) -> bool:
     return isinstance(scorer, CrossEncoder)
 
 
-def _parameters(function: object) -> set[str]:
+def _parameters(function: Callable[..., Any]) -> set[str]:
     try:
         return set(inspect.signature(function).parameters)
     except (TypeError, ValueError):
         return set()
 
 
-def reranker_name(model: object) -> str:
+def reranker_name(model: Any) -> str:
     """The name a reranker is reported under: its ``name``, else its model's name or path."""
     if _wraps_pair_scorer(model):
         meta = model.mteb_model_meta
@@ -150,7 +151,7 @@ def reranker_revision(model: object) -> str:
     return revision if isinstance(revision, str) and revision else _weights_revision(getattr(model, "model", model))
 
 
-def _predict(scorer: object, chunk: list[tuple[str, str]], batch_size: int) -> object:
+def _predict(scorer: Any, chunk: list[tuple[str, str]], batch_size: int) -> object:
     if _is_sentence_transformers_cross_encoder(scorer):
         return raw_logits(scorer, chunk, batch_size)  # a bare sentence-transformers model: no sigmoid
     return scorer.predict(chunk)

@@ -25,7 +25,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -173,7 +173,7 @@ class EndpointEncoder(EncoderBase):
         if len(widths) > 1:
             raise EndpointError(f"{self.host} returned embeddings of {sorted(widths)} dimensions for {self.model!r}; one "
                                 "model gives one dimension: check that one model serves --retriever openai:" + self.model)
-        return np.concatenate(results, axis=0)
+        return np.concatenate(cast(list[np.ndarray], results), axis=0)  # every batch is filled above
 
     async def _fetch_all(self, work: list[tuple[int, list[str], str]], extra: Mapping[str, Any]) -> dict[int, np.ndarray]:
         from tqdm.auto import tqdm

@@ -45,13 +45,23 @@ EncodeKind = Literal["query", "document"]
 
 @runtime_checkable
 class Encoder(Protocol):
-    """Every member the runner uses (see the module docstring); ``EncoderBase`` gives the defaults."""
+    """Every member the runner uses (see the module docstring); ``EncoderBase`` gives the defaults. The data members
+    are read-only here: a family may hold them as attributes or compute them."""
 
-    name: str
-    revision: str
-    query_prompt: str | None
-    cache_identity: str
-    expansion_mean_dtype: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    @property
+    def query_prompt(self) -> str | None: ...
+
+    @property
+    def cache_identity(self) -> str: ...
+
+    @property
+    def expansion_mean_dtype(self) -> str | None: ...
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray: ...
 
@@ -68,8 +78,11 @@ class Encoder(Protocol):
 class PlainEncoder(Protocol):
     """What a user's object needs to be used as an encoder (through ``as_encoder``)."""
 
-    name: str
-    revision: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind) -> np.ndarray: ...
 
@@ -85,8 +98,14 @@ class EncoderBase:
     name: str
     revision: str
     query_prompt: str | None = None
-    cache_identity: str = ""
-    expansion_mean_dtype: str | None = None
+
+    @property
+    def cache_identity(self) -> str:
+        return ""
+
+    @property
+    def expansion_mean_dtype(self) -> str | None:
+        return None
 
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} must define encode(texts, *, kind, prompt=None)")
@@ -123,7 +142,7 @@ class _Adapted:
         return f"{type(self).__name__}({self.model!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.model == self.model  # type: ignore[attr-defined]
+        return isinstance(other, _Adapted) and type(other) is type(self) and other.model == self.model
 
     def __hash__(self) -> int:
         return hash(self.model)
@@ -140,7 +159,8 @@ class _Adapted:
         return self.model.revision
 
 
-class AdaptedEncoder(_Adapted, EncoderBase):
+# _Adapted reads name and revision from the user's object (read-only); the families' are attributes they set
+class AdaptedEncoder(_Adapted, EncoderBase):  # type: ignore[override]
     """A user's object with ``name``, ``revision`` and ``encode(texts, *, kind)`` as an ``Encoder``.
 
     A prompt is passed to its ``encode`` when that takes ``prompt=``, else prepended to each text. Members of
@@ -154,15 +174,15 @@ class AdaptedEncoder(_Adapted, EncoderBase):
         self._takes_prompt = _takes_prompt(model.encode)
 
     @property
-    def query_prompt(self) -> str | None:  # type: ignore[override]
+    def query_prompt(self) -> str | None:  # type: ignore[override]  # the object's own, read-only here; families set theirs
         return self._own("query_prompt", None)
 
     @property
-    def cache_identity(self) -> str:  # type: ignore[override]
+    def cache_identity(self) -> str:
         return self._own("cache_identity", "")
 
     @property
-    def expansion_mean_dtype(self) -> str | None:  # type: ignore[override]
+    def expansion_mean_dtype(self) -> str | None:
         # an object with its own encode_expansions averages raw embeddings (float32 unless it says otherwise)
         return self._own("expansion_mean_dtype", "float32" if callable(self._own("encode_expansions", None)) else None)
 
@@ -217,7 +237,7 @@ class PairScorerBase:
     name: str
     revision: str
 
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> Sequence[float]:
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} must define predict(pairs)")
 
     def for_task(self, task: str) -> PairScorerBase:
@@ -238,18 +258,29 @@ class RerankReport(Protocol):
     """What a reranker's last ``rerank`` cost and noticed (``usage``), and its traces (None: none), written beside the
     result as ``<Task>.<traces_name>.jsonl``."""
 
-    usage: Mapping[str, Any]
-    traces: list[dict[str, Any]] | None
-    traces_name: str
+    @property
+    def usage(self) -> Mapping[str, Any]: ...
+
+    @property
+    def traces(self) -> list[dict[str, Any]] | None: ...
+
+    @property
+    def traces_name(self) -> str: ...
 
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Every member the runner uses (see the module docstring); ``RerankerBase`` gives the defaults."""
+    """Every member the runner uses (see the module docstring); ``RerankerBase`` gives the defaults. The data members
+    are read-only here, as ``Encoder``'s."""
 
-    name: str
-    revision: str
-    last_report: RerankReport | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    @property
+    def last_report(self) -> RerankReport | None: ...
 
     def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
                show_progress: bool = True) -> Run: ...
@@ -263,8 +294,11 @@ class Reranker(Protocol):
 class PlainReranker(Protocol):
     """What a user's object needs to be used as a reranker (through ``as_reranker_model``)."""
 
-    name: str
-    revision: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
 
     def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,
                show_progress: bool = True) -> Run: ...
@@ -288,7 +322,8 @@ class RerankerBase:
         return None
 
 
-class AdaptedReranker(_Adapted, RerankerBase):
+# name and revision: as AdaptedEncoder's
+class AdaptedReranker(_Adapted, RerankerBase):  # type: ignore[override]
     """A user's object with ``name``, ``revision`` and ``rerank`` as a ``Reranker``; members of ``Reranker`` it has
     itself are its own, the others ``RerankerBase``'s defaults (as ``AdaptedEncoder``)."""
 
@@ -296,7 +331,7 @@ class AdaptedReranker(_Adapted, RerankerBase):
         self.model = model
 
     @property
-    def last_report(self) -> RerankReport | None:  # type: ignore[override]
+    def last_report(self) -> RerankReport | None:  # type: ignore[override]  # the object's own, read-only here; families set theirs
         return self._own("last_report", None)
 
     def rerank(self, first_stage: Run, queries: Mapping[str, str], documents: Mapping[str, str], *, depth: int,

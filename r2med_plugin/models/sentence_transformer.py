@@ -66,7 +66,7 @@ class SentenceTransformerEncoder(EncoderBase):
             device = "cpu"  # the pool copies the model onto each device itself
         elif devices:
             device = devices[0]
-        for wanted in self.devices or [device]:
+        for wanted in self.devices if self.devices else [device]:
             check_device(wanted)
         source = model_name_or_path
         if model_name_or_path in PACKAGED_MODELS:

@@ -23,6 +23,7 @@ import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -365,17 +366,17 @@ def compare_scores(
         raise UserError(f"compare needs at least two models with {scores.metric} results; the folders hold only {only}: "
                         "add the result folder of another model")
     base = resolve_model(scores, baseline) if baseline is not None else default_baseline(scores)
-    options = dict(test=test, correction=correction, alpha=alpha, seed=seed, permutations=permutations)
+    scope_comparisons = partial(_scope_comparisons, test=test, correction=correction, alpha=alpha, seed=seed, permutations=permutations)
     paired = _paired_by_task(scores, base, show_progress)
     if not paired.by_task and paired.left_out:  # every task of every model is on other data than the baseline's
         raise UserError(f"{paired.left_out[0][2]}. Nothing else is left to compare: evaluate both on the same data")
     comparisons: list[Comparison] = []
     for task, pairs in paired.by_task.items():
-        comparisons += _scope_comparisons(task, False, base, pairs, **options)
+        comparisons += scope_comparisons(task, False, base, pairs)
     for benchmark, per_model in paired.pooled.items():
         pairs = [(model, np.concatenate([v for v, _ in chunks]), np.concatenate([b for _, b in chunks]))
                  for model, chunks in per_model.items()]
-        pooled = _scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs, **options)
+        pooled = scope_comparisons(f"all {BENCHMARK_NAMES[benchmark]} tasks", True, base, pairs)
         comparisons += [replace(c, excluded=tuple(task for task, model, _ in paired.left_out if model == c.model
                                                   and task_benchmark(task) == benchmark)) for c in pooled]
     notes = [*scores.notes, *paired.notes]
@@ -400,7 +401,7 @@ def _paired_by_task(scores: PerQueryScores, base: str, show_progress: bool) -> _
     baseline's is left out for that model (said in a note, and in its pooled row); the other tasks are compared."""
     paired = _Paired({}, {}, [], [])
     missing: dict[str, list[str]] = {}
-    tasks = scores.tasks
+    tasks: Iterable[str] = scores.tasks
     if show_progress:
         from tqdm.auto import tqdm
 

@@ -126,11 +126,11 @@ def _warn_if_other_data_is_replaced(path: Path, dataset_revision: str, provenanc
                        "different --top-k in different --output folders to compare them", path, previous_top_k, top_k)
     previous_texts = (payload.get("r2med_provenance") or {}).get("expansion_file_sha256")
     texts = (provenance or {}).get("expansion_file_sha256")
-    if previous_texts and texts and previous_texts != texts:
+    if isinstance(previous_texts, str) and isinstance(texts, str) and previous_texts and texts and previous_texts != texts:
         logger.warning("%s: replaces a result of this local expansion computed from other expansion texts (file sha256 "
                        "%s, this one: %s); keep results of different expansion texts in different --output folders, or "
                        "generate them into another folder (another @ name)", path, previous_texts[:16], texts[:16])
-    current = _recorded_data({"dataset_revision": dataset_revision, "r2med_provenance": dict(provenance or {})})
+    current = _judged_data(dataset_revision, dict(provenance or {}))
     if previous is not None and previous != current:
         logger.warning("%s: replaces a result computed on %s (this one: %s); runs/ and official/ files beside it from "
                        "that data are replaced only when written again. Keep results of different data in different "
@@ -144,8 +144,12 @@ def _recorded_data(payload: Mapping[str, Any]) -> str | None:
     revision = payload.get("dataset_revision")
     if revision is None:
         return None
-    recorded = payload.get("r2med_provenance") or {}
-    return judged_data(str(revision), recorded.get("dataset_files_fingerprint"), recorded.get("dataset_revision_verified") is True)
+    return _judged_data(str(revision), payload.get("r2med_provenance") or {})
+
+
+def _judged_data(revision: str, recorded: Mapping[str, Any]) -> str:
+    """The judged-data value of a dataset revision and the provenance recorded beside it."""
+    return judged_data(revision, recorded.get("dataset_files_fingerprint"), recorded.get("dataset_revision_verified") is True)
 
 
 
@@ -175,7 +179,7 @@ def write_mteb_result(
     """
     if main_score not in scores:
         raise UserError(f"main score {main_score!r} is not among the scores")
-    payload = {
+    payload: dict[str, Any] = {
         "dataset_revision": dataset_revision,
         "task_name": task_name,
         "mteb_version": _mteb_version(),

@@ -33,14 +33,14 @@ def data_label(entries: Iterable[Mapping]) -> str | None:
         words.append(LOCAL_MIRROR_SET)
     elif any(entry.get("verified") is not True for entry in entries):
         words.append(UNVERIFIED_SET)
-    if any(entry.get("count_drift") or revision.count_drift for entry, revision in zip(entries, revisions)):
+    if any(entry.get("count_drift") or revision.count_drift for entry, revision in zip(entries, revisions, strict=True)):
         words.append(DRIFT_LABEL)
     return ", ".join(words) or None
 
 
 def task_index() -> dict[str, tuple[str, str, bool]]:
     """task name -> (benchmark, hub name, is mteb's built-in task)."""
-    index = {}
+    index: dict[str, tuple[str, str, bool]] = {}
     for spec in list_tasks():
         index[spec.name] = (spec.kind, spec.hub_name, False)
         if spec.mteb_builtin_task:

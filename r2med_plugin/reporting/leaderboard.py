@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, ResultName, judged_files
@@ -182,9 +183,9 @@ def _link_official_profiles(rows: list[LeaderboardRow]) -> None:
     for row in rows:
         label = published_row_of(row.retriever) if row.source == "yours" and not row.llm and not row.excluded else None
         target = published.get(label) if label else None
-        if target is None:
-            continue
         profile = profile_of_result(row.retriever)
+        if target is None or target.published_average is None or profile is None:  # a published row has both
+            continue
         average = sum(row.scores.get(column, 0.0) for column in task_columns()) / len(task_columns())
         beside = f"official:{profile.name} profile, published {label}: {target.published_average:.2f}"
         if not [column for column in task_columns() if column not in row.scores]:
@@ -206,7 +207,8 @@ def rank_rows(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
             row.average = None if row.missing else sum(row.scores[c] for c in columns) / len(columns)
     from r2med_plugin.reporting.render import points
 
-    ranked = sorted((r for r in rows if r.ranked), key=lambda r: (-float(points(r.average)), r.source != "yours", r.llm, r.retriever))
+    ranked = sorted((r for r in rows if r.ranked),
+                    key=lambda r: (-float(points(cast(float, r.average))), r.source != "yours", r.llm, r.retriever))
     unranked = sorted((r for r in rows if not r.ranked), key=lambda r: (r.llm, r.retriever))
     return ranked + unranked
 

@@ -235,7 +235,7 @@ def _line(benchmark: str, number: int, line: TableLine, header: Sequence[str], t
         "data-family": model_family(row), "data-expansion": "with" if row.llm else "without",
         "data-reranked": "yes" if row.reranked else "no",
     }
-    cells = "".join(_cell(text, name) for text, name in zip(line.cells, header))
+    cells = "".join(_cell(text, name) for text, name in zip(line.cells, header, strict=True))
     if tested:
         cells += _above_cell(row)
     cells += f"<td class=\"extra files\">{_links_html(row, folder)}</td>"
@@ -311,7 +311,7 @@ def _chart(benchmark: str, table: Table, column: str) -> str:
     """One horizontal bar per row holding the column, best first; the bar's number is the table's cell."""
     index = table.header.index(column)
     bars = [(number, line) for number, line in enumerate(table.lines) if _NUMBER.match(line.cells[index])]
-    bars.sort(key=lambda item: -float(_NUMBER.match(item[1].cells[index]).group(0)))
+    bars.sort(key=lambda item: -_leading_number(item[1].cells[index]))
     top = max([float(number) for _, line in bars for number in _ALL_NUMBERS.findall(line.cells[index])] + [1.0])
     scale = 10.0 * -(-top // 10.0)
     body = "".join(_bar(benchmark, number, line, line.cells[index], scale, position) for position, (number, line) in enumerate(bars))
@@ -325,8 +325,16 @@ def _chart(benchmark: str, table: Table, column: str) -> str:
 _CHART_WIDTH, _LABEL_WIDTH, _BAR_WIDTH = 660, 250, 260
 
 
+def _leading_number(cell: str) -> float:
+    """The number a chart's cell starts with (the chart holds only the rows whose cell starts with one)."""
+    match = _NUMBER.match(cell)
+    if match is None:
+        raise ValueError(f"the table cell {cell!r} starts with no number")
+    return float(match.group(0))
+
+
 def _bar(benchmark: str, number: int, line: TableLine, cell: str, scale: float, position: int) -> str:
-    value = float(_NUMBER.match(cell).group(0))
+    value = _leading_number(cell)
     name = (f"{line.row.llm} | " if line.row.llm else "") + line.cells[2]
     short = name if len(name) <= 38 else name[:37] + "…"
     width = max(0.5, _BAR_WIDTH * value / scale)

@@ -19,7 +19,7 @@ per-query scores, or whose queries differ from the best row's, are marked ``-`` 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def _row_values(row: LeaderboardRow, metric: str) -> tuple[dict[str, dict[str, f
         chosen = frame.filter(frame["metric"] == metric)
         if chosen.height == 0:
             return None, f"{path} holds no {metric}"
-        values[hub] = {q: 100.0 * v for q, v in zip(chosen["query_id"].to_list(), chosen["value"].to_list())}
+        values[hub] = {q: 100.0 * v for q, v in zip(chosen["query_id"].to_list(), chosen["value"].to_list(), strict=True)}
     return values, ""
 
 
@@ -69,9 +69,8 @@ def add_significance(
             yours[0].significance = ("--significance: no interval and no test, as no row of yours is ranked in this "
                                      "table (the notes above say why each is not)")
         return out
-    test = {"alpha": alpha, "correction": correction, "seed": seed, "permutations": permutations}
-    _versus_best(out, data, metric=metric, **test)
-    _versus_above(out, data, **test)
+    _versus_best(out, data, metric=metric, alpha=alpha, correction=correction, seed=seed, permutations=permutations)
+    _versus_above(out, data, alpha=alpha, correction=correction, seed=seed, permutations=permutations)
     return out
 
 
@@ -145,7 +144,7 @@ def _versus_best(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str, 
     if tested:
         p = sig.randomization_p_values(np.vstack(diffs), permutations=permutations, seed=seed, weights=weights)
         _, rejected = sig.corrected(p, correction, alpha)
-        for index, reject in zip(tested, rejected):
+        for index, reject in zip(tested, rejected, strict=True):
             out[index].versus_best = "below" if reject else "tied"
     interval_text = (f"Avg. [95% CI]: BCa bootstrap of the average, queries resampled within each task ({permutations} "
                      f"resamples, seed {seed}).")
@@ -174,7 +173,7 @@ def _versus_above(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str,
         return
     pairs: list[tuple[int, int]] = []
     p_values: list[float] = []
-    for upper, lower in zip(order, order[1:]):
+    for upper, lower in zip(order, order[1:], strict=False):
         why = _unpaired(out[lower], data[lower], out[upper], data[upper])
         if why:
             out[lower].versus_above, out[lower].above_detail = "-", why
@@ -183,7 +182,7 @@ def _versus_above(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str,
         p_values.extend(sig.randomization_p_values(difference, permutations=permutations, seed=seed, weights=weights))
         pairs.append((upper, lower))
     adjusted, rejected = sig.corrected(p_values, correction, alpha)
-    for (upper, lower), p, reject in zip(pairs, adjusted, rejected):
+    for (upper, lower), p, reject in zip(pairs, adjusted, rejected, strict=True):
         out[lower].versus_above = "below" if reject else "tied"
         out[lower].above_detail = f"against {row_label(out[upper])}: p = {p:.4f}" + ("" if correction == "none" else f" ({correction})")
     out[order[0]].adjacent_note = (
@@ -193,7 +192,7 @@ def _versus_above(out: list[LeaderboardRow], data: dict[int, dict[str, dict[str,
     )
 
 
-def significance_for_tables(tables: dict[str, Sequence[LeaderboardRow]], **options) -> dict[str, list[LeaderboardRow]]:
+def significance_for_tables(tables: Mapping[str, Sequence[LeaderboardRow]], **options) -> dict[str, list[LeaderboardRow]]:
     """add_significance for each benchmark's table (what ``r2med leaderboard --significance`` runs)."""
     return {benchmark: add_significance(rows, **options) for benchmark, rows in tables.items()}
 

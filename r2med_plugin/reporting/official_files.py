@@ -142,7 +142,7 @@ def official_reranker_results(
         payload |= {"reranker_name": reranker, "retriever_name": retriever, "test": {_published_key(k): v for k, v in test.items()}}
     else:
         raise UserError(f"layout must be 'code' or 'published', got {layout!r}")
-    return _sorted(payload)
+    return _sorted_keys(payload)
 
 
 def write_official_reranker_results(path: str | os.PathLike, payload: Mapping) -> Path:
@@ -172,5 +172,9 @@ def _published_key(key: str) -> str:
     return f"{PUBLISHED_KEY_NAMES[prefix]}{k}"
 
 
+def _sorted_keys(payload: dict) -> dict:
+    return {key: _sorted(payload[key]) for key in sorted(payload)}
+
+
 def _sorted(value: object) -> object:
-    return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
+    return _sorted_keys(value) if isinstance(value, dict) else value

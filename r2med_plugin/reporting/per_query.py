@@ -24,7 +24,7 @@ import os
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -37,7 +37,7 @@ INFO_KEY = "r2med_per_query"
 TOP_RANKED_KEY = "r2med_top_ranked"
 TOP_DEPTH = 10
 COLUMNS = ("task", "query_id", "metric", "value")
-SCHEMA = {"task": pl.Utf8, "query_id": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64}
+SCHEMA = pl.Schema({"task": pl.Utf8, "query_id": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64})
 
 
 def per_query_path(result_path: str | os.PathLike) -> Path:
@@ -155,7 +155,8 @@ def read_per_query(path: str | os.PathLike) -> Sidecar:
         ranked = json.loads(metadata.get(TOP_RANKED_KEY.encode(), b"{}"))
     except ValueError as error:
         raise UserError(f"{path}: its r2med metadata is not valid JSON ({error}); write it again with r2med evaluate") from None
-    frame = pl.from_arrow(table.select(list(COLUMNS))).cast(SCHEMA)
+    # a pyarrow Table converts to a DataFrame (only an Array gives a Series)
+    frame = cast(pl.DataFrame, pl.from_arrow(table.select(list(COLUMNS)))).cast(SCHEMA)
     if frame["value"].is_nan().any() or frame["value"].is_null().any():
         raise UserError(f"{path}: holds missing or NaN values; write it again with r2med evaluate")
     return Sidecar(path=path, frame=frame, info=info, ranked=ranked)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -63,7 +63,7 @@ def leaderboard_table(rows: Sequence[LeaderboardRow]) -> Table:
     for row in rows:
         rank = rank + 1 if row.ranked else rank
         retriever = row.retriever + (f" ({row.note})" if row.note else "") + (" [published]" if row.source == "published" else "")
-        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, points(row.average) if row.ranked else "-"]
+        cells = [str(rank) if row.ranked else "-", row.llm or "-", retriever, points(row.average) if row.average is not None else "-"]
         if row.interval is not None and row.ranked:
             cells[-1] += f" [{points(row.interval[0])}, {points(row.interval[1])}]"
         if "vs best" in header:
@@ -124,7 +124,7 @@ def _html_body(rows: Sequence[LeaderboardRow]) -> str:
             + (f"<ul>{notes_html}</ul>\n" if notes_html else ""))
 
 
-def render_many(tables: dict[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
+def render_many(tables: Mapping[str, Sequence[LeaderboardRow]], fmt: str = "md") -> str:
     """One table as ``render`` gives it; several, each under its benchmark's title."""
     if len(tables) == 1:
         return render(next(iter(tables.values())), fmt)

@@ -120,7 +120,7 @@ def _model_name(result_path: Path) -> str:
 
 def _main_split_scores(payload: dict, path: Path) -> dict:
     splits = payload["scores"]
-    entries = splits.get("test") or next(iter(splits.values()), [])
+    entries: list[dict] = splits.get("test") or next(iter(splits.values()), [])
     for entry in entries:
         if entry.get("hf_subset", "default") == "default":
             return entry

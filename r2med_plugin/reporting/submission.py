@@ -10,7 +10,7 @@ from pathlib import Path
 from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName, judged_files
+from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, OfficialLayoutName, ResultName, judged_files
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.io import atomic_folder, write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
@@ -149,7 +149,7 @@ def _write_submission(out: Path, ours: dict, by_task: dict, model: str, missing:
                       model_size: str | None, uses_llm: bool | None, description: str) -> list[Path]:
     written = []
     retriever = split_model_name(model)[1]
-    layout = "bm25" if ResultName.parse(model).is_bm25 else "dense"
+    layout: OfficialLayoutName = "bm25" if ResultName.parse(model).is_bm25 else "dense"
     for name, record in ours.items():
         spec = by_task[name]
         written.append(write_official_results(

@@ -46,7 +46,7 @@ class AnalyzedTexts:
         """Every text's terms, as ``analyze`` gives them."""
         words = np.asarray(self.vocabulary, dtype=object)[self.term_ids] if len(self.term_ids) else np.zeros(0, dtype=object)
         ends = np.cumsum(self.lengths)
-        return [words[end - length : end].tolist() for end, length in zip(ends, self.lengths)]
+        return [words[end - length : end].tolist() for end, length in zip(ends, self.lengths, strict=True)]
 
 
 @lru_cache(maxsize=1)
@@ -116,7 +116,7 @@ def analyze_texts(texts, *, workers: int | None = None, show_progress: bool = Fa
         tables()
         method = "fork" if "fork" in get_all_start_methods() else "spawn"
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context(method)) as pool:
-            for chunk, part in zip(chunks, pool.map(analyze_compact, chunks, [session] * len(chunks))):
+            for chunk, part in zip(chunks, pool.map(analyze_compact, chunks, [session] * len(chunks)), strict=True):
                 parts.append(part)
                 progress.update(len(chunk))
     progress.close()

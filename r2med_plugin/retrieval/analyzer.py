@@ -81,7 +81,7 @@ def _char_set(bmp_letters: np.ndarray, letters: str) -> str:
     breaks = np.flatnonzero(np.diff(codes) != 1)
     starts, ends = np.concatenate([[codes[0]], codes[breaks + 1]]), np.concatenate([codes[breaks], [codes[-1]]])
     return "[" + "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-                         for a, b in zip(starts, ends)) + "]"
+                         for a, b in zip(starts, ends, strict=True)) + "]"
 
 
 def _fast_token_pattern(bmp_letters: np.ndarray) -> str:

@@ -17,6 +17,7 @@ import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -99,8 +100,8 @@ def encode_in_chunks(texts: list[str], keys: list[str], encode_part: Callable[[l
     size = encode_chunk_size()
     parts: list[np.ndarray] = []
     with tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text", disable=None, leave=False) as bar:
-        for start, chunk_key in zip(range(0, len(texts), size), keys):
-            part = cached_array(CHUNK_CACHE, chunk_key, lambda start=start: encode_part(texts[start:start + size]))
+        for start, chunk_key in zip(range(0, len(texts), size), keys, strict=True):
+            part = cached_array(CHUNK_CACHE, chunk_key, partial(encode_part, texts[start:start + size]))
             parts.append(part)
             bar.update(part.shape[0])
     return np.concatenate(parts, axis=0)
@@ -180,7 +181,7 @@ def search_vectors(
         found, found_scores = (indices[row], scores[row]) if groups is None else groups.expand(indices[row], scores[row])
         order = top_k_indices(found_scores, tie_rank[found], min(top_k, len(found)))
         chosen = found[order]
-        run[query_id] = dict(zip(ids[chosen].tolist(), found_scores[order].astype(np.float64).tolist()))
+        run[query_id] = dict(zip(ids[chosen].tolist(), found_scores[order].astype(np.float64).tolist(), strict=True))
     return run
 
 
@@ -312,10 +313,10 @@ def score_candidates(
     doc_vectors = encode_cached(encoder, subset["text"].to_list(), kind="document", dataset_revision=dataset_revision)
     query_vectors = encode_cached(encoder, listed["text"].to_list(), kind="query", dataset_revision=dataset_revision, prompt=query_prompt)
     _same_dimension(encoder, query_vectors, doc_vectors)
-    position = dict(zip(subset["id"].to_list(), range(subset.height)))
+    position = dict(zip(subset["id"].to_list(), range(subset.height), strict=True))
     run: Run = {}
     for row, query_id in enumerate(listed["id"].to_list()):
         ids = list(dict.fromkeys(candidates[query_id]))
         scores = doc_vectors[[position[doc_id] for doc_id in ids]] @ query_vectors[row]
-        run[query_id] = dict(zip(ids, scores.astype(np.float64).tolist()))
+        run[query_id] = dict(zip(ids, scores.astype(np.float64).tolist(), strict=True))
     return run

@@ -29,7 +29,7 @@ def frame_to_run(frame: pl.DataFrame, top_k: int | None = None) -> Run:
         ordered = ordered.filter(pl.int_range(pl.len()).over("query_id") < top_k)
     run: Run = {}
     for query_id, doc_ids, scores in ordered.group_by("query_id", maintain_order=True).agg("doc_id", "score").iter_rows():
-        run[query_id] = dict(zip(doc_ids, scores))
+        run[query_id] = dict(zip(doc_ids, scores, strict=True))
     return run
 
 
@@ -62,7 +62,7 @@ def score_fusion(
     if len(weights) != len(runs):
         raise ValueError(f"got {len(weights)} weights for {len(runs)} runs")
     parts = []
-    for run, weight in zip(runs, weights):
+    for run, weight in zip(runs, weights, strict=True):
         frame = run_to_frame(run)
         low, high = pl.col("score").min().over("query_id"), pl.col("score").max().over("query_id")
         normalised = pl.when(high > low).then((pl.col("score") - low) / (high - low)).otherwise(1.0)

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import chain
+from typing import cast
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -90,7 +91,7 @@ def hakari_tokens(texts: Sequence[str], tokenizer: str = DEFAULT_TOKENIZER, *, s
     term_of = _term_of(tokenizer)
     terms = {token: term_of(token) for token in set(chain.from_iterable(raw))}
     if all(term is not None for term in terms.values()):
-        return [[terms[token] for token in tokens] for tokens in raw]
+        return [[cast(str, terms[token]) for token in tokens] for tokens in raw]  # none is None here
     return [[term for token in tokens if (term := terms[token]) is not None] for tokens in raw]
 
 
@@ -135,7 +136,7 @@ def hakari_search(doc_ids: Sequence[str], documents: Sequence[str], query_ids: S
     if min(top_k, len(ids)) > head:
         ranked, scores = _continued(retriever, query_tokens, ranked, scores, min(top_k, len(ids)))
     return {
-        query_id: dict(zip(ids[row].tolist(), values.tolist())) for query_id, row, values in zip(query_ids, ranked, scores)
+        query_id: dict(zip(ids[row].tolist(), values.tolist(), strict=True)) for query_id, row, values in zip(query_ids, ranked, scores, strict=True)
     }
 
 
@@ -146,7 +147,7 @@ def _continued(retriever, query_tokens: list[list[str]], ranked: np.ndarray, sco
     documents = retriever.scores["num_docs"]
     positions = np.arange(documents, dtype=np.int64)
     rows, values = [], []
-    for tokens, head, head_scores in zip(query_tokens, ranked, scores):
+    for tokens, head, head_scores in zip(query_tokens, ranked, scores, strict=True):
         known = [token for token in tokens if token in retriever.vocab_dict]
         row = retriever.get_scores(known).astype(np.float64) if known else np.zeros(documents)
         row[head] = -np.inf

@@ -49,7 +49,7 @@ def top_k_run(query_ids: Sequence[str], doc_ids: Sequence[str], scores: np.ndarr
     run: Run = {}
     for row, query_id in enumerate(query_ids):
         chosen = top_k_indices(scores[row], tie_rank, k)
-        run[query_id] = dict(zip(ids[chosen].tolist(), scores[row, chosen].astype(np.float64).tolist()))
+        run[query_id] = dict(zip(ids[chosen].tolist(), scores[row, chosen].astype(np.float64).tolist(), strict=True))
     return run
 
 

@@ -56,10 +56,10 @@ def rerank_run(
     # hold thousands) costs nothing more and scores exactly the same, whatever batch padding it would have met
     distinct = list(dict.fromkeys(texts))
     distinct_scores = _score_pairs(scorer, distinct, batch_size, show_progress).tolist()
-    score_of = dict(zip(distinct, distinct_scores))
+    score_of = dict(zip(distinct, distinct_scores, strict=True))
     scores = [score_of[text] for text in texts]
     reranked: Run = {query_id: {} for query_id in lists}
-    for (query_id, doc_id), score in zip(pairs, scores):
+    for (query_id, doc_id), score in zip(pairs, scores, strict=True):
         reranked[query_id][doc_id] = score
     return {query_id: dict(sorted(ranked.items(), key=lambda item: item[1], reverse=True)) for query_id, ranked in reranked.items()}
 

@@ -75,7 +75,7 @@ def plan(spec: SweepSpec, *, devices: Sequence[str] | None = None) -> list[JobSt
     """Every job of the spec with its stamps; finished ones are marked "skipped" (their results are reused)."""
     jobs = expand_jobs(spec, driver_env())
     if devices:
-        jobs = [replace(job, retriever=job.retriever | {"devices": list(devices)}) if "model" in (job.retriever or {}) else job for job in jobs]
+        jobs = [replace(job, retriever=(job.retriever or {}) | {"devices": list(devices)}) if "model" in (job.retriever or {}) else job for job in jobs]
     stamp_cache: dict[str, dict[str, str]] = {}
     statuses = []
     for job in jobs:
@@ -219,7 +219,7 @@ def write_leaderboards(summary: SweepSummary) -> dict[str, str]:
     if not produced:
         return {}
     records = [record for record in read_result_folders([output / "results"]) if record.path.resolve() in produced]
-    tables = {}
+    tables: dict[str, str] = {}
     for benchmark in sorted({get_task_spec(status.job.task).kind for status in summary.jobs}):
         if user_rows(records, benchmark):
             table = render(leaderboard_of(records, benchmark), "md")  # labelled as `r2med leaderboard` labels them
@@ -235,4 +235,4 @@ def status_table(summary: SweepSummary) -> str:
         error = status.errors[-1].splitlines()[0] if status.status == "failed" and status.errors else ""
         rows.append((status.status, str(status.attempts), f"{status.duration_s:.1f}", status.job.label, error[:100]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + ("  " + row[4] if row[4] else "") for row in rows)
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + ("  " + row[4] if row[4] else "") for row in rows)

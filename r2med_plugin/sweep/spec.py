@@ -185,14 +185,14 @@ def expand_jobs(spec: SweepSpec, env: Mapping[str, str | None] | None = None) ->
                 jobs.append(Job(task, retriever, _base_options(spec, task, expansion), str(spec.output), spec.trec,
                                 bool(retriever.get("instruction")), env))
     for reranker in spec.rerankers:
-        first_stages = [None] if "first_stage" in reranker else spec.retrievers
-        for retriever in first_stages:
+        first_stages: list[dict[str, Any] | None] = [None] if "first_stage" in reranker else list(spec.retrievers)
+        for first_stage in first_stages:
             for task in spec.tasks:
                 options = {k: v for k, v in _base_options(spec, task, None).items() if k in ("data_dir", "accept_drift")}
                 if spec.top_k != DEFAULT_TOP_K:  # the depth of the first stage's own result (its first_stage_* keys);
                     options["top_k"] = spec.top_k  # left out at the default, so the job ids of earlier specs hold
-                jobs.append(Job(task, retriever, options | spec.options | reranker, str(spec.output), spec.trec,
-                                bool((retriever or {}).get("instruction")), env))
+                jobs.append(Job(task, first_stage, options | spec.options | reranker, str(spec.output), spec.trec,
+                                bool((first_stage or {}).get("instruction")), env))
     unique = list({job.job_id: job for job in jobs}.values())
     if not unique:
         raise SpecError(f"{spec.path}: the spec expands to no job; check `tasks` and `expansions` (released expansions exist for R2MED tasks only)")

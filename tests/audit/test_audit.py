@@ -57,8 +57,8 @@ def _evaluation_texts(mirror: Path, tasks: list[str]) -> list[tuple[str, str, st
     out = []
     for name in tasks:
         data = load_task(name, data_dir=mirror, accept_drift=True)
-        documents = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
-        queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+        documents = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
+        queries = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
         out += [(name, QUERY, qid, text) for qid, text in queries.items()]
         relevant = sorted({d for q, judged in data.qrels.items() if q in queries for d, g in judged.items() if g > 0})
         out += [(name, RELEVANT, doc, documents[doc]) for doc in relevant]
@@ -121,10 +121,10 @@ def _plant(mirror: Path) -> dict:
         rows.append(row)
 
     def documents(data):
-        return dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+        return dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
 
     for data in (biology, medqa, nano):
-        texts, queries = documents(data), dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+        texts, queries = documents(data), dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
         first, second = list(data.qrels)[:2]
         query, positive = queries[first], texts[sorted(data.qrels[first])[0]]
         add("exact", {"anchor": query.upper(), "positive": _control_text(rng)})  # case
@@ -230,7 +230,7 @@ def test_signatures_equal_datasketch_minhash():
     prepared = prepare(["the quick brown fox jumps over the lazy dog", "one two three four five six", "a b"], NGRAM)
     sets = split_shingles(prepared)
     signatures = MinHasher().signatures(np.concatenate(sets), np.array([s.size for s in sets]))
-    for shingles, signature in zip(sets, signatures):
+    for shingles, signature in zip(sets, signatures, strict=True):
         reference = MinHash(num_perm=128, seed=1, hashfunc=lambda value: int(value) & 0xFFFFFFFF)
         reference.update_batch(shingles.tolist())
         assert (reference.hashvalues == signature).all()

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.cli import build_parser, main
 from r2med_plugin.data.expansions import list_expansions
 

@@ -97,7 +97,7 @@ def collect(path: Path) -> list[Block]:
                 raise ValueError(f"{name}:{start}: an example marker stands before a ```{opening['language']} block, which never runs")
             continue
         block = Block(name, start, language, "\n".join(body) + "\n")
-        for line, marker in pending:
+        for _line, marker in pending:
             kind, reason, code = _marker(marker)
             if kind == "before":
                 block.before.append(code)

@@ -20,7 +20,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.data.runs import write_topk_docs
@@ -82,7 +81,7 @@ def _local_expansion(root: Path) -> str:
     folder = root / "exp" / data.spec.hub_name / "hyde" / "golden-llm"
     folder.mkdir(parents=True)
     rows = [{"id": q, "text": t, "hy_doc": f"A passage about {t.split()[-1]} and its mechanism."}
-            for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list())]
+            for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True)]
     (folder / "query_with_hydoc.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     return f"local:{root / 'exp' / 'hyde' / 'golden-llm'}"
 

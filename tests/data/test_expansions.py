@@ -76,7 +76,7 @@ def test_an_expansion_name_is_parsed_once_and_stays_the_text_it_was_parsed_from(
     assert (local.kind, local.method, local.llm, local.is_local) == ("local", "hyde", "my-llm", True)
     assert local.folder == Path("~/exp/hyde/my-llm").expanduser()
     with pytest.raises(ValueError, match="hyde/o3-mini is a released expansion, not a local folder"):
-        released.folder
+        _ = released.folder
     # the same string everywhere it is written: identities, job ids and records do not move
     assert released == "hyde/o3-mini" and json.dumps({"e": local}) == '{"e": "local:~/exp/hyde/my-llm"}'
     assert repr(released) == "'hyde/o3-mini'"

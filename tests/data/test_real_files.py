@@ -99,7 +99,7 @@ def test_a_repeated_query_row_is_folded_and_a_conflicting_one_refused(mirror_cop
 def test_blank_and_one_character_documents_are_kept_and_reported(mirror_env: Path, caplog):
     with caplog.at_level(logging.WARNING, logger="r2med_plugin"):
         data = r2med_plugin.load_task(BIOLOGY)
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     assert texts["biology-doc-0024"].strip() == "" and len(texts["biology-doc-0025"]) == 1
     assert data.report.near_empty_documents == ["biology-doc-0024", "biology-doc-0025"]
     assert data.report.rows_repeating_an_earlier_text == 1 and texts["biology-doc-0026"] == texts["biology-doc-0003"]
@@ -198,7 +198,7 @@ def test_mteb_evaluate_equals_cosine_and_pytrec_eval_over_the_unique_ids(mirror_
     prompt = f"Instruct: {spec.instruction}\nQuery: "
     documents = model.encode([corpus[d] for d in doc_ids], normalize_embeddings=True)
     encoded = model.encode([prompt + q["text"] for q in queries], normalize_embeddings=True)
-    run = {q["id"]: dict(zip(doc_ids, (documents @ vector).astype(float).tolist())) for q, vector in zip(queries, encoded)}
+    run = {q["id"]: dict(zip(doc_ids, (documents @ vector).astype(float).tolist(), strict=True)) for q, vector in zip(queries, encoded, strict=True)}
     ndcg = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
     expected = sum(value["ndcg_cut_10"] for value in ndcg.values()) / len(ndcg)
     assert scores["ndcg_at_10"] == pytest.approx(expected, abs=1e-5)

@@ -7,7 +7,6 @@ import shutil
 import json
 import re
 import shlex
-import shutil
 from dataclasses import replace
 from pathlib import Path
 

@@ -168,7 +168,7 @@ def test_runner_writes_the_official_dense_file(mirror_env: Path, tmp_path: Path)
     for row, query_id in enumerate(data.queries["id"].to_list()):
         # The run's own scores where it has them (same float path), cosine elsewhere (below rank 1000: none here).
         cosine = (queries[row] @ docs.T).astype(np.float32)
-        full[query_id] = [run_scores[query_id].get(d, float(c)) for d, c in zip(data.corpus["id"].to_list(), cosine)]
+        full[query_id] = [run_scores[query_id].get(d, float(c)) for d, c in zip(data.corpus["id"].to_list(), cosine, strict=True)]
     expected = reference_dense_file(data.corpus["id"].to_list(), full, data.qrels, result.evaluation_time, data.spec.hub_name, encoder.name)
     assert write_outputs(result, tmp_path)["official"].read_text(encoding="utf-8") == expected
 

@@ -300,8 +300,8 @@ def test_documents_with_one_text_share_one_score_on_both_search_paths(monkeypatc
 
 
 def test_evaluate_task_takes_a_request_or_its_keyword_arguments(mirror_env: Path):
-    """One list of keyword arguments (TaskArguments): evaluate_task(task, retriever, **arguments) builds the same
-    request as evaluate_task(request) runs; an unknown keyword is refused with the known ones."""
+    """One list of keyword arguments (TaskArguments): evaluate_task(task, retriever, ...) builds the same request as
+    evaluate_task(request) runs; an unknown keyword is Python's TypeError; a request takes no other argument."""
     from r2med_plugin.evaluation.plan import as_request, request_of
     from r2med_plugin.evaluation.request import TaskArguments
     from r2med_plugin.evaluation.runner import evaluate_task
@@ -314,8 +314,27 @@ def test_evaluate_task_takes_a_request_or_its_keyword_arguments(mirror_env: Path
     by_request = evaluate_task(EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), scoring=Scoring(top_k=20, candidates=("bm25",)),
                                                  show_progress=False))
     assert by_keywords.scores == by_request.scores and by_keywords.scores["ndcg_at_10"] > 0
-    with pytest.raises(TypeError, match=r"evaluate_task\(\) got an unexpected keyword argument 'top_kk'; it takes task, "
-                                        r"retriever and hybrid, candidates"):
+    with pytest.raises(TypeError, match=r"evaluate_task\(\) got an unexpected keyword argument 'top_kk'"):
         evaluate_task(NANO, "bm25-lucene", top_kk=5)
     with pytest.raises(TypeError, match=r"build_plan\(request\) takes the request alone"):
         build_plan(request, top_k=30)
+    with pytest.raises(TypeError, match=r"evaluate_task\(request\) takes the request alone"):
+        evaluate_task(request, top_k=30)
+    with pytest.raises(TypeError, match=r"evaluate_task\(request\) takes the request alone"):
+        evaluate_task(request, "bm25-lucene")
+
+
+def test_evaluate_task_keywords_are_task_arguments_fields():
+    """evaluate_task spells out its keywords (typed): the same names, in the same order, with the same defaults as
+    TaskArguments' fields, which build the request."""
+    import dataclasses
+    import inspect
+
+    from r2med_plugin.evaluation.request import TaskArguments
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    parameters = inspect.signature(evaluate_task).parameters
+    keywords = {name: p.default for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    fields = {item.name: item.default for item in dataclasses.fields(TaskArguments)}
+    assert list(parameters)[:2] == ["task", "retriever"]
+    assert keywords == fields and list(keywords) == list(fields)

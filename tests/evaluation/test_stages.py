@@ -84,8 +84,8 @@ def test_cross_encoder_reranker_keeps_the_top_k_in_its_scores(nano):
     assert isinstance(reranker, Reranker) and isinstance(reranker, CrossEncoderReranker)
     query = next(iter(nano.qrels))
     first = {query: {doc: 1.0 / (rank + 1) for rank, doc in enumerate(nano.corpus["id"].to_list()[:5])}}
-    texts = dict(zip(nano.corpus["id"].to_list(), nano.corpus["text"].to_list()))
-    query_text = dict(zip(nano.queries["id"].to_list(), nano.queries["text"].to_list()))
+    texts = dict(zip(nano.corpus["id"].to_list(), nano.corpus["text"].to_list(), strict=True))
+    query_text = dict(zip(nano.queries["id"].to_list(), nano.queries["text"].to_list(), strict=True))
     reranked = reranker.rerank(first, query_text, texts, depth=3, show_progress=False)
     assert set(reranked[query]) == set(list(first[query])[:3])
     assert list(reranked[query].values()) == sorted(reranked[query].values(), reverse=True)

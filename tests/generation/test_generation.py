@@ -78,9 +78,9 @@ def _official_top10(data) -> dict[str, list[str]]:
     index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, corpus))], num_docs=len(corpus), num_terms=len(dictionary),
                                    normalize_queries=False, normalize_documents=False)
     ranking = {}
-    for query_id, tokens in zip(data.queries["id"].to_list(), analyze_many(data.queries["text"].to_list())):
+    for query_id, tokens in zip(data.queries["id"].to_list(), analyze_many(data.queries["text"].to_list()), strict=True):
         scores = index[model[dictionary.doc2bow(tokens)]].tolist()
-        ranking[query_id] = [d for d, _ in sorted(zip(doc_ids, scores), key=lambda pair: pair[1], reverse=True)][:10]
+        ranking[query_id] = [d for d, _ in sorted(zip(doc_ids, scores, strict=True), key=lambda pair: pair[1], reverse=True)][:10]
     return ranking
 
 
@@ -97,7 +97,7 @@ def _official_passages(doc_ids: list[str], doc_text: dict[str, str]) -> str:
 
 def test_hyde_and_query2doc_send_the_official_prompts(server, mirror_env, tmp_path):
     data = r2med_plugin.load_task("R2MEDBiology")
-    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     _generate(server, tmp_path / "exp", "hyde")
     bodies = server.completions()
     assert len(bodies) == len(texts) == 5  # one request per evaluated query
@@ -145,12 +145,12 @@ def test_lamer_passages_are_the_official_bm25_top10_cut_to_512_words(server, mir
     rows[5]["text"] = "longdoc insulin glucose pancreas\n" + " ".join(long_words[:300]) + "\n\n" + " ".join(long_words[300:])
     corpus_path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     data = r2med_plugin.load_task("R2MEDBiology")
-    doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    doc_text = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     ranking = _official_top10(data)
     assert rows[5]["id"] in ranking["biology-q-000"]  # the long document is among the passages of query 0
 
     _generate(server, tmp_path / "exp", "lamer")
-    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     expected = {LAMER_BIOLOGY.format(TEXT=texts[q], PASSAGE=_official_passages(ranking[q], doc_text)) for q in texts}
     prompts = _user_prompts(server)
     assert len(prompts) == 5 and set(prompts) == expected
@@ -162,8 +162,8 @@ def test_lamer_passages_are_the_official_bm25_top10_cut_to_512_words(server, mir
 def test_lamer_with_a_trec_or_topk_run_file(server, mirror_env, tmp_path):
     data = r2med_plugin.load_task("R2MEDBiology")
     doc_ids = data.corpus["id"].to_list()
-    doc_text = dict(zip(doc_ids, data.corpus["text"].to_list()))
-    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    doc_text = dict(zip(doc_ids, data.corpus["text"].to_list(), strict=True))
+    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     # TREC: ranked by score (the rank column is not trusted); ties keep file order
     trec = tmp_path / "first.trec"
     lines = [f"{q} Q0 {d} {r + 1} {float(len(doc_ids) - r) if r != 3 else 1000.0} mine" for q in texts for r, d in enumerate(reversed(doc_ids))]
@@ -238,7 +238,7 @@ def test_a_killed_run_resumes_with_every_query_exactly_once(server, mirror_env, 
     report = _generate(server, out, "hyde")
     assert (report.already_done, report.generated) == (len(finished), 5 - len(finished))
     data = r2med_plugin.load_task("R2MEDBiology")
-    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))
+    texts = dict(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))
     resumed = [body["messages"][1]["content"] for body in server.completions()[before:]]
     assert sorted(resumed) == sorted(HYDE_BIOLOGY.replace("{TEXT}", texts[q]) for q in texts if q not in finished)
     assert [row["id"] for row in _lines(file)] == list(texts)
@@ -352,7 +352,7 @@ def test_local_expansion_equals_a_hand_built_bm25_run(server, mirror_env, tmp_pa
     data = r2med_plugin.load_task("R2MEDBioinformatics")
     hy_doc = {r["id"]: r["hy_doc"] for r in _lines(tmp_path / "exp" / "Bioinformatics" / method / "test-llm" / "query_with_hydoc.jsonl")}
     rule = {"hyde": lambda t, h: h, "query2doc": lambda t, h: t * 2 + " " + h, "lamer": lambda t, h: t + " " + h}[method]
-    texts = [rule(t, hy_doc[q]) for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list())]
+    texts = [rule(t, hy_doc[q]) for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True)]
     import polars as pl
 
     expected = bm25_search(data.corpus, data.queries.with_columns(text=pl.Series(texts)), show_progress=False)
@@ -460,7 +460,7 @@ def test_dense_with_a_local_expansion_follows_the_official_rules(server, mirror_
             queries = encode_cached(encoder, data.queries["text"].to_list(), kind="query", dataset_revision=rev, prompt="Instruct: x\nQuery: ")
             vectors = normalise((queries + encode_cached(encoder, [hy_doc[q] for q in ids], kind="document", dataset_revision=rev)) / 2)
         else:  # one string: text + "[SEP]" + hy_doc
-            joined = [t + "[SEP]" + hy_doc[q] for q, t in zip(ids, data.queries["text"].to_list())]
+            joined = [t + "[SEP]" + hy_doc[q] for q, t in zip(ids, data.queries["text"].to_list(), strict=True)]
             vectors = encode_cached(encoder, joined, kind="query", dataset_revision=rev, prompt="Instruct: x\nQuery: ")
         expected = search_vectors(ids, vectors, data.corpus["id"].to_list(), doc_vectors, 1000)
         assert result.scores == r2med_plugin.evaluate_run(data.qrels, expected), method

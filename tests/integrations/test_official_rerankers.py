@@ -14,7 +14,6 @@ import numpy as np
 import peft
 import pytest
 import torch
-import transformers
 
 pytestmark = pytest.mark.slow  # transformers and peft checkpoints
 
@@ -138,7 +137,7 @@ def test_bge_and_mono_modes_equal_the_official_recipe(tmp_path, mode, labels):
             inputs = reference_tokenizer([list(p) for p in PAIRS], padding=True, truncation=True, return_tensors="pt", max_length=512)
             expected = reference(**inputs, return_dict=True).logits.view(-1).float().tolist()
         else:
-            queries, passages = zip(*PAIRS)
+            queries, passages = zip(*PAIRS, strict=True)
             inputs = reference_tokenizer(list(queries), list(passages), return_tensors="pt", truncation=True,
                                          padding="longest", max_length=512)
             expected = reference(**inputs).logits[:, 1].tolist()

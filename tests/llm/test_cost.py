@@ -190,7 +190,7 @@ def test_bubble_windows_are_the_questions_bubble_top_asks():
     for count, k, set_size in ((30, 10, 3), (7, 7, 4), (5, 2, 8), (1, 1, 3)):
         asked = []
 
-        async def pick(doc_ids):
+        async def pick(doc_ids, asked=asked):
             asked.append(len(doc_ids))
             return random.Random(len(asked)).randrange(len(doc_ids))
 

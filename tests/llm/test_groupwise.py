@@ -211,7 +211,7 @@ def test_regroup_averages_the_scores_of_each_grouping(own_cache: Path, monkeypat
         (trace["query_id"], trace["regrouping"], trace["group"]) for trace in traces]
     for trace in traces:
         assert [sent[trace["query_id"]][doc_id] for doc_id in trace["doc_ids"]]  # every document of it was scored
-        assert all(score in sent[trace["query_id"]][doc_id] for doc_id, score in zip(trace["doc_ids"], trace["scores"]))
+        assert all(score in sent[trace["query_id"]][doc_id] for doc_id, score in zip(trace["doc_ids"], trace["scores"], strict=True))
 
 
 def garbled(body: dict) -> str:
@@ -346,7 +346,7 @@ def test_groupwise_end_to_end_from_the_cli(mirror_env: Path, own_cache: Path, tm
     from r2med_plugin.data.loader import load_task
 
     data = load_task(TASK)
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     shown = {doc_id: " ".join(text.strip().split()[:300]).replace("[", "(").replace("]", ")") for doc_id, text in texts.items()}
     reranked = _trec(next((tmp_path / "out" / "runs").rglob(f"{TASK}.trec")))
     for ranked in reranked.values():

@@ -41,7 +41,7 @@ def test_listwise_end_to_end_with_429s_and_dropped_connections(mirror_env: Path,
     usage = written["r2med_provenance"]["rerank_usage"]  # the rerun's
     assert usage["requests"] == 0 and usage["cached_answers"] == windows_sent and usage["prompt_tokens"] == 0
     # The windows carried the best passages up: each query's top 10 is the server's top 10 of its 30, in order.
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     first_stage, reranked = _trec(next(path.parent.parent.parent.parent.rglob(f"{TASK}.first_stage.trec"))), _trec(
         next((tmp_path / "out" / "runs").rglob(f"{TASK}.trec")))
     assert set(reranked) == set(first_stage) and len(reranked) == data.queries.height

@@ -31,9 +31,9 @@ def test_pointwise_p_yes_is_the_hand_computed_share_of_yes(mirror_env: Path, own
     from r2med_plugin.data.loader import load_task
 
     data = load_task(TASK)
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     assert len(scores) == 10 * data.queries.height
-    for (query_id, doc_id), score in scores.items():
+    for (_query_id, doc_id), score in scores.items():
         yes, yes_spaced, no = yes_no_logprobs(texts[doc_id])
         expected = (math.exp(yes) + math.exp(yes_spaced)) / (math.exp(yes) + math.exp(yes_spaced) + math.exp(no))
         assert score == pytest.approx(expected, abs=1e-6)  # the TREC file keeps 6 decimals or more

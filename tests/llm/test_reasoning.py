@@ -38,7 +38,7 @@ def test_reasoning_end_to_end_saves_traces_beside_the_result(mirror_env: Path, o
     from r2med_plugin.data.loader import load_task
 
     data = load_task(TASK)
-    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list()))
+    texts = dict(zip(data.corpus["id"].to_list(), data.corpus["text"].to_list(), strict=True))
     assert len(traces) == 10 * data.queries.height
     for trace in traces:
         true, false = true_false_logprobs(texts[trace["doc_id"]])

@@ -217,7 +217,7 @@ def test_setwise_sorts_find_the_true_top_k_for_any_order(method: str):
         k, hidden = rng.randint(1, count), rng.sample(range(count), count)
         sizes = []
 
-        async def pick(doc_ids):
+        async def pick(doc_ids, sizes=sizes, hidden=hidden):
             sizes.append(len(doc_ids))
             return min(range(len(doc_ids)), key=lambda i: hidden[doc_ids[i]])
 

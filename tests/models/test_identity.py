@@ -51,7 +51,7 @@ def _cosine_run(model, data, prompt: str | None) -> dict[str, dict[str, float]]:
     d = model.encode(data.corpus["text"].to_list(), convert_to_numpy=True, normalize_embeddings=True)
     scores = q @ d.T
     ids = data.corpus["id"].to_list()
-    return {qid: dict(zip(ids, row.tolist())) for qid, row in zip(data.queries["id"].to_list(), scores)}
+    return {qid: dict(zip(ids, row.tolist(), strict=True)) for qid, row in zip(data.queries["id"].to_list(), scores, strict=True)}
 
 
 def _assert_run_close(run: dict, expected: dict) -> None:

@@ -307,7 +307,7 @@ def test_expansions_average_the_raw_official_embeddings(mirror_env, tiny):
     documents = normalise(bound.encode(data.corpus["text"].to_list(), kind="document"))
     for row, query_id in enumerate(data.queries["id"].to_list()):
         scores = documents @ mixed[row]
-        expected = dict(zip(data.corpus["id"].to_list(), scores.tolist()))
+        expected = dict(zip(data.corpus["id"].to_list(), scores.tolist(), strict=True))
         assert len(run[query_id]) == 5
         for doc_id, score in run[query_id].items():
             assert score == pytest.approx(expected[doc_id], abs=1e-5)
@@ -423,7 +423,7 @@ def test_nv_embed_averages_an_expansion_in_float16_as_its_official_class(mirror_
     half = (bound.encode(texts, kind="query").astype(np.float16) + bound.encode_expansions(expansions).astype(np.float16)) / np.float16(2)
     mixed = normalise(half.astype(np.float32))
     documents = normalise(bound.encode(data.corpus["text"].to_list(), kind="document"))
-    expected = dict(zip(data.corpus["id"].to_list(), (documents @ mixed[0]).tolist()))
+    expected = dict(zip(data.corpus["id"].to_list(), (documents @ mixed[0]).tolist(), strict=True))
     first = data.queries["id"][0]
     for doc_id, score in run[first].items():
         assert score == pytest.approx(expected[doc_id], abs=1e-6)

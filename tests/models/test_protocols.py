@@ -248,7 +248,7 @@ def test_default_expansion_mixing_averages_unit_vectors_of_the_expansion_as_a_do
     mixed = normalise((queries + normalise(plain.encode(expansions, kind="document"))) / 2.0)
     documents = normalise(plain.encode(data.corpus["text"].to_list(), kind="document"))
     first = data.queries["id"][0]
-    expected = dict(zip(data.corpus["id"].to_list(), (documents @ mixed[0]).tolist()))
+    expected = dict(zip(data.corpus["id"].to_list(), (documents @ mixed[0]).tolist(), strict=True))
     assert {doc_id: pytest.approx(expected[doc_id], abs=1e-6) for doc_id in run[first]} == run[first]
 
 

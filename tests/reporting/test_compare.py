@@ -164,7 +164,7 @@ def test_randomization_and_bonferroni_against_statsmodels_and_scipy():
     rng = np.random.default_rng(5)
     diffs = rng.normal(0.03, 0.2, size=(4, 120))
     p = sig.randomization_p_values(diffs, permutations=20_000, seed=1)
-    for row, value in zip(diffs, p):
+    for row, value in zip(diffs, p, strict=True):
         reference = stats.permutation_test((row,), lambda x, axis: np.mean(x, axis=axis), permutation_type="samples",
                                            vectorized=True, n_resamples=20_000, rng=2).pvalue
         assert abs(value - reference) <= 5 * np.sqrt(2) * sig.monte_carlo_error(reference, 20_000) + 2 / 20_000
@@ -216,7 +216,7 @@ def test_per_query_ndcg_equals_pytrec_eval_and_ranx(tmp_path: Path):
     folder = _write_synthetic(tmp_path, qrels, runs)
     scores = load_scores([folder], "ndcg_at_10")
     for name, run in runs.items():
-        ours = dict(zip(scores.get(name, "R2MEDBiology").query_ids, scores.get(name, "R2MEDBiology").values))
+        ours = dict(zip(scores.get(name, "R2MEDBiology").query_ids, scores.get(name, "R2MEDBiology").values, strict=True))
         reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
         assert ours == {query_id: values["ndcg_cut_10"] for query_id, values in reference.items()}
         ranx_values = evaluate(Qrels(qrels), Run(run), "ndcg@10", return_mean=False)

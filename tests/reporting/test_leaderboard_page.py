@@ -99,7 +99,7 @@ def _markdown_tables(text: str) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Benchmark -> (header, rows) of what `r2med leaderboard` printed (one table, or several under ## titles)."""
     titles = {"R2MED": "r2med", "NanoR2MED": "nano"}
     sections = re.split(r"^## (R2MED|NanoR2MED)$", text, flags=re.M)
-    pairs = zip(sections[1::2], sections[2::2]) if len(sections) > 1 else [("R2MED", text)]
+    pairs = zip(sections[1::2], sections[2::2], strict=True) if len(sections) > 1 else [("R2MED", text)]
     tables = {}
     for title, body in pairs:
         lines = list(itertools.takewhile(lambda line: line.startswith("|"), body.strip().splitlines()))  # the table, not
@@ -147,7 +147,7 @@ def test_page_cells_are_the_table_cells_of_the_same_rows(results: Path, tmp_path
     shown = _page_tables(page)
     for benchmark, rows in tables.items():
         assert _terminal_columns(shown[benchmark]) == table_cells(rows)
-        assert [h for h, extra in zip(shown[benchmark]["header"], shown[benchmark]["extra"]) if extra] == list(EXTRA_COLUMNS)
+        assert [h for h, extra in zip(shown[benchmark]["header"], shown[benchmark]["extra"], strict=True) if extra] == list(EXTRA_COLUMNS)
 
 
 def test_without_significance_there_are_no_test_columns(results: Path, tmp_path: Path):
@@ -225,7 +225,7 @@ def test_vs_above_is_the_paired_test_between_neighbours(results: Path):
     assert twin.versus_above == "tied" and twin.above_detail == "against bm25-lucene: p = 1.0000 (holm)"  # identical scores
     # the same p-values from the per-query files, paired and Holm-corrected here
     raw = []
-    for upper, lower in zip(ours, ours[1:]):
+    for upper, lower in zip(ours, ours[1:], strict=False):
         a, b = _per_query(results, upper.model), _per_query(results, lower.model)
         diffs = [100 * (b[task][q] - a[task][q]) for task in a for q in sorted(a[task])]
         weights = [1 / (8 * len(a[task])) for task in a for _ in a[task]]
@@ -233,7 +233,7 @@ def test_vs_above_is_the_paired_test_between_neighbours(results: Path):
     from statsmodels.stats.multitest import multipletests
 
     reject, adjusted, _, _ = multipletests(raw, alpha=0.05, method="holm")
-    for row, upper, p, rejected in zip(ours[1:], ours, adjusted, reject):
+    for row, upper, p, rejected in zip(ours[1:], ours, adjusted, reject, strict=False):
         assert row.above_detail == f"against {row_label(upper)}: p = {p:.4f} (holm)"
         assert row.versus_above == ("below" if rejected else "tied")
 
@@ -299,7 +299,7 @@ def test_published_rows_beside_ours_are_the_published_page_rows(cli_page: tuple[
     header, rows = _terminal_columns(_page_tables(cli_page[0])["r2med"])
     sources = [row["attrs"]["data-source"] for row in _page_tables(cli_page[0])["r2med"]["rows"]]
     untested = header.index("vs best")  # published rows have no per-query scores: "-" there
-    beside = [[cell for i, cell in enumerate(cells) if i not in (0, untested)] for cells, source in zip(rows, sources)
+    beside = [[cell for i, cell in enumerate(cells) if i not in (0, untested)] for cells, source in zip(rows, sources, strict=True)
               if source == "published"]
     _, alone = _terminal_columns(_page_tables(write_published_page(tmp_path / "published"))["r2med"])
     assert beside == [cells[1:] for cells in alone]  # the same rows, labels and numbers, in the same order; ranks differ

@@ -81,12 +81,12 @@ def test_local_query2doc_by_a_reasoning_llm_uses_the_answer_alone(mirror_env: Pa
     folder.mkdir(parents=True)
     answers = [hy_doc_for("qwen3_8b", i).split("</think>", 1)[1] for i in range(data.queries.height)]
     rows = [{"id": q, "text": t, "hy_doc": hy_doc_for("qwen3_8b", i)}
-            for i, (q, t) in enumerate(zip(data.queries["id"].to_list(), data.queries["text"].to_list()))]
+            for i, (q, t) in enumerate(zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True))]
     (folder / "query_with_hydoc.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     result = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/exp/query2doc/qwen3-8b", show_progress=False)
     expected = bm25_search(data.corpus, data.queries.with_columns(text=np.array(answers, dtype=object)), show_progress=False)
     assert result.scores == r2med_plugin.evaluate_run(data.qrels, expected)
-    with_rule = [t * 2 + " " + a for t, a in zip(data.queries["text"].to_list(), answers)]
+    with_rule = [t * 2 + " " + a for t, a in zip(data.queries["text"].to_list(), answers, strict=True)]
     rule_run = bm25_search(data.corpus, data.queries.with_columns(text=np.array(with_rule, dtype=object)), show_progress=False)
     assert result.run != rule_run
 
@@ -106,10 +106,10 @@ def test_bm25_with_each_method_follows_the_rules(mirror_env: Path):
         method, llm = expansion.split("/")
         result = evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, show_progress=False)
         frame = load_expansions("R2MEDBioinformatics", expansion)
-        by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list()))
+        by_id = dict(zip(frame["id"].to_list(), frame["hy_doc"].to_list(), strict=True))
         texts = [
             bm25_query(method, text, expansion_text(by_id[q], llm, data.spec.reasoning_llms))
-            for q, text in zip(data.queries["id"].to_list(), data.queries["text"].to_list())
+            for q, text in zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True)
         ]
         expected_run = bm25_search(data.corpus, data.queries.with_columns(text=np.array(texts, dtype=object)), show_progress=False)
         assert result.scores == r2med_plugin.evaluate_run(data.qrels, expected_run), expansion
@@ -189,7 +189,7 @@ def test_two_local_folders_with_one_llm_name_never_overwrite_each_other(mirror_e
     for root, hy_doc in (("first", "insulin glucose"), ("second", "tumour metastasis")):
         folder = tmp_path / root / "Biology" / "hyde" / "stub"
         folder.mkdir(parents=True)
-        rows = [{"id": q, "text": t, "hy_doc": hy_doc} for q, t in zip(ids, texts)]
+        rows = [{"id": q, "text": t, "hy_doc": hy_doc} for q, t in zip(ids, texts, strict=True)]
         (folder / "query_with_hydoc.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     first = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/first/hyde/stub", show_progress=False)
     second = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/second/hyde/stub", show_progress=False)
@@ -214,7 +214,7 @@ def test_edited_local_expansion_texts_are_recorded_and_a_rerun_over_them_warns(m
     path = folder / "query_with_hydoc.jsonl"
 
     def written(hy_doc: str) -> dict:
-        rows = [{"id": q, "text": t, "hy_doc": hy_doc} for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list())]
+        rows = [{"id": q, "text": t, "hy_doc": hy_doc} for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True)]
         path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         result = evaluate_task("R2MEDBiology", "bm25-lucene", expansion=f"local:{tmp_path}/exp/hyde/stub", show_progress=False)
         recorded = json.loads(write_outputs(result, tmp_path / "results")["mteb"].read_text())["r2med_provenance"]

@@ -33,11 +33,11 @@ def test_reproduces_every_committed_fuzz_vector():
     for klass in ("codepoint", "class", "pairs", "triples", "medical", "numbers", "urls", "emoji", "joiners", "long", "random"):
         assert classes[klass] > 0, klass
     results = analyze_many(row["text"] for row in rows)
-    wrong = [(row["class"], row["text"], row["tokens"], got) for row, got in zip(rows, results) if got != row["tokens"]]
+    wrong = [(row["class"], row["text"], row["tokens"], got) for row, got in zip(rows, results, strict=True) if got != row["tokens"]]
     assert wrong[:5] == [] and len(wrong) == 0
     # the batched form bm25-lucene indexes with (texts joined per regex call) gives the same terms
     compact = analyze_texts([row["text"] for row in rows], workers=1).terms()
-    assert [i for i, (row, got) in enumerate(zip(rows, compact)) if got != row["tokens"]] == []
+    assert [i for i, (row, got) in enumerate(zip(rows, compact, strict=True)) if got != row["tokens"]] == []
 
 
 @pytest.mark.parametrize(
@@ -80,5 +80,5 @@ def test_live_oracle_on_a_fresh_seeded_sample(capsys):
     lines = list(Generator(seed, 0.02).lines())
     texts = [text for _, text in lines]
     expected = lucene_tokens(texts)
-    wrong = [(klass, text, terms, analyze(text)) for (klass, text), terms in zip(lines, expected) if analyze(text) != terms]
+    wrong = [(klass, text, terms, analyze(text)) for (klass, text), terms in zip(lines, expected, strict=True) if analyze(text) != terms]
     assert wrong[:5] == [], f"LUCENE_FUZZ_SEED={seed}: {len(wrong)} of {len(lines)} lines differ"

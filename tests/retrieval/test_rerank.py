@@ -87,7 +87,7 @@ def data(mirror_env: Path):
 
 
 def _texts(frame) -> dict[str, str]:
-    return dict(zip(frame["id"].to_list(), frame["text"].to_list()))
+    return dict(zip(frame["id"].to_list(), frame["text"].to_list(), strict=True))
 
 
 def hand_rerank(data, first_stage: dict[str, list[str]], depth: int, score) -> dict[str, dict[str, float]]:
@@ -487,7 +487,7 @@ def test_bm25_first_stage_keeps_tied_documents_in_corpus_order_as_the_official_t
     for query_id, ranked in stage.run.items():
         ids, scores = list(ranked), list(ranked.values())
         assert scores == sorted(scores, reverse=True)
-        for a, b in zip(ids, ids[1:]):
+        for a, b in zip(ids, ids[1:], strict=False):
             if ranked[a] == ranked[b]:
                 assert corpus_position[a] < corpus_position[b], (query_id, a, b)
     assert any(not doc_id.startswith(("zz-", "aa-")) for doc_id in list(next(iter(stage.run.values())))[:1])

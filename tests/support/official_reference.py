@@ -48,7 +48,7 @@ def reference_bm25_file(doc_ids: list[str], full_scores: dict[str, list[float]],
     """eval_BM25.py: every document scored, stable sort by score (reverse), first 100, then pytrec_eval."""
     results = {}
     for query_id, row in full_scores.items():
-        in_corpus_order = {doc_id: score for doc_id, score in zip(doc_ids, row)}
+        in_corpus_order = {doc_id: score for doc_id, score in zip(doc_ids, row, strict=True)}
         top = sorted(in_corpus_order.items(), key=lambda pair: pair[1], reverse=True)[:100]
         results[query_id] = dict(top)
     return _official_file(task, "bm25", seconds, _official_means(qrels, results, [1, 10, 25, 50, 100], with_mrr=True))
@@ -61,7 +61,7 @@ def reference_dense_file(doc_ids: list[str], full_scores: dict[str, list[float]]
     results = {}
     for query_id, row in full_scores.items():
         heap: list[tuple[float, str]] = []
-        for doc_id, score in zip(doc_ids, row):
+        for doc_id, score in zip(doc_ids, row, strict=True):
             if doc_id == query_id:
                 continue
             if len(heap) < top_k:
@@ -99,4 +99,4 @@ def full_bm25(data) -> dict[str, list[float]]:
     ids, texts = corpus_file_rows(data)
     index = build_lucene_index(ids, texts, show_progress=False)
     matrix = lucene_scores(index, data.queries["text"].to_list())
-    return {q: [float(x) for x in row] for q, row in zip(data.queries["id"].to_list(), matrix)}
+    return {q: [float(x) for x in row] for q, row in zip(data.queries["id"].to_list(), matrix, strict=True)}

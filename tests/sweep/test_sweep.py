@@ -229,7 +229,7 @@ def test_a_regenerated_local_expansion_makes_its_jobs_run_again(mirror_env: Path
     expansion_file.parent.mkdir(parents=True)
 
     def generate(text: str) -> None:
-        rows = [{"id": q, "text": t, "hy_doc": text} for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list())]
+        rows = [{"id": q, "text": t, "hy_doc": text} for q, t in zip(data.queries["id"].to_list(), data.queries["text"].to_list(), strict=True)]
         expansion_file.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
     generate("insulin glucose")

@@ -41,8 +41,8 @@ def _suggestion(name: str) -> str:
         towers = profile.checkpoint if isinstance(profile.checkpoint, tuple) else (profile.checkpoint,)
         if name in towers:
             return f"write official:{short} (--retriever official:{short}), which needs no --loader"
-    for short, profile in reranker_model.PROFILES.items():
-        if name == profile.checkpoint:
+    for short, reranker_profile in reranker_model.PROFILES.items():
+        if name == reranker_profile.checkpoint:
             return f"write official:{short} (--rerank official:{short}), which needs no --loader"
     if Path(name).expanduser().exists():
         return f"to run an official recipe on this folder, write official:<name>@{name} (e.g. official:bge@{name})"
@@ -79,8 +79,8 @@ class OfficialLoader(ModelLoaderBase):
             if short and short not in reranker_model.PROFILES:
                 raise UserError(f"{name!r} is not a model of the official R2MED code: {_usage()}")
             _no_settings(name, settings, "an official reranker that loads locally")
-            reranker, checkpoint, base = reranker_model.parse(name)
-            return RetrieverRef(name, "plugin", checkpoint, revision, loader=NAME,
+            reranker, reranker_checkpoint, base = reranker_model.parse(name)
+            return RetrieverRef(name, "plugin", reranker_checkpoint, revision, loader=NAME,
                                 settings=(("base", base), ("mode", reranker.mode), ("profile", reranker.name), ("role", "reranker")))
         checkpoint = parse_weights(profile, weights) if at else default_weights(profile)
         if profile.remote:
