@@ -23,7 +23,7 @@ _SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
 # settings whose flag is not their name with dashes
 FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output",
-         "query_prompt": "--instruction"}
+         "query_prompt": "--instruction", "revision": "--model-revision"}
 
 
 def flag_of(name: str) -> str:

@@ -24,6 +24,7 @@ from r2med_plugin.data.layout import README, config_files, read_front_matter, re
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
 from r2med_plugin.errors import InputFileError, MissingFileError, UnknownNameError, UserError
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskData, TaskSpec
 
 METHODS = EXPANSION_METHODS
@@ -245,16 +246,17 @@ def resolve_local_expansion(spec: TaskSpec, expansion: str) -> LocalExpansion:
     expansion = ExpansionName(expansion)
     given, method, llm = expansion.folder, expansion.method, expansion.llm
     if not llm or not method:
-        raise UserError(f"--expansion {expansion}: expected local:<folder>/<method>/<llm>, e.g. local:r2med-expansions/hyde/qwen-7b")
+        raise SettingError(f"{{expansion}} {expansion}: expected local:<folder>/<method>/<llm>, e.g. "
+                           "local:r2med-expansions/hyde/qwen-7b", field="expansion")
     if method not in METHODS:
-        raise UserError(f"--expansion {expansion}: {method!r} is not an expansion method ({', '.join(METHODS)}); "
-                        "expected local:<folder>/<method>/<llm>")
+        raise SettingError(f"{{expansion}} {expansion}: {method!r} is not an expansion method ({', '.join(METHODS)}); "
+                           "expected local:<folder>/<method>/<llm>", field="expansion")
     per_task = given.parent.parent / spec.hub_name / method / llm
     hub_names = {other.hub_name for other in _r2med_specs()}
     if given.parent.parent.name in hub_names:  # the exact task folder was given
         if given.parent.parent.name != spec.hub_name:
-            raise UserError(f"--expansion {expansion} is the {given.parent.parent.name} folder, not {spec.hub_name}'s; "
-                            f"use local:{given.parent.parent.parent / method / llm} for every task")
+            raise SettingError(f"{{expansion}} {expansion} is the {given.parent.parent.name} folder, not {spec.hub_name}'s; "
+                               f"use local:{given.parent.parent.parent / method / llm} for every task", field="expansion")
         per_task = given
     for folder in (per_task, given):
         if (folder / LOCAL_FILE).is_file():

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.errors import MissingFileError, UserError
+from r2med_plugin.errors import MissingFileError
 from r2med_plugin.generation.prompts import check_method, prompts_hash, sampling_preset
 from r2med_plugin.generation.store import check_name, slug_name
 from r2med_plugin.llm.config import Endpoint
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskSpec
 
 BM25_FIRST_STAGE = "bm25-lucene"
@@ -37,7 +38,8 @@ class GenerationConfig:
     def __post_init__(self) -> None:
         check_method(self.method)
         if self.method != "lamer" and self.first_stage != BM25_FIRST_STAGE:
-            raise UserError(f"--first-stage is used by lamer only; {self.method} prompts hold the query alone")
+            raise SettingError(f"{{first_stage}} is used by lamer only; {self.method} prompts hold the query alone",
+                               field="first_stage")
         self.sampling()  # refuse bad values before any data loads
 
     @property
@@ -50,11 +52,12 @@ class GenerationConfig:
         overrides = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
         sampling.update({key: value for key, value in overrides.items() if value is not None})
         if sampling.get("temperature") is not None and not 0 <= sampling["temperature"] <= 2:
-            raise UserError(f"--temperature must be within [0, 2], got {sampling['temperature']}")
+            raise SettingError(f"{{temperature}} must be within [0, 2], got {sampling['temperature']}", field="temperature")
         if sampling.get("top_p") is not None and not 0 < sampling["top_p"] <= 1:
-            raise UserError(f"--top-p must be within (0, 1], got {sampling['top_p']}")
+            raise SettingError(f"{{top_p}} must be within (0, 1], got {sampling['top_p']}", field="top_p")
         if sampling.get("max_tokens") is not None and sampling["max_tokens"] < 1:
-            raise UserError(f"--max-tokens must be a positive integer, got {sampling['max_tokens']}")
+            raise SettingError(f"{{max_tokens}} must be a positive integer, got {sampling['max_tokens']}",
+                               field="max_tokens")
         return sampling
 
     def first_stage_identity(self) -> dict[str, str] | None:

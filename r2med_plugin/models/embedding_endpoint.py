@@ -37,12 +37,13 @@ from r2med_plugin.llm.client import refused as api_refused
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
+from r2med_plugin.rules import SettingError
 
 NAME = SCHEME = "openai"
 SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 # what every embeddings request carries itself: an extra body may not replace it
-REQUEST_FIELDS = {"model": "--retriever openai:<model> names it", "input": "the texts", "encoding_format": "float",
-                  "dimensions": "set it with --dimensions"}
+REQUEST_FIELDS = {"model": "{retriever} openai:<model> names it", "input": "the texts", "encoding_format": "float",
+                  "dimensions": "set it with {dimensions}"}
 BATCH_CACHE = "embeddings-endpoint"
 
 
@@ -54,7 +55,7 @@ def _positive(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        raise SettingError(f"{{{name}}} must be a positive integer, got {value!r}", field=name)
     return value
 
 
@@ -70,13 +71,14 @@ class EndpointLoader(ModelLoaderBase):
         if not model.strip():
             raise UserError(f"{name!r} names no model: write openai:<model id the endpoint serves>, e.g. openai:text-embedding-3-small")
         if revision is not None:
-            raise UserError("an embedding endpoint serves the model it serves: --model-revision reaches no code there; drop it")
+            raise SettingError("an embedding endpoint serves the model it serves: {revision} reaches no code there; drop it",
+                               field="revision")
         unknown = sorted(set(settings) - set(SETTINGS))
         if unknown:
             raise UserError(f"{unknown[0]!r} is not an endpoint setting; use {', '.join(SETTINGS)}")
         if not settings.get("base_url"):
-            raise UserError(f"{name} needs --base-url URL: the OpenAI-compatible server, e.g. http://localhost:8000/v1 "
-                            "(OpenAI: https://api.openai.com/v1)")
+            raise SettingError(f"{name} needs {{base_url}} URL: the OpenAI-compatible server, e.g. "
+                               "http://localhost:8000/v1 (OpenAI: https://api.openai.com/v1)", field="base_url")
         endpoint_host(settings["base_url"])  # a URL holding credentials or no host is refused here
         _positive("dimensions", settings.get("dimensions"))
         _positive("concurrency", settings.get("concurrency"))
@@ -98,7 +100,8 @@ class EndpointLoader(ModelLoaderBase):
                      batch_size: int = 32, show_progress: bool = True, name: str | None = None,
                      timeout: float = 120.0, max_retries: int = 6) -> EndpointEncoder:
         if device not in (None, "cpu") or any(chosen != "cpu" for chosen in devices or ()):
-            raise UserError(f"{ref.name} runs on its server: a --device (or devices) reaches no code there; drop it")
+            raise SettingError(f"{ref.name} runs on its server: a {{device}} (or devices) reaches no code there; drop it",
+                               field="device")
         settings = dict(ref.settings)
         return EndpointEncoder(ref.source, settings["base_url"], api_key_env=settings.get("api_key_env"),
                                dimensions=settings.get("dimensions"), concurrency=settings.get("concurrency") or 8,

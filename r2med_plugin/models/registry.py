@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import BM25_VARIANTS
 from r2med_plugin.models.identity import PACKAGED_MODELS, packaged_model_folder
+from r2med_plugin.rules import SettingError
 from r2med_plugin.version import __version__
 
 RetrieverKind = Literal["bm25", "packaged", "folder", "hub", "plugin"]
@@ -231,13 +232,14 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
         loader_named(loader)  # an unknown loader name is refused first
     if name in BM25_VARIANTS:
         if loader != AUTO:
-            raise UserError(f"--loader {loader} chooses how a model loads; {name} is a BM25 retriever: drop --loader")
+            raise SettingError(f"{{loader}} {loader} chooses how a model loads; {name} is a BM25 retriever: drop {{loader}}",
+                           field="loader")
         _no_settings(name, settings, "a BM25 retriever")
         return RetrieverRef(name, "bm25", name)
     by_scheme = _scheme_loader(name)
     if by_scheme is not None:
         if loader not in (AUTO, by_scheme.name):
-            raise UserError(f"{name!r} is loaded by the {by_scheme.name} loader; drop --loader {loader}")
+            raise SettingError(f"{name!r} is loaded by the {by_scheme.name} loader; drop {{loader}} {loader}", field="loader")
         return _claimed(by_scheme, name, revision, settings)
     if loader not in (AUTO, SENTENCE_TRANSFORMERS):
         return _claimed(loader_named(loader), name, revision, settings)
@@ -251,7 +253,7 @@ def resolve(name: str, revision: str | None = None, *, loader: str | None = None
     _no_settings(name, settings, "a sentence-transformers model")
     if name in PACKAGED_MODELS:
         if revision is not None:
-            raise UserError(f"{name} is one set of packaged weights: drop --model-revision (got {revision!r})")
+            raise SettingError(f"{name} is one set of packaged weights: drop {{revision}} (got {revision!r})", field="revision")
         return RetrieverRef(name, "packaged", str(packaged_model_folder(name)))
     if Path(name).expanduser().exists():
         return RetrieverRef(name, "folder", str(Path(name).expanduser()), revision)
@@ -298,8 +300,8 @@ def _claimed(loader: ModelLoader, name: str, revision: str | None, settings: Map
         hint = loader.unclaimed_hint(name)  # a loader may know better how to name its models
         if hint is not None:
             raise UserError(hint)
-        raise UserError(f"the {loader.name} loader does not know the model {name!r}; drop --loader {loader.name} "
-                        f"(or loader={loader.name!r}) to load it through sentence-transformers")
+        raise SettingError(f"the {loader.name} loader does not know the model {name!r}; drop {{loader}} {loader.name} to "
+                           "load it through sentence-transformers", field="loader")
     return ref
 
 

@@ -24,6 +24,7 @@ from r2med_plugin.cli import main
 from r2med_plugin.generation import GenerationError, generate_expansions
 from r2med_plugin.retrieval.analyzer import analyze_many
 from r2med_plugin.retrieval.bm25 import bm25_search
+from r2med_plugin.rules import SettingError
 from tests.support.loopback_openai import LoopbackOpenAI
 
 KEY = "sk-loopback-SECRET-7f3a9c21"
@@ -494,8 +495,9 @@ def test_endpoint_names_and_sampling_checks():
         check_name("../up")
     assert sampling_parameters("api") == {"temperature": 0.8, "top_p": 0.8, "max_tokens": None, "seed": None}
     assert sampling_parameters("vllm", seed=1) == {"temperature": 0.7, "top_p": None, "max_tokens": 10240, "seed": 1}
-    with pytest.raises(ValueError, match="--top-p must be within"):
+    with pytest.raises(SettingError) as top_p:
         sampling_parameters("api", top_p=1.5)
+    assert top_p.value.field == "top_p" and top_p.value.flag_message.startswith("--top-p must be within (0, 1]")
     with pytest.raises(ValueError, match="unknown sampling preset"):
         sampling_parameters("fast")
 

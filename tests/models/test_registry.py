@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, loader_choices, register_loader, resolve
 from tests.offline_model import MODEL_NAME, MODEL_REVISION
 
@@ -48,9 +49,10 @@ def test_resolution_order_and_forced_loaders(tmp_path: Path):
     (lambda: resolve("openai:m", "v1", settings={"base_url": "http://x:1/v1"}), ["--model-revision"]),
 ])
 def test_wrong_requests_name_the_argument_and_the_fix(call, words):
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(UserError) as raised:
         call()
-    assert all(word in str(raised.value) for word in words), raised.value
+    message = raised.value.flag_message  # as the CLI prints it: the settings by their flags
+    assert all(word in message for word in words), message
 
 
 @pytest.mark.parametrize("name, guess", [
