@@ -177,7 +177,7 @@ def test_outputs_refuse_what_writes_nothing(outputs: dict, words: str):
     (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), CrossEncoderSpec("org/ce"), outputs=Outputs("o", True, 50)),
      "trec_depth (--depth) reaches no code here"),
     (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-lucene"), scoring=Scoring(top_k=20), outputs=Outputs("o", True, 30)),
-     "--depth 30 is deeper than the run (--top-k 20"),
+     "trec_depth (--depth) 30 is deeper than the run (top_k (--top-k) 20"),
     (lambda: EvaluationRequest(NANO, Bm25Spec("bm25-robertson"), bm25_workers=2), "this plan runs no bm25-lucene"),
     (lambda: EvaluationRequest("NanoR2MEDBiolgy", Bm25Spec("bm25-lucene")), "Did you mean"),
 ])

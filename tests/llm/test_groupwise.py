@@ -388,8 +388,8 @@ def test_a_sweep_spec_names_a_groupwise_reranker(mirror_env: Path, own_cache: Pa
     ({"model": "llm-groupwise:m", "show_scores": True}, r"rerankers\[0\]\.show_scores.*llm-groupwise.*InsertRank"),
     ({"model": "llm-groupwise:m", "window": 10}, r"rerankers\[0\]\.window.*llm-groupwise scores groups"),
     ({"model": "llm-pointwise:m", "reasoning_effort": "high"}, r"rerankers\[0\]\.reasoning_effort.*llm-pointwise"),
-    ({"model": "llm-groupwise:m", "grouping": "first-stage", "group_seed": 2}, r"group-seed reaches no code with grouping first-stage"),
-    ({"model": "llm-listwise:m", "show_scores": "yes"}, r"show-scores is a switch"),
+    ({"model": "llm-groupwise:m", "grouping": "first-stage", "group_seed": 2}, r"group_seed reaches no code with grouping first-stage"),
+    ({"model": "llm-listwise:m", "show_scores": "yes"}, r"show_scores is a switch"),
     ({"model": "org/cross-encoder", "base_url": None, "regroup": 2}, r"rerankers\[0\]\.regroup.*is a cross-encoder"),
 ])
 def test_groupwise_and_listwise_sweep_settings_are_refused_where_unread(tmp_path: Path, entry: dict, words: str):

@@ -158,7 +158,7 @@ def test_setwise_end_to_end_from_the_cli(mirror_env: Path, own_cache: Path, tmp_
     ({"model": "llm-pointwise:m", "setwise_method": "bubblesort"}, r"rerankers\[0\]\.setwise_method.*llm-pointwise"),
     ({"model": "llm-reasoning:m", "setwise_k": 5}, r"rerankers\[0\]\.setwise_k.*llm-reasoning"),
     ({"model": "llm-setwise:m", "window": 10}, r"rerankers\[0\]\.window.*llm-setwise asks about sets of"),
-    ({"model": "llm-setwise:m", "set_size": 30}, r"set-size must be an integer from 2 to 23"),
+    ({"model": "llm-setwise:m", "set_size": 30}, r"set_size must be an integer from 2 to 23"),
     ({"model": "org/cross-encoder", "base_url": None, "set_size": 3}, r"rerankers\[0\]\.set_size.*is a cross-encoder"),
 ])
 def test_setwise_sweep_settings_are_refused_for_other_kinds(tmp_path: Path, entry: dict, words: str):
