@@ -348,7 +348,7 @@ def test_unknown_ids_and_bad_arguments(data, reranker, tmp_path: Path):
         evaluate_task(TASK, "bm25-lucene", rerank=reranker, rerank_depth=0, show_progress=False)
     with pytest.raises(ValueError, match="pass rerank=<cross-encoder> too"):
         evaluate_task(TASK, "bm25-lucene", first_stage=unknown_doc, show_progress=False)
-    with pytest.raises(ValueError, match="drop hybrid, candidates and expansion"):
+    with pytest.raises(ValueError, match=r"drop hybrid \(--hybrid\), candidates \(--candidates\) and expansion"):
         evaluate_task(TASK, "bm25-lucene", rerank=reranker, hybrid=True, show_progress=False)
     with pytest.raises(FileNotFoundError, match="no such run file or folder"):
         evaluate_task(TASK, rerank=reranker, first_stage=tmp_path / "absent.trec", show_progress=False)
