@@ -97,7 +97,7 @@ class EndpointLoader(ModelLoaderBase):
     def load_encoder(self, ref: RetrieverRef, *, device: str | None = None, devices: Sequence[str] | None = None,
                      batch_size: int = 32, show_progress: bool = True, name: str | None = None,
                      timeout: float = 120.0, max_retries: int = 6) -> EndpointEncoder:
-        if device not in (None, "cpu") or any(chosen != "cpu" for chosen in devices or ()):
+        if device not in (None, "cpu", "auto") or any(chosen not in ("cpu", "auto") for chosen in devices or ()):
             raise ValueError(f"{ref.name} runs on its server: a --device (or devices) reaches no code there; drop it")
         settings = dict(ref.settings)
         return EndpointEncoder(ref.source, settings["base_url"], api_key_env=settings.get("api_key_env"),
