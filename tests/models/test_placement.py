@@ -20,7 +20,13 @@ import pytest
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.specs import EndpointSpec
-from r2med_plugin.models.placement import Placement, checkpoint_dtype, device_of, dtype_label, placement
+from r2med_plugin.models.placement import (
+    Placement,
+    checkpoint_dtype,
+    device_of,
+    dtype_label,
+    placement,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 NANO = "NanoR2MEDBiology"
@@ -154,6 +160,10 @@ def test_a_cross_encoder_refuses_a_device_list(minilm: str):
 # --- r2med evaluate ------------------------------------------------------------------------------------------------------
 
 
+def _scores(payload: dict) -> dict:
+    return {key: value for key, value in payload["scores"]["test"][0].items() if isinstance(value, float)}
+
+
 @pytest.mark.slow
 def test_two_cpu_processes_give_the_rankings_and_scores_of_one(mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from r2med_plugin.cli import main
@@ -275,7 +285,7 @@ def test_an_mteb_wrapped_model_encodes_in_two_processes_like_one(mirror_env: Pat
     env.pop("SENTENCE_TRANSFORMERS_HOME", None)
     env.pop("HF_HUB_CACHE", None)
     done = subprocess.run([sys.executable, "-c", MTEB_POOL, str(hf_home)], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=900)
+                          text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["types"] == ["MtebEncoder", "MtebEncoder"]
