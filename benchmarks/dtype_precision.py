@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import synthetic_task  # noqa: E402
+from synthetic import synthetic_task
 
-from r2med_plugin.metrics import evaluate_run  # noqa: E402
+from r2med_plugin.metrics import evaluate_run
 
 TOP = 10
 

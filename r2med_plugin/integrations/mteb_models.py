@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.placement import (
@@ -38,7 +37,12 @@ from r2med_plugin.models.placement import (
     one_device,
     placement,
 )
-from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+from r2med_plugin.models.registry import (
+    ModelLoaderBase,
+    RetrieverRef,
+    cached_hub_commit,
+)
 
 NAME = "mteb"
 SPLIT, SUBSET = "test", "default"
@@ -137,7 +141,9 @@ def _st_wrappers() -> tuple[type, ...]:
     """mteb's wrappers that hold a SentenceTransformer (``.model``), build it with the loader's keyword arguments and pass
     ``encode``'s keyword arguments on to it: a multi-process pool and a dtype reach it."""
     from mteb.models.instruct_wrapper import InstructSentenceTransformerModel
-    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+    from mteb.models.sentence_transformer_wrapper import (
+        SentenceTransformerEncoderWrapper,
+    )
 
     return SentenceTransformerEncoderWrapper, InstructSentenceTransformerModel
 
