@@ -294,3 +294,27 @@ def test_an_mteb_wrapped_model_encodes_in_two_processes_like_one(mirror_env: Pat
     assert one == pool != bf16  # the device is not part of the cache key; another dtype is
     assert found["max_abs"] <= 1e-6 and found["same_ranking"] and found["max_score_diff"] <= 1e-6
     assert found["closed"]
+
+
+# --- sweeps ------------------------------------------------------------------------------------------------------------------
+
+
+def test_a_sweeps_dtype_key_is_filed_apart_and_auto_keeps_the_job_id():
+    from r2med_plugin.sweep.shorthand import SpecError
+    from r2med_plugin.sweep.spec import expand_jobs, parse_spec
+
+    def job(**entry) -> object:
+        (only,) = expand_jobs(parse_spec({"output": "/tmp/o", "tasks": [NANO], "retrievers": [{"model": "minilm-packaged", **entry}]},
+                                         "/tmp/spec.yaml"))
+        return only
+
+    plain, auto, bf16 = job(), job(dtype="auto"), job(dtype="bfloat16")
+    assert plain.job_id == auto.job_id != bf16.job_id  # auto changes no id; bfloat16 computes other numbers
+    assert "dtype" not in auto.retriever and bf16.retriever["dtype"] == "bfloat16"
+    assert job(devices=["cpu", "cpu"]).job_id == plain.job_id  # devices change no number
+    with pytest.raises(SpecError) as refused:
+        job(dtype="int8")
+    assert "retrievers[0].dtype" in str(refused.value) and "'int8'" in str(refused.value) and "bfloat16" in str(refused.value)
+    with pytest.raises(SpecError) as official:
+        job(model="official:bge", dtype="float16")
+    assert "dtype" in str(official.value) and "recipe's dtype" in str(official.value)
