@@ -333,8 +333,9 @@ def _add_reproduce(commands: Any) -> None:
                              "'<method>/<llm> + <Retriever>' (the expansion file) (e.g. '*BM25', 'o3-mini + *', 'hyde/*', "
                              "'hyde/gpt4 + *'); default: the CPU rows")
     matrix.add_argument("--list", action="store_true", help="list every published row with its command and what it needs; runs nothing")
-    matrix.add_argument("--device", default="cpu",
-                        help="device for the selected rows that load a model: cpu (default), cuda, cuda:1, mps")
+    matrix.add_argument("--device", default="auto",
+                        help="device for the selected rows that load a model: auto (default: CUDA when there is one), cpu, "
+                             "cuda, cuda:1, mps, or a list (cuda:0,cuda:1)")
     matrix.add_argument("--json", default=None, metavar="FILE",
                         help='write {"data": {...}, "rows": [...]} (per task the data the verdicts stand on: dataset_revision, '
                              "verified, files_fingerprint, count_drift; per row llm, retriever, published, ours, delta, "

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
 # and output settings, where the data lives) -- each either reaches the part that uses it or is refused
-REQUEST_OPTIONS = ("model_revision", "model_name", "loader", "instruction", "device", "batch_size", "base_url",
+REQUEST_OPTIONS = ("model_revision", "model_name", "loader", "instruction", "device", "dtype", "batch_size", "base_url",
                    "api_key_env", "dimensions", "concurrency", "extra_body", "max_retries", "timeout", "rerank_depth",
                    "rerank_revision", "first_stage_name", "workers", "top_k", "depth")
 
@@ -71,7 +71,13 @@ def _first_options(evaluate: argparse.ArgumentParser) -> None:
                        help="hub revision of the model (default: what the cache holds); for a folder, a label filed with its fingerprint")
     first.add_argument("--model-name", default=None,
                        help="the name results are filed under (default: the hub name, or the folder's path), e.g. my-org/minilm-ft")
-    first.add_argument("--device", default="cpu", help="device for the model: cpu (default), cuda, cuda:1, mps")
+    first.add_argument("--device", default="auto",
+                       help="where the model runs: auto (default: as sentence-transformers and mteb choose, CUDA when there "
+                            "is one), cpu, cuda, cuda:1, mps; a list encodes in one process per device (cuda:0,cuda:1; "
+                            "cpu,cpu), all = every CUDA device")
+    first.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                       help="compute dtype the model's weights load in (default auto: the checkpoint's own); another than "
+                            "the model's own is filed apart (+bfloat16)")
     first.add_argument("--batch-size", type=positive_int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
     first.add_argument("--workers", type=positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
     first.add_argument("--loader", default=None, choices=LazyChoices(_loader_choices), metavar=_loader_metavar(),
@@ -242,7 +248,12 @@ def _first_stage(args: argparse.Namespace, source: str):
     endpoint = _endpoint(args, (*takes, *SENT) if takes else ())
     return ModelSpec(source, revision=args.model_revision, loader=None if scheme_loader(source) else args.loader,
                      endpoint=endpoint, instruction=args.instruction, display_name=args.model_name,
-                     device=None if takes else args.device, batch_size=args.batch_size)
+                     device=None if takes else _device(args), batch_size=args.batch_size, dtype=args.dtype)
+
+
+def _device(args: argparse.Namespace) -> str | None:
+    """--device as a request records it: auto (the default) as None, the libraries' own choice."""
+    return None if args.device.strip().lower() == "auto" else args.device
 
 
 def _reranker(args: argparse.Namespace):
@@ -254,7 +265,7 @@ def _reranker(args: argparse.Namespace):
         return None
     if not is_llm_reranker_name(args.rerank):
         return CrossEncoderSpec(args.rerank, revision=args.rerank_revision, loader=args.loader, depth=args.rerank_depth,
-                                device=args.device, batch_size=args.batch_size)
+                                device=_device(args), batch_size=args.batch_size)
     unused = settings_unused_by(llm_reranker_kind(args.rerank))
     settings = {name: getattr(args, name) for name in llm_settings() if name not in unused}
     endpoint = _endpoint(args, ("base_url", "api_key_env", "concurrency", "extra_body", "max_retries", "timeout"))
@@ -375,6 +386,7 @@ def _load_parts(args: argparse.Namespace, requests: list):
     """The encoder and the reranker every request shares, loaded once after every check that needs no model."""
     from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec, RunFileSpec
     from r2med_plugin.models.checks import check_device
+    from r2med_plugin.models.placement import report_device
 
     first = requests[0]
     if first.uses("device"):
@@ -389,8 +401,12 @@ def _load_parts(args: argparse.Namespace, requests: list):
         for request in requests:
             request.first_stage.check_task(request.task)
     encoder = first.first_stage.load(show_progress=not args.quiet) if isinstance(first.first_stage, ModelSpec) else None
+    if encoder is not None:
+        report_device(encoder.name, encoder, quiet=args.quiet)
     if llm is None and first.reranker is not None:
-        return encoder, first.reranker.load()
+        reranker = first.reranker.load()
+        report_device(args.rerank, reranker, quiet=args.quiet)
+        return encoder, reranker
     return encoder, llm
 
 

@@ -121,8 +121,6 @@ class MatrixRow:
             parts.append(f"--expansion {self.expansion}")
         if self.base_url:
             parts.append(f"--base-url {self.base_url}")
-        if self.needs.startswith("GPU"):
-            parts.append("--device cuda")
         return " ".join(parts) + " --output results/matrix"
 
 
@@ -268,7 +266,7 @@ def why_not_run(row: MatrixRow, selected: bool, pattern: str | None) -> str | No
         return "not selected (--rows)"
     if row.needs.startswith("API key"):
         return f"needs an API key ({row.needs.removeprefix('API key: ')}): select it with --rows, or run its command"
-    return f"needs {row.needs}: select it with --rows (add --device cuda), or run its command"
+    return f"needs {row.needs}: select it with --rows (on a machine with one: --device auto uses it), or run its command"
 
 
 @dataclass(frozen=True)
@@ -276,7 +274,7 @@ class MatrixOptions:
     data_dir: str | os.PathLike | None = None
     accept_drift: bool | None = None
     output: str | os.PathLike | None = None
-    device: str = "cpu"  # for the rows that load a model
+    device: str = "auto"  # for the rows that load a model (auto: CUDA when there is one)
     show_progress: bool = True
 
 
@@ -288,7 +286,7 @@ def run_matrix(
     accept_drift: bool | None = None,
     tolerance: float = 0.1,
     output: str | os.PathLike | None = None,
-    device: str = "cpu",
+    device: str = "auto",
     show_progress: bool = True,
 ) -> MatrixReport:
     """Compute the selected rows (default: the BM25 rows), resuming from the state under ``output`` (else the

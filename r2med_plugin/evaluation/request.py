@@ -336,6 +336,7 @@ OPTION_OWNERS = {
     "loader": "it chooses how a model loads (a model first stage or a cross-encoder)",
     "instruction": "it is the official prompt of an encoder first stage",
     "device": "it places a local model (an encoder first stage or a cross-encoder)",
+    "dtype": "it sets the compute dtype of a model first stage's weights",
     "batch_size": "it batches a local model's inputs (an encoder first stage or a cross-encoder)",
     "rerank_depth": "it configures --rerank, which is not given",
     "rerank_revision": "it configures --rerank, which is not given",

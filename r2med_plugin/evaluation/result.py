@@ -46,3 +46,4 @@ class TaskRunResult:
     hakari: dict | None = None  # NanoR2MED: what HAKARI-Bench's result file needs (evaluation/hakari_record.py)
     request: dict | None = None  # the request that produced it (EvaluationRequest.recorded); None: given as Python objects
     instructions: dict[str, str | None] | None = None  # what an encoder applying its own instructions used (official profiles)
+    device: str | None = None  # where a model the package loaded ran ("cpu", "cuda:0", "cpu,cpu"); None: no such model

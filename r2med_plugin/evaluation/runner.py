@@ -31,6 +31,7 @@ from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.scorers import Retrieved, merged
 from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.retrieval.candidates import restrict_run
+from r2med_plugin.models.placement import device_of
 from r2med_plugin.models.protocols import PlainEncoder, Reranker, as_encoder
 from r2med_plugin.retrieval.dense import score_candidates
 from r2med_plugin.identifiers import is_hakari_bm25
@@ -117,7 +118,7 @@ def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunRes
         query_prompt=ranker.effective_query_prompt if isinstance(ranker, Dense) else None, official_run=scores.official_run,
         dataset_revision_verified=data.revision_verified, candidates_only=plan.candidates_only, hybrid_with=plan.hybrid_with,
         instructions=_own_instructions(ranker, data.name), hakari=_hakari(plan, data, run, stage.name),
-        request=_recorded(plan),
+        request=_recorded(plan), device=_placed_on(plan, "first_stage", ranker.encoder if isinstance(ranker, Dense) else None),
     )
 
 
@@ -208,6 +209,15 @@ def _recorded(plan: EvaluationPlan) -> dict | None:
     return dict(plan.request) if plan.request is not None else None
 
 
+def _placed_on(plan: EvaluationPlan, part: str, model: object | None) -> str | None:
+    """Where a model the package loaded (a request's ModelSpec or CrossEncoderSpec) ran; None for BM25, run files,
+    endpoints and a user's own objects, whose results then stay as they were."""
+    recorded = (plan.request or {}).get(part)
+    if model is None or not isinstance(recorded, dict) or recorded.get("kind") not in ("model", "cross_encoder"):
+        return None
+    return device_of(model)
+
+
 def _saved_run(stage: object, run: Run, top_k: int) -> Run:
     """The run a result keeps: its top_k in pytrec_eval's order, or, for bm25-hakari, in bm25s's own ranking order."""
     if isinstance(stage, Bm25) and is_hakari_bm25(stage.retriever):
@@ -283,6 +293,7 @@ def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunRe
         model_revision=reranked_revision(reranker.revision, stage.revision), dataset_revision=data.revision,
         scores=scores.metrics, main_score="ndcg_at_10", run=reranked, evaluation_time=time.perf_counter() - started,
         data=data, dataset_revision_verified=data.revision_verified, request=_recorded(plan),
+        device=_placed_on(plan, "reranker", plan.reranker),
         rerank=RerankInfo(reranker=reranker.name, first_stage=stage.name, depth=depth, official_scores=scores.official,
                           first_stage_run=first, reranker_revision=reranker.revision, first_stage_revision=stage.revision,
                           usage=None if report is None else report.usage,

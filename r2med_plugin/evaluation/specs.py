@@ -31,6 +31,7 @@ from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.checks import check_model_name
+from r2med_plugin.models.placement import DTYPES
 from r2med_plugin.models.protocols import PlainEncoder  # what a user's encoder needs
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
 from r2med_plugin.retrieval.rerank import check_depth
@@ -44,6 +45,8 @@ def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
         if not item.init or (results_only and item.metadata.get("neutral")):
             continue
         value = getattr(spec, item.name)
+        if item.metadata.get("omit_default") and value == item.default:
+            continue  # a setting added later: at its default, identities stay what they were
         payload[item.name] = spec_dict(value, results_only=results_only) if dataclasses.is_dataclass(value) else value
     return payload
 
@@ -89,8 +92,9 @@ EndpointSpec = Endpoint  # the one endpoint type (r2med_plugin.llm.config), by t
 
 # --- first stages -----------------------------------------------------------------------------------------------------
 
-MODEL_OPTIONS = ("model_revision", "loader", "instruction", "model_name", "device", "batch_size", *ENDPOINT_OPTIONS,
+MODEL_OPTIONS = ("model_revision", "loader", "instruction", "model_name", "device", "dtype", "batch_size", *ENDPOINT_OPTIONS,
                  *REQUEST_OPTIONS)
+OMIT_DEFAULT = {"omit_default": True}  # field metadata: left out of a spec's dict at its default (see spec_dict)
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ class Bm25Spec:
     def why_not(self, option: str) -> str | None:
         return {"instruction": "it is a prompt for dense models; BM25 would ignore it",
                 "model_name": "BM25 results are named by the retriever",
-                "device": "BM25 loads no model", "batch_size": "BM25 encodes nothing"}.get(option)
+                "device": "BM25 loads no model", "dtype": "BM25 loads no model", "batch_size": "BM25 encodes nothing"}.get(option)
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,9 @@ class ModelSpec:
     endpoint: EndpointSpec | None = None
     instruction: bool = False  # the task's official instruction as the query prompt
     display_name: str | None = None  # the results' model name (--model-name)
-    device: str | None = neutral()
+    # the compute dtype the weights load in (auto: the checkpoint's own); another than the model's own is "+<dtype>"
+    dtype: str = field(default="auto", metadata=OMIT_DEFAULT)
+    device: str | None = neutral()  # auto (None), one device, a list ("cuda:0,cuda:1", "cpu,cpu") or "all"
     batch_size: int | None = neutral()
     ref: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -151,6 +157,10 @@ class ModelSpec:
         refusal = self.ref.instruction_refusal
         if self.instruction and refusal is not None:
             raise unreached("instruction", f"{refusal[0]} ({refusal[1]})")
+        if self.dtype not in DTYPES:
+            raise RequestError("dtype", f"{self.dtype!r} is not a compute dtype", f"use one of {', '.join(DTYPES)}")
+        if self.dtype != "auto" and not self.uses("dtype"):
+            raise unreached("dtype", self.why_not("dtype") or "")
 
     @property
     def label(self) -> str:
@@ -168,6 +178,8 @@ class ModelSpec:
             return bool(takes)
         if option == "device":
             return not takes
+        if option == "dtype":
+            return not takes and getattr(self.ref, "loader", None) != "official"
         if option == "loader":
             return scheme_loader(self.name) is None
         if option == "instruction":
@@ -177,8 +189,10 @@ class ModelSpec:
     def why_not(self, option: str) -> str | None:
         if option in ENDPOINT_OPTIONS:
             return self._endpoint_reason(option)
-        if option == "device" and self.is_endpoint:
+        if option in ("device", "dtype") and self.is_endpoint:
             return f"{self.name} runs on the endpoint's server"
+        if option == "dtype" and getattr(self.ref, "loader", None) == "official":
+            return f"{self.name} is an official profile: it loads its weights in its recipe's dtype, as the official code does"
         if option == "loader":
             return f"{self.name} names its loader itself ({self.name.split(':', 1)[0]}:)"
         if option == "instruction" and self.ref is not None and self.ref.instruction_refusal is not None:
@@ -196,7 +210,8 @@ class ModelSpec:
         """The encoder this spec names (a local model on ``device``, an endpoint with its request settings)."""
         requests = self.endpoint.given(REQUEST_OPTIONS) if self.endpoint is not None and self.is_endpoint else {}
         options: dict[str, Any] = {"batch_size": 32 if self.batch_size is None else self.batch_size,
-                                   "show_progress": show_progress, "name": self.display_name, **requests}
+                                   "show_progress": show_progress, "name": self.display_name, **requests,
+                                   **({"dtype": self.dtype} if self.dtype != "auto" else {})}
         return self.ref.load_encoder(device=None if self.is_endpoint else self.device, **options)
 
 
@@ -345,7 +360,7 @@ class LlmRerankerSpec:
     def why_not(self, option: str) -> str | None:
         reasons = {"rerank_revision": "an LLM endpoint serves one revision of its model; it is recorded by the prompt and settings",
                    "batch_size": "LLM requests go --concurrency at a time",
-                   "device": "the LLM runs behind --base-url"}
+                   "device": "the LLM runs behind --base-url", "dtype": "the LLM runs behind --base-url"}
         return settings_unused_by(self.kind).get(option) or reasons.get(option)
 
     def config(self, *, check_key: bool = True, sends: bool | None = None) -> Any:

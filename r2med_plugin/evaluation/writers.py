@@ -48,7 +48,7 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
             "dataset_revision_verified": result.dataset_revision_verified, "dataset_source": result.data.source,
             "dataset_files_fingerprint": result.data.files_fingerprint,
             "dataset_count_drift": dataset_count_drift(result.data), "dataset_rows": dataset_rows(result.data),
-        } | ({"rerank_usage": info.usage} if info.usage is not None else {}) | recorded_request(result)
+        } | ({"rerank_usage": info.usage} if info.usage is not None else {}) | placed_on(result) | recorded_request(result)
     return {
         "model_name": result_model_name(result),
         "model_revision": result.model_revision,
@@ -64,8 +64,15 @@ def provenance(result: TaskRunResult) -> dict[str, object]:
         "dataset_rows": dataset_rows(result.data),
         **local_expansion_file(result),
         "r2med_plugin_version": __version__,
+        **placed_on(result),
         **recorded_request(result),
     }
+
+
+def placed_on(result: TaskRunResult) -> dict[str, str]:
+    """``device``: where a model the package loaded ran (``cpu``, ``cuda:0``, a pool's ``cpu,cpu``); nothing for BM25,
+    run files, endpoints and a user's own objects, so their files stay as they were."""
+    return {"device": result.device} if result.device is not None else {}
 
 
 def recorded_request(result: TaskRunResult) -> dict[str, object]:

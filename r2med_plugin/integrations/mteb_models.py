@@ -27,9 +27,22 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.models.checks import check_model_name
+from r2med_plugin.models.placement import (
+    Placement,
+    check_dtype,
+    checkpoint_dtype,
+    dtype_label,
+    merged_setting,
+    one_device,
+    placement,
+)
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
-from r2med_plugin.models.checks import check_device, check_model_name
-from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
+from r2med_plugin.models.registry import (
+    ModelLoaderBase,
+    RetrieverRef,
+    cached_hub_commit,
+)
 
 NAME = "mteb"
 SPLIT, SUBSET = "test", "default"
@@ -82,12 +95,17 @@ class MtebLoader(ModelLoaderBase):
         meta = _loadable(ref)
         if meta.is_cross_encoder:
             raise UserError(f"{meta.name} is a cross-encoder in mteb's registry: rerank with it (--rerank {ref.name}), "
-                            "it does not embed texts for a first stage")
-        device = _one_device(options.pop("device", None), options.pop("devices", None))
-        model = _load(meta, ref, device)
-        return MtebEncoder(model, meta, **options)
+                             "it does not embed texts for a first stage")
+        placed = placement(merged_setting(options.pop("device", "auto"), options.pop("devices", None)))
+        dtype = check_dtype(options.pop("dtype", "auto"))
+        if placed.pooled or dtype != "auto":
+            _check_sentence_transformers_wrapper(meta, placed, dtype)
+        # a pool copies the model onto each of its devices itself; auto (None): mteb's loader chooses
+        model = _load(meta, ref, "cpu" if placed.pooled else placed.device, dtype)
+        label = dtype_label(dtype, _own_dtype(meta)) if dtype != "auto" else ""
+        return MtebEncoder(model, meta, devices=list(placed.devices) if placed.pooled else None, dtype_label=label, **options)
 
-    def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", batch_size: int = 32,
+    def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "auto", batch_size: int = 32,
                            max_length: int | None = None) -> Any:
         meta = _loadable(ref)
         if not meta.is_cross_encoder:
@@ -95,8 +113,7 @@ class MtebLoader(ModelLoaderBase):
                             f"first stage (--first-stage {ref.name}) and rerank with a cross-encoder")
         if max_length is not None:
             raise UserError("max_length is set by mteb's loader for models of its registry; leave it out")
-        check_device(device)
-        model = _load(meta, ref, device)
+        model = _load(meta, ref, one_device(device, "a cross-encoder scores its pairs in one process"))
         from r2med_plugin.integrations.mteb_pair_scorer import MtebPairScorer
         from r2med_plugin.models.cross_encoder import as_pair_scorer
 
@@ -120,17 +137,46 @@ def _loadable(ref: RetrieverRef) -> Any:
     return meta
 
 
-def _one_device(device: str | None, devices: Sequence[str] | None) -> str | None:
-    if devices and len(devices) > 1:
-        raise UserError(f"models of mteb's registry encode on one device; got devices {list(devices)}: give one")
-    chosen = devices[0] if devices else device
-    check_device(chosen)
-    return chosen
+def _st_wrappers() -> tuple[type, ...]:
+    """mteb's wrappers that hold a SentenceTransformer (``.model``), build it with the loader's keyword arguments and pass
+    ``encode``'s keyword arguments on to it: a multi-process pool and a dtype reach it."""
+    from mteb.models.instruct_wrapper import InstructSentenceTransformerModel
+    from mteb.models.sentence_transformer_wrapper import (
+        SentenceTransformerEncoderWrapper,
+    )
+
+    return SentenceTransformerEncoderWrapper, InstructSentenceTransformerModel
 
 
-def _load(meta: Any, ref: RetrieverRef, device: str | None) -> Any:
+def _check_sentence_transformers_wrapper(meta: Any, placed: Placement, dtype: str) -> None:
+    """A device list or a dtype reaches an mteb model only through a wrapper that holds a SentenceTransformer."""
+    loader = meta.loader
+    if isinstance(loader, type) and issubclass(loader, _st_wrappers()):
+        return
+    what = f"--device {','.join(placed.devices)}" if placed.pooled else f"--dtype {dtype}"
+    why = ("sentence-transformers' multi-process pool encodes only a SentenceTransformer" if placed.pooled
+           else "only a SentenceTransformer's loader takes the compute dtype here")
+    raise UserError(f"{what}: mteb loads {meta.name} with {getattr(loader, '__name__', loader)}, which wraps no "
+                    f"SentenceTransformer ({why}); " + ("give one device (or auto)" if placed.pooled else "drop --dtype (auto)"))
+
+
+def _own_dtype(meta: Any) -> str:
+    """The dtype mteb loads a model in: its ModelMeta's ``model_kwargs`` dtype, else the checkpoint's own."""
+    model_kwargs = dict((meta.loader_kwargs or {}).get("model_kwargs") or {})
+    recorded = model_kwargs.get("dtype") or model_kwargs.get("torch_dtype")
+    if recorded is not None and recorded != "auto":
+        return str(getattr(recorded, "value", recorded)).removeprefix("torch.")
+    return checkpoint_dtype(meta.name, meta.revision)
+
+
+def _load(meta: Any, ref: RetrieverRef, device: str | None, dtype: str = "auto") -> Any:
+    options: dict[str, Any] = {}
+    if dtype != "auto":  # merged into the ModelMeta's own model_kwargs (mteb's update would replace them)
+        model_kwargs = {key: value for key, value in dict((meta.loader_kwargs or {}).get("model_kwargs") or {}).items()
+                        if key != "torch_dtype"}
+        options["model_kwargs"] = model_kwargs | {"dtype": dtype}
     try:
-        return meta.load_model(device=device)
+        return meta.load_model(device=device, **options)
     except OSError as error:
         raise UserError(
             f"mteb could not load {meta.name} at revision {meta.revision} ({error}); it must be in the Hugging Face "
@@ -144,18 +190,38 @@ class MtebEncoder(EncoderBase):
     query_prompt = None  # mteb chooses the prompts (model prompts, the task's instruction)
 
     def __init__(self, model: Any, meta: Any, *, batch_size: int = 32, show_progress: bool = True,
-                 name: str | None = None, task: str | None = None) -> None:
+                 name: str | None = None, task: str | None = None, devices: list[str] | None = None,
+                 dtype_label: str = "") -> None:
         if batch_size < 1:
             raise UserError(f"batch_size must be positive, got {batch_size}")
         if name is not None:
             check_model_name(name)
         self.model = model
         self.meta = meta
-        self.name = name or meta.name
+        self.name = (name or meta.name) + dtype_label  # "+bfloat16": another dtype than the model's own, filed apart
+        self.dtype_label = dtype_label
+        self.devices = devices  # two or more: sentence-transformers' multi-process pool over the wrapped model
+        self._pool: dict[str, Any] = {}  # {"pool": the started pool}: one dict, shared by the copies for_task binds
         self.revision = meta.revision or cached_hub_commit(meta.name, "model", "main") or "unknown-revision"
         self.batch_size = batch_size
         self.show_progress = show_progress
         self.task = task
+
+    def _pool_option(self) -> dict:
+        """{"pool": the started pool} when encoding on several devices (mteb passes it on to the SentenceTransformer)."""
+        if not self.devices:
+            return {}
+        if "pool" not in self._pool:
+            import atexit
+
+            self._pool["pool"] = self.model.model.start_multi_process_pool(target_devices=self.devices)
+            atexit.register(self.close)
+        return {"pool": self._pool["pool"]}
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started (for this encoder and every copy bound to a task)."""
+        if "pool" in self._pool:
+            self.model.model.stop_multi_process_pool(self._pool.pop("pool"))
 
     def for_task(self, task: str) -> MtebEncoder:
         bound = copy.copy(self)
@@ -168,7 +234,8 @@ class MtebEncoder(EncoderBase):
         settings = json.dumps([self.meta.name, self.meta.revision, str(getattr(self.meta, "loader", "")),
                                getattr(self.meta, "loader_kwargs", None)], sort_keys=True, default=repr)
         digest = hashlib.sha256(settings.encode("utf-8")).hexdigest()[:16]
-        return f"mteb-{version('mteb')}/{digest}/task:{self.task}"
+        dtype = f"/dtype:{self.dtype_label.removeprefix('+')}" if self.dtype_label else ""  # auto: the key stays
+        return f"mteb-{version('mteb')}/{digest}{dtype}/task:{self.task}"
 
     def task_metadata(self) -> Any:
         if self.task is None:
@@ -194,7 +261,7 @@ class MtebEncoder(EncoderBase):
         rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
         loader = create_dataloader(rows, task_metadata=metadata, prompt_type=prompt_type, batch_size=self.batch_size)
         embeddings = self.model.encode(loader, task_metadata=metadata, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type,
-                                       batch_size=self.batch_size, show_progress_bar=self.show_progress)
+                                       batch_size=self.batch_size, show_progress_bar=self.show_progress, **self._pool_option())
         if hasattr(embeddings, "detach"):
             embeddings = embeddings.detach().float().cpu().numpy()
         return np.asarray(embeddings, dtype=np.float32)

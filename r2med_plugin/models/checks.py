@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.rules import SettingError
 
 
-def check_device(device: str | None) -> None:
-    """Refuse a device this torch cannot use, before a model is loaded onto it (torch would assert)."""
-    if not device or device == "cpu":
-        return
-    import torch
+def check_device(device: str | Sequence[str] | None) -> None:
+    """Refuse a device setting this torch cannot use (r2med_plugin.models.placement), before a model is loaded onto it
+    (torch would assert): ``auto``, one device, a list, or ``all``."""
+    from r2med_plugin.models.placement import placement
 
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError, TypeError):
-        raise SettingError(f"{{device}} {device!r} is not a device torch knows: use cpu, cuda, cuda:1 or mps",
-                           field="device") from None
-    kind = parsed.type
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise SettingError(f"{{device}} {device}: this torch has no usable CUDA (torch {torch.__version__}); use {{device}} "
-                           "cpu", field="device")
-    if kind == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
-        raise SettingError(f"{{device}} {device}: this machine has {torch.cuda.device_count()} CUDA device(s), cuda:0 to "
-                           f"cuda:{torch.cuda.device_count() - 1}", field="device")
-    if kind == "mps" and not torch.backends.mps.is_available():
-        raise SettingError(f"{{device}} {device}: MPS is not available here; use {{device}} cpu", field="device")
-
+    placement(device)
 
 
 def check_model_name(name: str) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.models.checks import check_device
 from r2med_plugin.models.identity import model_revision
+from r2med_plugin.models.placement import one_device
 from r2med_plugin.models.protocols import PairScorerBase
 
 
@@ -31,15 +31,15 @@ class SentenceTransformerCrossEncoder(PairScorerBase):
         model_name_or_path: str,
         *,
         revision: str | None = None,
-        device: str | None = "cpu",
+        device: str | None = "auto",
         batch_size: int = 32,
         max_length: int | None = None,
     ) -> None:
         from sentence_transformers import CrossEncoder
 
-        check_device(device)
+        chosen = one_device(device, "a cross-encoder scores its pairs in one process")  # auto: None, CrossEncoder chooses
         try:
-            self.model = CrossEncoder(model_name_or_path, revision=revision, device=device, max_length=max_length)
+            self.model = CrossEncoder(model_name_or_path, revision=revision, device=chosen, max_length=max_length)
         except OSError as error:
             raise UserError(
                 f"could not load the cross-encoder {model_name_or_path!r} ({error}); give a local folder or a hub name "

@@ -99,7 +99,7 @@ class EndpointLoader(ModelLoaderBase):
     def load_encoder(self, ref: RetrieverRef, *, device: str | None = None, devices: Sequence[str] | None = None,
                      batch_size: int = 32, show_progress: bool = True, name: str | None = None,
                      timeout: float = 120.0, max_retries: int = 6) -> EndpointEncoder:
-        if device not in (None, "cpu") or any(chosen != "cpu" for chosen in devices or ()):
+        if device not in (None, "cpu", "auto") or any(chosen not in ("cpu", "auto") for chosen in devices or ()):
             raise SettingError(f"{ref.name} runs on its server: a {{device}} (or devices) reaches no code there; drop it",
                                field="device")
         settings = dict(ref.settings)

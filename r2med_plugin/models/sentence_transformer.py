@@ -8,17 +8,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.models.checks import check_device, check_model_name
+from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
+from r2med_plugin.models.placement import check_dtype, checkpoint_dtype, dtype_kwargs, dtype_label, merged_setting, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 
 
 class SentenceTransformerEncoder(EncoderBase):
     """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
 
-    ``devices`` with two or more entries (``["cuda:0", "cuda:1"]``, ``["cpu", "cpu"]``) encodes with
-    sentence-transformers' multi-process pool, one process per device, started on first use and
-    stopped by ``close()`` (or at exit). The embeddings equal a single-process run's (to float noise).
+    ``device`` is the one device setting (r2med_plugin.models.placement): ``auto`` (default: sentence-transformers
+    chooses, CUDA when there is one), one device, or a list (``"cuda:0,cuda:1"``, ``"cpu,cpu"``, ``"all"``);
+    ``devices`` (a sweep's list) wins over it. Two or more devices encode with sentence-transformers' multi-process
+    pool, one process per device, started on first use and stopped by ``close()`` (or at exit). The embeddings equal
+    a single-process run's (to float noise). ``dtype`` (auto, float32, bfloat16, float16) is the compute dtype the
+    weights load in; one other than the checkpoint's own is added to the name (``+bfloat16``).
     """
 
     devices: list[str] | None = None
@@ -46,12 +50,13 @@ class SentenceTransformerEncoder(EncoderBase):
         model_name_or_path: str,
         *,
         revision: str | None = None,
-        device: str | None = "cpu",
+        device: str | Sequence[str] | None = "auto",
         batch_size: int = 32,
         query_prompt: str | None = None,
         show_progress: bool = True,
         devices: Sequence[str] | None = None,
         name: str | None = None,
+        dtype: str = "auto",
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
@@ -60,14 +65,10 @@ class SentenceTransformerEncoder(EncoderBase):
         if name is not None:
             check_model_name(name)
 
-        self.devices = list(devices) if devices and len(devices) > 1 else None
+        placed = placement(merged_setting(device, devices))
+        dtype = check_dtype(dtype)
+        self.devices = list(placed.devices) if placed.pooled else None
         self._pool = None
-        if self.devices:
-            device = "cpu"  # the pool copies the model onto each device itself
-        elif devices:
-            device = devices[0]
-        for wanted in self.devices if self.devices else [device]:
-            check_device(wanted)
         source = model_name_or_path
         if model_name_or_path in PACKAGED_MODELS:
             if revision is not None:
@@ -75,7 +76,9 @@ class SentenceTransformerEncoder(EncoderBase):
             source = str(packaged_model_folder(model_name_or_path))
         try:
             with no_loading_bar():
-                self.model = SentenceTransformer(source, revision=revision, device=device)
+                # a pool copies the model onto each of its devices itself; auto: sentence-transformers chooses
+                self.model = SentenceTransformer(source, revision=revision, device="cpu" if placed.pooled else placed.device,
+                                                 **dtype_kwargs(dtype))
         except OSError as error:
             raise UserError(
                 f"could not load the model {model_name_or_path!r} ({error}); give a local folder or a hub name "
@@ -84,6 +87,8 @@ class SentenceTransformerEncoder(EncoderBase):
         # Hub: the commit loaded (as mteb records it); local folder: a fingerprint of its files.
         self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
         self.name = name or self.name  # the revision still comes from the weights: a name never hides other weights
+        self.dtype = dtype
+        self.name += dtype_label(dtype, checkpoint_dtype(source, revision) if dtype != "auto" else dtype)
         self.batch_size = batch_size
         self.query_prompt = query_prompt
         self.show_progress = show_progress

@@ -16,11 +16,12 @@ from r2med_plugin.evaluation.request import RequestError
 from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, check_retriever_name
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
+from r2med_plugin.models.placement import DTYPES
 from r2med_plugin.rules import neutral_fields
 from r2med_plugin.sweep.shorthand import SpecError, as_bool, as_int, as_list, read_devices, spec_error
 
-MODEL_KEYS = {"model", "revision", "batch_size", "devices", "instruction", "loader", "base_url", "api_key_env", "dimensions",
-              "concurrency", "extra_body"}
+MODEL_KEYS = {"model", "revision", "batch_size", "devices", "dtype", "instruction", "loader", "base_url", "api_key_env",
+              "dimensions", "concurrency", "extra_body"}
 
 
 # How a model loads: --loader, and an openai:<model> endpoint's settings; kept in a job only when given
@@ -85,7 +86,8 @@ def read_retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -
         raise spec_error(path, f"{key}.revision", f"is {revision!r}", "quote it as a string (a commit sha or a tag)")
     loading = {name: entry[name] for name in LOADING_KEYS if entry.get(name) is not None}
     instruction = bool(as_bool(path, f"{key}.instruction", entry.get("instruction")))
-    model_spec(entry["model"], revision, loading, instruction, path=path, key=key)  # resolved and checked once, here
+    dtype = read_dtype(path, f"{key}.dtype", entry.get("dtype")) or read_dtype(path, "dtype", raw.get("dtype"))
+    model_spec(entry["model"], revision, loading, instruction, path=path, key=key, dtype=dtype or "auto")  # checked once, here
     return {
         "model": entry["model"],
         "revision": revision,
@@ -93,6 +95,7 @@ def read_retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -
         "devices": read_devices(path, f"{key}.devices", entry.get("devices")) or read_devices(path, "devices", raw.get("devices")),
         "instruction": instruction,
         **loading,
+        **({"dtype": dtype} if dtype else {}),  # auto is left out: a job's id stays what it was
     }
 
 
@@ -102,14 +105,23 @@ def key_wording(error: Exception) -> str:
     return error.render("key") if isinstance(error, UserError) else str(error).replace("--", "")
 
 
+def read_dtype(path: Path, key: str, value: Any) -> str | None:
+    """A model's compute dtype (``dtype: bfloat16``); None for auto or none given."""
+    if value is None:
+        return None
+    if value not in DTYPES:
+        raise spec_error(path, key, f"is {value!r}", f"use one of {', '.join(DTYPES)}")
+    return None if value == "auto" else value
+
+
 def model_spec(name: str, revision: str | None, loading: Mapping[str, Any], instruction: bool, *,
-               path: Path = Path("<spec>"), key: str = "retrievers[0]") -> Any:
+               path: Path = Path("<spec>"), key: str = "retrievers[0]", dtype: str = "auto") -> Any:
     """The ModelSpec of a retrievers entry (what the name is and how it loads: mteb's registry, an endpoint's
     settings, the instruction rule), its refusal keyed under the entry."""
     settings = {option: value for option, value in loading.items() if option != "loader"}
     try:
         return ModelSpec(name, revision, loader=loading.get("loader"), endpoint=EndpointSpec(**settings) if settings else None,
-                         instruction=instruction)
+                         instruction=instruction, dtype=dtype)
     except RequestError as error:
         raise SpecError(f"{path}: {error.keyed(f'`{key}.{error.key}`')}") from None
     except ValueError as error:

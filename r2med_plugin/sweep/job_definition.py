@@ -92,10 +92,11 @@ def job_request(job: Job, models: dict[str, Any] | None = None) -> Any:
     first = Bm25Spec(retriever["bm25"]) if "bm25" in retriever else None
     if "model" in retriever:
         loading = {name: retriever[name] for name in LOADING_KEYS if retriever.get(name) is not None}
-        key = json.dumps([retriever["model"], retriever.get("revision"), loading, job.instruction], sort_keys=True, default=str)
+        dtype = retriever.get("dtype") or "auto"
+        key = json.dumps([retriever["model"], retriever.get("revision"), loading, job.instruction, dtype], sort_keys=True, default=str)
         models = {} if models is None else models
         if key not in models:
-            models[key] = model_spec(retriever["model"], retriever.get("revision"), loading, job.instruction)
+            models[key] = model_spec(retriever["model"], retriever.get("revision"), loading, job.instruction, dtype=dtype)
         first = models[key]
     if "rerank" in options:
         depth, batch_size = options.pop("rerank_depth", None) or 10, options.pop("rerank_batch_size", None)

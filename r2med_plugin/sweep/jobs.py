@@ -217,13 +217,13 @@ def _encoder(retriever: Mapping[str, Any], show_progress: bool):
 
     devices = retriever.get("devices") or _ray_gpu_devices()
     loading = _loading(retriever)
+    dtype = {"dtype": retriever["dtype"]} if retriever.get("dtype") else {}  # auto: as the checkpoint loads
     key = (retriever["model"], retriever.get("revision"), tuple(devices or ()), retriever.get("batch_size", 32),
-           json.dumps(loading, sort_keys=True))
+           json.dumps(loading, sort_keys=True), json.dumps(dtype))
     if key not in _LOADED:
         release_models()
         _LOADED[key] = resolve(retriever["model"], retriever.get("revision"), **loading).load_encoder(
-            device=devices[0] if devices else None, devices=devices, batch_size=retriever.get("batch_size", 32),
-            show_progress=show_progress,
+            device=None, devices=devices, batch_size=retriever.get("batch_size", 32), show_progress=show_progress, **dtype,
         )
     encoder = _LOADED[key]
     encoder.show_progress = show_progress

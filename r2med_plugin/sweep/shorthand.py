@@ -37,6 +37,7 @@ TOP_KEYS = {
     "retries": "extra attempts for a failed job (default 1)",
     "devices": "default devices of every model, e.g. [cuda:0, cuda:1] or [cpu, cpu]",
     "batch_size": "default encoding batch size (default 32)",
+    "dtype": "default compute dtype of every model: auto (default), float32, bfloat16, float16",
     "data_dir": "local mirror (default: $R2MED_DATA_DIR, else the hub)",
     "accept_drift": "true: accept counts/revisions that differ from task_metadata",
     "resources": "Ray resources per job: {model_gpus: 1, model_cpus: 1, bm25_cpus: 1}",

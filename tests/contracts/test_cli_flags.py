@@ -161,6 +161,7 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("evaluate", "model_revision"): (MODEL, MODEL + ["--model-revision", "v1"]),
     ("evaluate", "model_name"): (MODEL, MODEL + ["--model-name", "my-org/m"]),
     ("evaluate", "device"): (MODEL, MODEL + ["--device", "cpu:0"]),
+    ("evaluate", "dtype"): (MODEL, MODEL + ["--dtype", "bfloat16"]),
     ("evaluate", "batch_size"): (MODEL, MODEL + ["--batch-size", "8"]),
     ("evaluate", "data_dir"): (BM25, BM25 + ["--data-dir", "{tmp}"]),
     ("evaluate", "accept_drift"): (BM25, BM25 + ["--accept-drift"]),
@@ -325,6 +326,7 @@ REFUSED: list[tuple[list[str], str]] = [
     (BM25 + ["--model-revision", "v1"], "--model-revision"),
     (BM25 + ["--batch-size", "8"], "--batch-size"),
     (BM25 + ["--device", "cpu"], "--device"),  # refused even when it equals the default: it was written
+    (BM25 + ["--dtype", "bfloat16"], "--dtype"),  # BM25 loads no model
     (BM25 + ["--rerank-depth", "100"], "--rerank-depth"),
     (BM25 + ["--rerank-revision", "v2"], "--rerank-revision"),
     (MODEL + ["--rerank-depth", "100"], "--rerank-depth"),
@@ -336,6 +338,7 @@ REFUSED: list[tuple[list[str], str]] = [
     (BM25 + ["--loader", "mteb"], "--loader"),
     (ENDPOINT + ["--loader", "mteb"], "--loader"),
     (ENDPOINT + ["--device", "cpu"], "--device"),
+    (ENDPOINT + ["--dtype", "float16"], "--dtype"),  # the endpoint's server holds the weights
     (MTEB_MODEL + ["--instruction"], "--instruction"),  # mteb applies the model's prompts and the task's instruction
     (MODEL + ["--workers", "2"], "--workers"),
     (MODEL + ["--candidates", "bm25", "--candidates-only", "--top-k", "100"], "--top-k"),

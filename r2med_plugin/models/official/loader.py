@@ -21,6 +21,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.official import reranker_model
 from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, towers, retriever_profiles
 from r2med_plugin.models.official.loading import OfficialEncoder, load_official_encoder
+from r2med_plugin.models.placement import merged_setting
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
 
 NAME = SCHEME = "official"
@@ -118,7 +119,7 @@ class OfficialLoader(ModelLoaderBase):
         loaded = towers(_checkpoint(ref, profile))
         return f"retriever:{profile.name}:" + "+".join(reranker_model.weights_stamp(tower, ref.revision) for tower in dict.fromkeys(loaded))
 
-    def load_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", devices: Sequence[str] | None = None,
+    def load_encoder(self, ref: RetrieverRef, *, device: str | None = "auto", devices: Sequence[str] | None = None,
                      batch_size: int | None = None, show_progress: bool = True, name: str | None = None,
                      dtype: str | None = None, **requests: Any) -> OfficialEncoder:
         """``requests``: ``timeout`` and ``max_retries`` of the API profiles' requests."""
@@ -127,23 +128,21 @@ class OfficialLoader(ModelLoaderBase):
             raise UserError(f"{ref.name} is a reranker (it scores query-document pairs): use it with --rerank, "
                             "after a first stage (--first-stage)")
         profile = retriever_profiles()[settings["profile"]]
-        if devices and len(devices) > 1:
-            raise UserError(f"official retrievers encode on one device; got devices {list(devices)}: give one")
-        device = devices[0] if devices else device
+        setting = merged_setting(device, devices)  # a list is checked by the profile's recipe (load_official_encoder)
         endpoint = None
         unknown = sorted(set(requests) - {"timeout", "max_retries"})
         if unknown or (requests and not profile.remote):
             raise TypeError(f"unexpected options for {ref.name}: {', '.join(sorted(requests))}")
         if profile.remote:
-            if device not in (None, "cpu"):
+            if setting not in (None, "cpu", "auto"):
                 raise UserError(f"{ref.name} runs on its API's servers: a --device reaches no code there; drop it")
             endpoint = _endpoint(profile.checkpoint, settings, batch_size or int(profile.arguments["batch_size"]), show_progress,
                                  requests)
-        return load_official_encoder(profile, _checkpoint(ref, profile), revision=ref.revision, device=device,
+        return load_official_encoder(profile, _checkpoint(ref, profile), revision=ref.revision, device=setting,
                                      batch_size=batch_size, dtype=dtype, show_progress=show_progress, name=name,
                                      endpoint=endpoint)
 
-    def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "cpu", batch_size: int = 32,
+    def load_cross_encoder(self, ref: RetrieverRef, *, device: str | None = "auto", batch_size: int = 32,
                            dtype: str | None = None, max_length: int = reranker_model.MAX_LENGTH,
                            **options: Any) -> reranker_model.OfficialReranker:
         settings = dict(ref.settings)

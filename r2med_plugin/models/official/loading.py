@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.models.checks import check_device, check_model_name
+from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.embedding_endpoint import endpoint_host
 from r2med_plugin.models.identity import model_revision
+from r2med_plugin.models.placement import official_device, placement
 from r2med_plugin.models.official.naming import folder_label, result_name
 from r2med_plugin.models.official.profiles import (
     ENDPOINTS,
@@ -101,7 +102,7 @@ class OfficialEncoder(EncoderBase):
 
 
 def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str, str], *, revision: str | None = None,
-                          device: str | None = "cpu", batch_size: int | None = None, dtype: str | None = None,
+                          device: str | Sequence[str] | None = "auto", batch_size: int | None = None, dtype: str | None = None,
                           show_progress: bool = True, name: str | None = None, endpoint: Any = None) -> OfficialEncoder:
     """The encoder of ``profile`` on ``checkpoint`` (the profile's own, or weights given after '@'); an API profile
     sends its texts to ``endpoint`` (an encoder with ``encode(texts, kind=..., extra_body=...)``, ``cache_identity``
@@ -124,12 +125,16 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
                   else f"{model}@{endpoint.host.split('://', 1)[1].replace(':', '-')}")
         return OfficialEncoder(profile, recipe, name=name or result_name(served, profile), revision=endpoint.revision,
                                identity=endpoint.cache_identity)
-    device = device or "cpu"
-    check_device(device)
+    placed = placement(device)
+    if placed.pooled and profile.model_class != "InstructorModel":  # the one recipe that encodes with sentence-transformers
+        raise UserError(f"--device {','.join(placed.devices)}: official:{profile.name} encodes with the official code's own "
+                        f"loop ({profile.model_class}) in one process, which sentence-transformers' multi-process pool "
+                        "cannot run; give one device (or auto)")
     query_tower, document_tower = towers(checkpoint)
     local = Path(document_tower).expanduser().is_dir()
     hub_revision = None if local else revision
-    common = {"batch_size": batch, "device": device, "show_progress": show_progress, "revision": hub_revision}
+    common = {"batch_size": batch, "device": official_device(placed.device, ""), "show_progress": show_progress,
+              "revision": hub_revision, **({"devices": list(placed.devices)} if placed.pooled else {})}
     try:
         recipe = _recipe(profile, arguments, query_tower, document_tower, common, dtype)
     except OSError as error:

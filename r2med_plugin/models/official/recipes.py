@@ -219,12 +219,31 @@ class BiEncoderRecipe(Recipe):
 class InstructorRecipe(Recipe):
     """InstructorModel: sentence-transformers, the instruction as a prompt left out of the pooling, normalised."""
 
-    def __init__(self, checkpoint: str, *, batch_size: int, device: str, show_progress: bool, revision: str | None = None) -> None:
+    def __init__(self, checkpoint: str, *, batch_size: int, device: str, show_progress: bool, revision: str | None = None,
+                 devices: list[str] | None = None) -> None:
         from sentence_transformers import SentenceTransformer
 
-        self.model = SentenceTransformer(checkpoint, revision=revision, device=device)
+        # devices: sentence-transformers' multi-process pool, one process per device (it copies the model onto each)
+        self.model = SentenceTransformer(checkpoint, revision=revision, device="cpu" if devices else device)
         self.model.set_pooling_include_prompt(False)
-        self.batch_size, self.show_progress = batch_size, show_progress
+        self.batch_size, self.show_progress, self.devices = batch_size, show_progress, devices
+        self._pool: dict | None = None
+
+    def _pool_option(self) -> dict:
+        if not self.devices:
+            return {}
+        if self._pool is None:
+            import atexit
+
+            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
+            atexit.register(self.close)
+        return {"pool": self._pool}
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.model.stop_multi_process_pool(pool)
 
     def settings(self) -> list[Any]:
         from r2med_plugin.models.identity import encoder_settings
@@ -233,7 +252,8 @@ class InstructorRecipe(Recipe):
 
     def encode(self, texts: list[str], kind: EncodeKind, instruction: str | None, expansion: bool = False) -> np.ndarray:
         return np.asarray(self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=self.show_progress,
-                                            prompt=instruction, normalize_embeddings=True, convert_to_numpy=True))
+                                            prompt=instruction, normalize_embeddings=True, convert_to_numpy=True,
+                                            **self._pool_option()))
 
 
 class GritRecipe(Recipe):

@@ -159,12 +159,12 @@ class OfficialReranker(PairScorerBase):
     """A pair scorer (``predict(pairs) -> scores``) with the official RerankerModel's input format and scoring."""
 
     def __init__(self, mode: str, checkpoint: str, *, profile: str | None = None, base: str | None = None, revision: str | None = None,
-                 device: str | None = "cpu", batch_size: int = 32, dtype: str = "float32", max_length: int = MAX_LENGTH) -> None:
+                 device: str | None = "auto", batch_size: int = 32, dtype: str = "float32", max_length: int = MAX_LENGTH) -> None:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from r2med_plugin.models.checks import check_device
         from r2med_plugin.models.identity import model_revision
+        from r2med_plugin.models.placement import official_device
 
         if mode not in MODES:
             raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -173,9 +173,8 @@ class OfficialReranker(PairScorerBase):
         torch_dtype = getattr(torch, dtype, None)
         if not isinstance(torch_dtype, torch.dtype):
             raise UserError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
-        check_device(device)
         self.mode, self.batch_size, self.max_length, self.dtype = mode, batch_size, max_length, dtype
-        self.device = torch.device(device or "cpu")
+        self.device = torch.device(official_device(device, "an official reranker scores its pairs in one process"))
         local = Path(checkpoint).expanduser().is_dir()
         hub_revision = None if local else revision
         try:
