@@ -334,8 +334,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
         from r2med_plugin.quiet import silence_libraries
 
         silence_libraries()
-    from r2med_plugin.llm.client import EndpointError
-    from r2med_plugin.llm.config import extra_body_of
+    from r2med_plugin.endpoints.client import EndpointError
+    from r2med_plugin.endpoints.extra_body import extra_body_of
 
     args.extra_body = extra_body_of(args.extra_body)  # a JSON object, checked before anything else
     try:

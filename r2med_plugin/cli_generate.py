@@ -58,7 +58,7 @@ def generate_command(args: argparse.Namespace) -> int:
     tasks = task_names("r2med") if args.task == ["all"] else args.task
     if args.method != "lamer":
         refuse_unreached(args, {"first_stage": f"only lamer prompts hold first-stage passages; {args.method} prompts hold the query alone"})
-    from r2med_plugin.llm.config import extra_body_of
+    from r2med_plugin.endpoints.extra_body import extra_body_of
 
     extra_body = extra_body_of(args.extra_body, example='{"chat_template_kwargs": {"enable_thinking": true}}')
     from r2med_plugin.llm.cost import check_prices

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from r2med_plugin.errors import UserError
 from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
-from r2med_plugin.llm import client as api
+from r2med_plugin.endpoints import client as api
 from r2med_plugin.evaluation.first_stages import as_first_stage
 from r2med_plugin.generation.config import IDENTITY_KEYS, GenerationConfig, GenerationRequest
 from r2med_plugin.llm.config import Sending

@@ -367,7 +367,7 @@ class DryRequester:
         self.asked: list[PlannedRequest] = []
 
     async def ask(self, messages: Messages, parameters: dict[str, Any], *, probe: bool = False):
-        from r2med_plugin.llm.client import Answer
+        from r2med_plugin.endpoints.client import Answer
 
         if self.extra_body:
             parameters = {**parameters, "extra_body": self.extra_body}

@@ -5,11 +5,11 @@ model, the messages (which hold the query and passage texts) and the request par
 resumes from what it had; a rerun of a finished run sends no request. The endpoint's URL and key are not part of
 the key, and the key is never written: the cache holds answers only.
 
-Retries on 429, 5xx, timeouts and dropped connections are the ``openai`` client's own (r2med_plugin.llm.client).
+Retries on 429, 5xx, timeouts and dropped connections are the ``openai`` client's own (r2med_plugin.endpoints.client).
 A request that still fails stops the run after the others finished (their answers are cached); a rejected key or
 an unknown model stops it at once. Usage (requests sent, answers from the cache, tokens, wall time) is counted.
 
-Parameters the model refuses (HTTP 400 "Unsupported parameter", r2med_plugin.llm.client.RequestRules) are left out
+Parameters the model refuses (HTTP 400 "Unsupported parameter", r2med_plugin.endpoints.client.RequestRules) are left out
 of every later request; what was learned is kept beside the answers (``rules/<key>.json`` per endpoint host and
 model), so a rerun asks as the first run asked and finds its answers.
 """
@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from r2med_plugin.cache import cache_dir, cache_enabled
 from r2med_plugin.io import write_json_atomic
-from r2med_plugin.llm import client as api
+from r2med_plugin.endpoints import client as api
 from r2med_plugin.llm.config import Endpoint
 
 T = TypeVar("T")

@@ -3,7 +3,7 @@ an Encoder: ``--retriever openai:<model> --base-url URL [--api-key-env VAR] [--d
 [--extra-body JSON]``.
 
 - Texts go in batches (``batch_size`` per request), ``concurrency`` requests in flight, through the
-  ``openai`` client, which retries 429, 5xx, timeouts and dropped connections (r2med_plugin.llm.client).
+  ``openai`` client, which retries 429, 5xx, timeouts and dropped connections (r2med_plugin.endpoints.client).
 - Every batch's embeddings are cached as soon as they arrive (key: endpoint host, model id, dimensions,
   prompt, extra body and the batch's texts), so a killed run resumes where it stopped; the whole encode is then
   cached like a local model's (``encode_cached``, key from ``cache_identity``), so a rerun sends nothing.
@@ -31,9 +31,9 @@ import numpy as np
 
 from r2med_plugin.cache import key_of, read_cached_array, store_array
 from r2med_plugin.errors import UserError
-from r2med_plugin.llm.client import api_key, describe, endpoint_host, host_label, make_client, redact
-from r2med_plugin.llm.config import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
-from r2med_plugin.llm.client import refused as api_refused
+from r2med_plugin.endpoints.client import api_key, describe, endpoint_host, host_label, make_client, redact
+from r2med_plugin.endpoints.extra_body import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
+from r2med_plugin.endpoints.client import refused as api_refused
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef

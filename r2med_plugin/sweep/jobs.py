@@ -132,7 +132,7 @@ def _job_stamps(job: Job) -> dict[str, str]:
 def _llm_stamp(name: str, asks: Mapping[str, Any]) -> str:
     """An LLM reranker's stamp: the plugin version (its prompts and parsing), the endpoint's host and the model id
     (what it serves cannot be seen from here: a redeployed model under one id is the same stamp)."""
-    from r2med_plugin.llm.client import endpoint_host
+    from r2med_plugin.endpoints.client import endpoint_host
     from r2med_plugin.version import __version__
 
     return f"r2med-plugin-{__version__}:llm:{endpoint_host(str(asks['base_url']))}:{name}"

@@ -12,7 +12,7 @@ PACKAGE = Path(r2med_plugin.__file__).parent
 # Lower numbers are lower layers; a module may import its own layer or lower ones.
 LAYERS = {
     "version": 0, "types": 0, "io": 0, "errors": 0, "rules": 0, "quiet": 0, "identifiers": 0, "optional_dependencies": 0, "significance": 1, "cache": 1, "catalog": 1, "metrics": 1,
-    "data": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
+    "data": 2, "endpoints": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
     "integrations": 6, "generation": 6, "sweep": 7, "cli": 8, "cli_options": 8, "cli_compare": 8, "cli_audit": 8, "cli_evaluate": 8, "cli_generate": 8, "": 9,
 }
 HOST_LIBRARIES = ("mteb", "ir_datasets")
@@ -140,15 +140,17 @@ ADAPTERS = {"models/protocols.py"}  # a loader is a ModelLoader when registered 
 NOT_A_MODEL = {("cli.py", "query_prompt"), ("cli_evaluate.py", "query_prompt")}  # a result's field, not a model's member
 
 
-def test_models_sit_below_retrieval_and_only_the_endpoint_family_uses_the_llm_client():
+def test_models_sit_below_retrieval_and_llm_and_the_endpoint_client_below_both():
     graph = _imports()
     models = {module: targets for module, targets in graph.items() if module.startswith("r2med_plugin.models")}
     assert sorted(f"{module} -> {target}" for module, targets in models.items() for target in targets
-                  if target.startswith("r2med_plugin.retrieval")) == []
-    # the OpenAI-compatible client is the embedding endpoint family's; the official API profiles go through that family
-    assert sorted(module for module, targets in models.items()
-                  if any(target.startswith("r2med_plugin.llm") for target in targets)) == ["r2med_plugin.models.embedding_endpoint"]
-    # retrieval/official_dense.py imported llm.client (a layer that imports retrieval back): nothing in retrieval does now
+                  if target.startswith(("r2med_plugin.retrieval", "r2med_plugin.llm"))) == []
+    # the OpenAI-compatible client and the extra request body are below both families that send requests
+    endpoint_users = {module for module, targets in graph.items() if any(t.startswith("r2med_plugin.endpoints") for t in targets)}
+    assert "r2med_plugin.models.embedding_endpoint" in endpoint_users and "r2med_plugin.llm.requests" in endpoint_users
+    assert sorted(f"{module} -> {target}" for module, targets in graph.items() if module.startswith("r2med_plugin.endpoints")
+                  for target in targets if not target.startswith(("r2med_plugin.endpoints", "r2med_plugin.errors",
+                                                                  "r2med_plugin.rules"))) == []
     assert sorted(f"{module} -> {target}" for module, targets in graph.items() if module.startswith("r2med_plugin.retrieval")
                   for target in targets if target.startswith("r2med_plugin.llm")) == []
 

@@ -482,7 +482,7 @@ def test_lamer_passage_format_by_hand():
 
 
 def test_endpoint_names_and_sampling_checks():
-    from r2med_plugin.llm.client import endpoint_host
+    from r2med_plugin.endpoints.client import endpoint_host
     from r2med_plugin.generation.generate import sampling_parameters
     from r2med_plugin.generation.store import check_name, slug_name
 

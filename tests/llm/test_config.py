@@ -40,7 +40,7 @@ def test_settings_are_checked_with_the_fix():
 
 
 def test_an_empty_api_key_env_is_refused():
-    from r2med_plugin.llm.client import api_key
+    from r2med_plugin.endpoints.client import api_key
 
     with pytest.raises(ValueError, match=r"api_key_env \(--api-key-env\) is empty"):
         api_key("")

@@ -1,4 +1,4 @@
-"""Parameters a model refuses (r2med_plugin.llm.client.RequestRules): an OpenAI reasoning model gets
+"""Parameters a model refuses (r2med_plugin.endpoints.client.RequestRules): an OpenAI reasoning model gets
 max_completion_tokens and labels, and reranks by the said word."""
 
 from __future__ import annotations

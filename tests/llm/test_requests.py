@@ -150,7 +150,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_cached_answers(own_cache: Pa
 def test_refused_requests_are_not_said_to_be_retried_nor_to_help_rerunning(own_cache: Path, monkeypatch):
     """vLLM refuses a reasoning budget longer than the context with HTTP 400 on every pair: such a request is
     not retried, so the message says the server refused them, gives its text, and does not suggest running again."""
-    from r2med_plugin.llm.client import EndpointError
+    from r2med_plugin.endpoints.client import EndpointError
 
     first_stage, queries, documents = toy_data(count=3, queries=1)
     with LoopbackOpenAI(reply=reasoning_reply, max_model_len=4096, report_max_model_len=False) as server:
