@@ -21,7 +21,8 @@ one worker pool, however many checkpointed chunks it feeds (``r2med_plugin.retri
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -74,9 +75,8 @@ def supported_model(model: object) -> bool:
     needed = ("_resolve_prompt", "_input_length", "_can_flatten_inputs", "_interleave_sorted_indices", "prompts")
     if not all(hasattr(model, name) for name in needed):
         return False
-    if getattr(model, "_distributed_inference", None) is not None or getattr(model, "_placement_is_delegated", False):
-        return False  # sentence-transformers places or spreads this model itself
-    return True
+    # sentence-transformers places or spreads a model with a device map or distributed inference itself
+    return getattr(model, "_distributed_inference", None) is None and not getattr(model, "_placement_is_delegated", False)
 
 
 def workers_for(model: Any) -> int:
@@ -115,7 +115,7 @@ class FastEncoder:
             order = self.model._interleave_sorted_indices(order)
         return np.asarray(order, dtype=np.int64)
 
-    def stream(self, ordered: Sequence[str]) -> Iterator[np.ndarray]:
+    def stream(self, ordered: Sequence[str]) -> Generator[np.ndarray, None, None]:
         """The embeddings of ``ordered`` (already in ``order``), a batch at a time (float32), from one DataLoader:
         one pool of worker processes tokenizing ahead of the forward pass."""
         import torch
@@ -156,7 +156,8 @@ class FastEncoder:
         if not inputs:
             return np.asarray(self.model.encode(inputs), dtype=np.float32)
         order = self.order(inputs)
-        ordered = np.concatenate(list(self.stream([inputs[index] for index in order])), axis=0)
+        with closing(self.stream([inputs[index] for index in order])) as batches:
+            ordered = np.concatenate(list(batches), axis=0)
         embeddings = np.empty_like(ordered)
         embeddings[order] = ordered
         return embeddings
