@@ -128,13 +128,14 @@ class FastEncoder:
         device = self.model.device
         task = {"task": self.kind}
         collate = _Preprocess(self.model, self.prompt, self.kind)
-        batches = [range(start, min(start + self.batch_size, len(texts))) for start in range(0, len(texts), self.batch_size)]
+        dataset: Any = texts  # a list is a map-style dataset to torch
+        batches = [list(range(start, min(start + self.batch_size, len(texts)))) for start in range(0, len(texts), self.batch_size)]
         multiprocess: dict[str, Any] = {}
         if self.workers > 0:
             import multiprocessing
 
             multiprocess = {"multiprocessing_context": multiprocessing.get_context("fork"), "prefetch_factor": _PREFETCH_BATCHES}
-        loader = DataLoader(texts, batch_sampler=batches, collate_fn=collate, num_workers=self.workers,
+        loader: DataLoader[Any] = DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=self.workers,
                             pin_memory=device.type == "cuda", **multiprocess)
         truncate_dim = getattr(self.model, "truncate_dim", None)
         self.model.eval()

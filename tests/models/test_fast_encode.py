@@ -127,7 +127,6 @@ def test_fast_path_equals_encode_query_and_encode_document(task: tuple, encoder:
     _same_rankings(_run(query_ids, fast_queries, doc_ids, fast_docs), _run(query_ids, own_queries, doc_ids, own_docs))
 
 
-@pytest.mark.slow
 def test_an_interrupted_encoding_resumes_at_its_first_unfinished_chunk_of_the_length_order(
         task: tuple, encoder: Any, forced: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """The chunks follow the length order across the whole call; a resumed run streams only the texts of the chunks
@@ -172,12 +171,13 @@ def test_an_interrupted_encoding_resumes_at_its_first_unfinished_chunk_of_the_le
     assert np.array_equal(dense.encode_cached_raw(encoder, docs, kind="document", dataset_revision="synthetic"), resumed)
 
 
-@pytest.mark.slow
 def test_an_mteb_wrapped_model_equals_mtebs_own_encode(task: tuple, encoder: Any, monkeypatch: pytest.MonkeyPatch):
     """mteb's SentenceTransformerEncoderWrapper, bound to a NanoR2MED task: the model and the prompt mteb resolves go
     to the fast path; the texts are those mteb's DataLoader gives (a document's surrounding blanks stripped)."""
     import mteb  # noqa: F401  (registers the plugin's tasks)
-    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+    from mteb.models.sentence_transformer_wrapper import (
+        SentenceTransformerEncoderWrapper,
+    )
 
     from r2med_plugin.integrations.mteb_models import MtebEncoder
 
@@ -202,8 +202,10 @@ def test_an_mteb_wrapped_model_equals_mtebs_own_encode(task: tuple, encoder: Any
 
 
 def test_an_mteb_wrapper_subclass_with_its_own_encode_keeps_it(encoder: Any, forced: None):
-    import mteb  # noqa: F401
-    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+    import mteb
+    from mteb.models.sentence_transformer_wrapper import (
+        SentenceTransformerEncoderWrapper,
+    )
 
     from r2med_plugin.integrations.compat import mteb_sentence_transformer
 
