@@ -148,7 +148,6 @@ def mteb_dataloader(rows: Any, **options: Any) -> Any:
 
 # mteb's wrapper of a sentence-transformers model and its prompt resolution (private: shape-checked before use)
 MTEB_SENTENCE_TRANSFORMER_MODULE = "mteb.models.sentence_transformer_wrapper"
-_MTEB_PROMPT_PARAMETERS = ("model_prompts", "task_metadata", "prompt_type")
 
 
 def mteb_sentence_transformer(model: Any, task_metadata: Any, kind: str) -> tuple[Any, str | None] | None:
@@ -163,16 +162,16 @@ def mteb_sentence_transformer(model: Any, task_metadata: Any, kind: str) -> tupl
     resolve = getattr(module, "_resolve_prompt", None)
     if wrapper is None or not callable(resolve) or not isinstance(model, wrapper) or type(model).encode is not wrapper.encode:
         return None
-    try:
-        parameters = tuple(inspect.signature(resolve).parameters)
-    except (TypeError, ValueError):
-        return None
-    if parameters != _MTEB_PROMPT_PARAMETERS or not hasattr(model, "model_prompts"):
+    if not hasattr(model, "model_prompts"):
         return None
     from mteb.types import PromptType
 
     prompt_type = PromptType.query if kind == "query" else PromptType.document
-    return model.model, resolve(model.model_prompts, task_metadata, prompt_type)
+    try:
+        prompt = resolve(model.model_prompts, task_metadata, prompt_type)
+    except TypeError:  # another signature than (model_prompts, task_metadata, prompt_type): keep mteb's encode
+        return None
+    return model.model, prompt
 
 
 # --- ir_datasets ------------------------------------------------------------------------------------------------
