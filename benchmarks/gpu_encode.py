@@ -13,8 +13,8 @@ Measured, in this order, each written to ``DIR/results.jsonl`` and ``DIR/summary
 whose predicted time would pass the deadline is skipped and says so):
 
 1. raw ``SentenceTransformer.encode``, float32, batch 32, the 20,000 documents (what both paths did before);
-2. ``r2med evaluate`` bfloat16, full size (the compute dtype set when the model loads: ``--dtype bfloat16`` where the
-   CLI has it, else the model loaded with ``model_kwargs={"dtype": torch.bfloat16}`` and given to the Python API);
+2. ``r2med evaluate`` bfloat16, full size (``--dtype bfloat16`` where the release has it, else the model cast to
+   bfloat16 after loading, the compute dtype, and given to the Python API);
 3. ``mteb.evaluate`` float32 on the 20,000-document task (a ``SentenceTransformer`` handed to it);
 4. ``r2med evaluate`` float32, full size;
 5. ``r2med evaluate`` float32 on the 20,000-document task (the same task as mteb: the scores must agree).
