@@ -13,9 +13,10 @@ batches are the same ones and the embeddings equal its own, returned in the orig
 
 Used only on CUDA devices (on a CPU the worker processes compete with torch for the same cores) and only where it can
 reproduce the model's encode: sentence-transformers 6 or later, a plain ``SentenceTransformer`` (no subclass with an
-``encode`` of its own), one device, no device map, and the ``fork`` start method (the workers share the model's
-tokenizer without pickling the model). Anything else keeps the model's own ``encode``. One ``FastEncoder`` run starts
-one worker pool, however many checkpointed chunks it feeds (``r2med_plugin.retrieval.dense``).
+``encode`` of its own), one device, no device map, the ``fork`` start method (the workers share the model's tokenizer
+without pickling the model) and a process allowed to start others (not a daemonic pool worker). Anything else keeps
+the model's own ``encode``. One ``FastEncoder`` run starts one worker pool, however many checkpointed chunks it feeds
+(``r2med_plugin.retrieval.dense``).
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ def supported_model(model: object) -> bool:
 
 def workers_for(model: Any) -> int:
     """Worker processes the fast path would use for ``model`` now: 0 where it keeps the model's own encode."""
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 0  # a daemonic process (a pool's worker) cannot start worker processes
     if _FORCE_WORKERS is not None:
         return _FORCE_WORKERS
     return default_workers() if model.device.type == "cuda" else 0

@@ -237,3 +237,20 @@ def test_a_router_model_routes_queries_and_documents_as_encode_query_and_encode_
         assert fast is not None
         assert np.abs(fast.encode(texts) - own(texts)).max() <= 1e-6
     assert np.abs(model.encode_query(texts) - model.encode_document(texts)).max() > 1e-3  # the routes differ
+
+
+def _workers_here() -> int:
+    import torch
+
+    from r2med_plugin.models import fast_encode as module
+
+    return module.workers_for(torch.nn.Linear(1, 1))  # a module's device is read only when not forced
+
+
+def test_a_daemonic_pool_worker_keeps_the_models_own_encode(forced: None):
+    """A daemonic process (a multi-process pool's worker) may not start DataLoader workers: there the path is off."""
+    import multiprocessing
+
+    assert _workers_here() == 2
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_workers_here) == 0
