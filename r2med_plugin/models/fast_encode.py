@@ -139,7 +139,8 @@ class FastEncoder:
         if self.workers > 0:
             import multiprocessing
 
-            multiprocess = {"multiprocessing_context": multiprocessing.get_context("fork"), "prefetch_factor": _PREFETCH_BATCHES}
+            multiprocess = {"multiprocessing_context": multiprocessing.get_context("fork"), "prefetch_factor": _PREFETCH_BATCHES,
+                            "worker_init_fn": _one_tokenizer_thread}
         loader: DataLoader[Any] = DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=self.workers,
                             pin_memory=device.type == "cuda", **multiprocess)
         truncate_dim = getattr(self.model, "truncate_dim", None)
@@ -167,6 +168,11 @@ class FastEncoder:
         embeddings = np.empty_like(ordered)
         embeddings[order] = ordered
         return embeddings
+
+
+def _one_tokenizer_thread(worker: int) -> None:
+    """In each worker process: the tokenizer on one thread (the workers are the parallelism), unless the user chose."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 class _Preprocess:
