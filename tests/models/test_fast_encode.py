@@ -106,7 +106,6 @@ def test_prompts_resolve_as_encode_query_and_encode_document_resolve_them(forced
     assert np.abs(fast.encode(texts) - model.encode_query(texts)).max() <= 1e-6
 
 
-@pytest.mark.slow
 def test_fast_path_equals_encode_query_and_encode_document(task: tuple, encoder: Any, forced: None,
                                                           monkeypatch: pytest.MonkeyPatch):
     """Documents in checkpointed chunks cut from the length order (chunks of 64: four of them), queries with the
