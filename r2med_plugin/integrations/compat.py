@@ -146,6 +146,34 @@ def mteb_dataloader(rows: Any, **options: Any) -> Any:
     return create_dataloader(rows, **options)
 
 
+# mteb's wrapper of a sentence-transformers model and its prompt resolution (private: shape-checked before use)
+MTEB_SENTENCE_TRANSFORMER_MODULE = "mteb.models.sentence_transformer_wrapper"
+
+
+def mteb_sentence_transformer(model: Any, task_metadata: Any, kind: str) -> tuple[Any, str | None] | None:
+    """(the SentenceTransformer inside, the prompt mteb resolves for the task and ``kind``) when ``model`` is mteb's
+    ``SentenceTransformerEncoderWrapper`` with that class's own ``encode`` (which hands its texts and that prompt to
+    ``encode_query`` / ``encode_document``), on a supported mteb whose wrapper module has the expected shape; None
+    otherwise (the model keeps its own encode)."""
+    if not is_supported("mteb"):
+        return None
+    module = importlib.import_module(MTEB_SENTENCE_TRANSFORMER_MODULE)
+    wrapper = getattr(module, "SentenceTransformerEncoderWrapper", None)
+    resolve = getattr(module, "_resolve_prompt", None)
+    if wrapper is None or not callable(resolve) or not isinstance(model, wrapper) or type(model).encode is not wrapper.encode:
+        return None
+    if not hasattr(model, "model_prompts"):
+        return None
+    from mteb.types import PromptType
+
+    prompt_type = PromptType.query if kind == "query" else PromptType.document
+    try:
+        prompt = resolve(model.model_prompts, task_metadata, prompt_type)
+    except TypeError:  # another signature than (model_prompts, task_metadata, prompt_type): keep mteb's encode
+        return None
+    return model.model, prompt
+
+
 # --- ir_datasets ------------------------------------------------------------------------------------------------
 
 

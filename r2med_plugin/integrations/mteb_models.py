@@ -18,6 +18,7 @@ imported only when a name is resolved, never at import.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,7 @@ import numpy as np
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
+from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.placement import (
     Placement,
     check_dtype,
@@ -38,11 +40,7 @@ from r2med_plugin.models.placement import (
     placement,
 )
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
-from r2med_plugin.models.registry import (
-    ModelLoaderBase,
-    RetrieverRef,
-    cached_hub_commit,
-)
+from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
 
 NAME = "mteb"
 SPLIT, SUBSET = "test", "default"
@@ -252,16 +250,44 @@ class MtebEncoder(EncoderBase):
                 "a prompt of ours would be ignored: drop --instruction (or query_prompt=), or add --loader "
                 "sentence-transformers to prepend the official prompt"
             )
-        import datasets
-        from mteb._create_dataloaders import create_dataloader
+        fast = self.fast_encoder(kind)
+        if fast is not None:
+            return fast.encode(texts)
         from mteb.types import PromptType
 
         metadata = self.task_metadata()
         prompt_type = PromptType.query if kind == "query" else PromptType.document
-        rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
-        loader = create_dataloader(rows, task_metadata=metadata, prompt_type=prompt_type, batch_size=self.batch_size)
+        loader = self._loader(texts, kind)
         embeddings = self.model.encode(loader, task_metadata=metadata, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type,
                                        batch_size=self.batch_size, show_progress_bar=self.show_progress, **self._pool_option())
         if hasattr(embeddings, "detach"):
             embeddings = embeddings.detach().float().cpu().numpy()
         return np.asarray(embeddings, dtype=np.float32)
+
+    def _loader(self, texts: Sequence[str], kind: EncodeKind) -> Any:
+        """mteb's DataLoader over ``texts``, as its retrieval evaluator builds it."""
+        import datasets
+        from mteb._create_dataloaders import create_dataloader
+        from mteb.types import PromptType
+
+        prompt_type = PromptType.query if kind == "query" else PromptType.document
+        rows = datasets.Dataset.from_dict({"id": [str(index) for index in range(len(texts))], "text": list(texts)})
+        return create_dataloader(rows, task_metadata=self.task_metadata(), prompt_type=prompt_type, batch_size=self.batch_size)
+
+    def _texts(self, texts: list[str], kind: EncodeKind) -> list[str]:
+        """The texts mteb's DataLoader gives the model for ``texts`` (documents stripped, as mteb reads a corpus)."""
+        return [text for batch in self._loader(texts, kind) for text in batch["text"]]
+
+    def fast_encoder(self, kind: EncodeKind, prompt: str | None = None) -> FastEncoder | None:
+        """mteb's SentenceTransformerEncoderWrapper on a GPU: its model and the prompt mteb resolves for the task, encoded
+        through r2med_plugin.models.fast_encode (the tokenizer in worker processes); other models: None (mteb's encode)."""
+        if prompt is not None:
+            return None
+        from r2med_plugin.integrations.compat import mteb_sentence_transformer
+
+        found = mteb_sentence_transformer(self.model, self.task_metadata(), kind)
+        if found is None:
+            return None
+        model, resolved = found
+        return fast_encoder(model, kind, prompt=resolved, batch_size=self.batch_size, show_progress=self.show_progress,
+                            prepare=functools.partial(self._texts, kind=kind))

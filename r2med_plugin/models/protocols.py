@@ -23,6 +23,10 @@ Encoder members and their defaults:
                          embeddings averaged in that dtype, as the official classes do)
 ``encode_expansions``    the encoder's own encoding of expansion texts (default: as documents, without prompt)
 ``close()``              frees what it holds (a multi-process pool; default: nothing)
+``fast_encoder(kind,     how ``encode`` would encode ``kind`` texts with ``prompt`` through
+prompt)``                ``r2med_plugin.models.fast_encode`` (a sentence-transformers model on a GPU, its tokenizer in
+                         worker processes), so dense retrieval can feed it one length-sorted stream per call; None:
+                         its own ``encode`` (default)
 =======================  =============================================================================================
 
 Reranker members: ``name``, ``revision``, ``rerank(first_stage, queries, documents, *, depth, show_progress)``
@@ -34,11 +38,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from r2med_plugin.types import Run
+
+if TYPE_CHECKING:
+    from r2med_plugin.models.fast_encode import FastEncoder
 
 EncodeKind = Literal["query", "document"]
 
@@ -72,6 +79,8 @@ class Encoder(Protocol):
     def instructions(self) -> Mapping[str, str | None] | None: ...
 
     def close(self) -> None: ...
+
+    def fast_encoder(self, kind: EncodeKind, prompt: str | None = None) -> FastEncoder | None: ...
 
 
 @runtime_checkable
@@ -121,6 +130,10 @@ class EncoderBase:
         return None
 
     def close(self) -> None:
+        return None
+
+    def fast_encoder(self, kind: EncodeKind, prompt: str | None = None) -> FastEncoder | None:
+        """None: texts are encoded by ``encode`` (see ``r2med_plugin.models.fast_encode`` for the models that have one)."""
         return None
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
+from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.models.placement import check_dtype, checkpoint_dtype, dtype_kwargs, dtype_label, merged_setting, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
@@ -98,8 +99,19 @@ class SentenceTransformerEncoder(EncoderBase):
         """Weights and files (commit or fingerprint) plus the in-memory settings: part of the embedding cache key."""
         return f"{self._identity}/{encoder_settings(self.model)}"
 
+    def fast_encoder(self, kind: EncodeKind, prompt: str | None = None) -> FastEncoder | None:
+        """On a GPU (one device): ``encode`` through r2med_plugin.models.fast_encode, the tokenizer in worker processes."""
+        if self.devices:
+            return None
+        if prompt is None and kind == "query":
+            prompt = self.query_prompt
+        return fast_encoder(self.model, kind, prompt=prompt, batch_size=self.batch_size, show_progress=self.show_progress)
+
     def encode(self, texts: Sequence[str], *, kind: EncodeKind, prompt: str | None = None) -> np.ndarray:
         """Embeddings of ``texts``; ``prompt`` (queries: default ``query_prompt``) is prepended by sentence-transformers."""
+        fast = self.fast_encoder(kind, prompt)
+        if fast is not None:
+            return fast.encode(texts)
         encode = self.model.encode_query if kind == "query" else self.model.encode_document
         if prompt is None and kind == "query":
             prompt = self.query_prompt

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -24,9 +25,10 @@ import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
-from r2med_plugin.cache import cached_array, key_of, remove_array
+from r2med_plugin.cache import cached_array, key_of, read_cached_array, remove_array, store_array
 from r2med_plugin.errors import UserError
 from r2med_plugin.models import protocols
+from r2med_plugin.models.fast_encode import FastEncoder
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
 
@@ -107,6 +109,51 @@ def encode_in_chunks(texts: list[str], keys: list[str], encode_part: Callable[[l
     return np.concatenate(parts, axis=0)
 
 
+def _encode_sorted_in_chunks(texts: list[str], key: str, fast: FastEncoder, chunks: list[str],
+                             validated: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``texts`` encoded through ``fast`` in the length order sentence-transformers sorts them in, across the whole
+    list, by one stream (one pool of tokenizing workers); the checkpointed chunks (``encode_in_chunks``) are cut from
+    that order, and their keys added to ``chunks``. Returned in the order of ``texts``."""
+    if not texts:
+        return validated(fast.encode(texts))
+    inputs = fast.inputs(texts)
+    order = fast.order(inputs)
+    ordered_texts = [texts[index] for index in order]
+    chunks.extend(chunk_keys(ordered_texts, key))
+    size = encode_chunk_size() if chunks else max(len(texts), 1)
+    starts = range(0, len(texts), size)
+    found = [read_cached_array(CHUNK_CACHE, chunk_key) for chunk_key in chunks] or [None]  # no texts: no start, one placeholder
+    missing = [start for start, part in zip(starts, found, strict=False) if part is None]
+    stream = fast.stream([inputs[index] for start in missing for index in order[start:start + size]])
+    pending: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    with closing(stream), tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text",
+                               disable=None if chunks else True, leave=False) as bar:
+        for start, part in zip(starts, found, strict=False):
+            if part is None:
+                part = validated(_take(stream, pending, len(order[start:start + size])))
+                if chunks:
+                    store_array(CHUNK_CACHE, chunks[start // size], part)
+            parts.append(part)
+            bar.update(part.shape[0])
+    ordered = np.concatenate(parts, axis=0)
+    vectors = np.empty_like(ordered)
+    vectors[order] = ordered
+    return vectors
+
+
+def _take(stream: Generator[np.ndarray, None, None], pending: list[np.ndarray], count: int) -> np.ndarray:
+    """The next ``count`` rows of ``stream`` (batches), keeping the rest of the last batch in ``pending``."""
+    have = sum(len(batch) for batch in pending)
+    while have < count:
+        batch = next(stream)
+        pending.append(batch)
+        have += len(batch)
+    rows = np.concatenate(pending, axis=0)
+    pending[:] = [rows[count:]] if have > count else []
+    return rows[:count]
+
+
 def _digest(texts: Sequence[str]) -> str:
     return hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -132,8 +179,12 @@ def encode_cached_raw(
 
     def compute() -> np.ndarray:
         distinct, rows = distinct_texts(texts)
-        chunks.extend(chunk_keys(distinct, key))
-        vectors = encode_in_chunks(distinct, chunks, encode_part)
+        fast = None if kind == "expansion" else encoder.fast_encoder(kind, prompt)
+        if fast is not None:
+            vectors = _encode_sorted_in_chunks(distinct, key, fast, chunks, lambda part: _validated(part, len(part), encoder, kind))
+        else:
+            chunks.extend(chunk_keys(distinct, key))
+            vectors = encode_in_chunks(distinct, chunks, encode_part)
         return vectors if len(distinct) == len(texts) else vectors[rows]
 
     embeddings = cached_array("embeddings", key, compute)
