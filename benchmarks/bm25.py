@@ -25,13 +25,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import synthetic_task  # noqa: E402
 
-from r2med_plugin.retrieval.analyzed import merge_analyzed, analyze_texts, resolve_workers  # noqa: E402
+from r2med_plugin.retrieval.analyzed import analyze_texts, merge_analyzed, resolve_workers  # noqa: E402
 from r2med_plugin.retrieval.analyzer import analyze_many  # noqa: E402
 from r2med_plugin.retrieval.bm25 import (  # noqa: E402
     LuceneBM25Index,
+    bm25_search,
     bm25_weights,
     term_frequencies,
-    bm25_search,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

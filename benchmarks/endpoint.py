@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.support.loopback_openai import LoopbackOpenAI  # noqa: E402
-
 from r2med_plugin.models.embedding_endpoint import EndpointEncoder  # noqa: E402
+from tests.support.loopback_openai import LoopbackOpenAI  # noqa: E402
 
 
 def _serve(latency: float, dim: int, urls: multiprocessing.Queue, stop: multiprocessing.Event) -> None:

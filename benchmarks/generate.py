@@ -18,9 +18,8 @@ from pathlib import Path
 from common import LARGEST_TASK, r2med_mirror
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.support.loopback_openai import LoopbackOpenAI  # noqa: E402
-
 from r2med_plugin.generation import generate_expansions  # noqa: E402
+from tests.support.loopback_openai import LoopbackOpenAI  # noqa: E402
 
 
 def timed_run(server: LoopbackOpenAI, out: Path, concurrency: int, method: str = "hyde") -> float:

@@ -60,8 +60,8 @@ def trec_rankings(path: Path) -> dict[str, list[str]]:
 def exact_size_mirror(root: Path) -> Path:
     """common.nano_mirror (10,000 documents, 100 queries), with real-text shapes sprinkled into a third of the texts."""
     import polars as pl
-
     from common import NANO_TASK, nano_mirror
+
     from r2med_plugin.catalog import get_task_spec
 
     nano_mirror(root)
@@ -125,9 +125,9 @@ def compare_task(hakari, mirror: Path, task: str, tokenizer: str, out: Path, ful
 
 def speed(hakari, mirror: Path, repeats: int = 3) -> None:
     bm25 = hakari[0]
-    from r2med_plugin.retrieval.hakari import hakari_search
-
     from common import NANO_TASK
+
+    from r2med_plugin.retrieval.hakari import hakari_search
 
     data = hakari_loaded(hakari, mirror, NANO_TASK)
     timings: dict[str, list[float]] = {"hakari": [], "ours": []}

@@ -7,8 +7,8 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from r2med_plugin.cli_options import given_options, positive_int, price, refuse_unreached
 from r2med_plugin.errors import UserError
@@ -49,9 +49,9 @@ def _check(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from r2med_plugin.reporting.leaderboard import build_leaderboards
+    from r2med_plugin.reporting.plots import PLOT_SUFFIXES
     from r2med_plugin.reporting.render import render_many
     from r2med_plugin.reporting.rows import BENCHMARK_TITLES
-    from r2med_plugin.reporting.plots import PLOT_SUFFIXES
 
     if not args.plot:
         refuse_unreached(args, {"plot_rows": "it chooses the rows of the --plot chart, which is not asked for"})

@@ -235,7 +235,8 @@ def _endpoint(args: argparse.Namespace, takes: Sequence[str]):
 
 
 def _first_stage(args: argparse.Namespace, source: str):
-    from r2med_plugin.evaluation.specs import REQUEST_OPTIONS as SENT, Bm25Spec, ModelSpec, RunFileSpec, check_retriever_name
+    from r2med_plugin.evaluation.specs import REQUEST_OPTIONS as SENT
+    from r2med_plugin.evaluation.specs import Bm25Spec, ModelSpec, RunFileSpec, check_retriever_name
     from r2med_plugin.models.registry import endpoint_options_of, scheme_loader
 
     kind = first_stage_kind(source)
@@ -290,8 +291,8 @@ def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[s
     parsed = expansion_name(expansion)  # parsed once; each request carries the value
     if parsed is None or not parsed.is_all:
         return [(task, parsed) for task in tasks]
-    from r2med_plugin.evaluation.request import Scoring
     from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.evaluation.request import Scoring
 
     for task in tasks:
         Scoring(expansion=parsed).check_task(get_task_spec(task))

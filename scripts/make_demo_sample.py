@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from r2med_plugin.catalog import list_tasks  # noqa: E402
 from r2med_plugin.data.mirror import candidate_frame, write_nano_repo  # noqa: E402
+from r2med_plugin.models.hashing import HashingEncoder  # noqa: E402
 from r2med_plugin.retrieval.bm25 import bm25_search  # noqa: E402
 from r2med_plugin.retrieval.candidates import build_reranking_hybrid  # noqa: E402
-from r2med_plugin.models.hashing import HashingEncoder  # noqa: E402
 from r2med_plugin.retrieval.dense import search_vectors  # noqa: E402
 
 DOCS_PER_TASK = 150

@@ -19,11 +19,11 @@ import polars as pl
 from r2med_plugin.catalog import get_task_spec, unknown_name_message
 from r2med_plugin.data.fingerprint import files_fingerprint
 from r2med_plugin.data.hub import LocatedRepo, locate_repo, mirror_files_verified
-from r2med_plugin.identifiers import EXPANSION_METHODS
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
 from r2med_plugin.errors import InputFileError, MissingFileError, UnknownNameError, UserError
+from r2med_plugin.identifiers import EXPANSION_METHODS
 from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskData, TaskSpec
 

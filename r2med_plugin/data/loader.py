@@ -18,7 +18,14 @@ from r2med_plugin.data.hub import UNKNOWN_MIRROR_REVISION, LocatedRepo, evict_fr
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import ColumnTypes, DamagedFileError, check_ids, read_table
 from r2med_plugin.data.validate import (
-    UniqueRows, check_known, check_texts, check_unique, count_differences, fold_repeated_ids, near_empty_ids, rows_repeating_a_text,
+    UniqueRows,
+    check_known,
+    check_texts,
+    check_unique,
+    count_differences,
+    fold_repeated_ids,
+    near_empty_ids,
+    rows_repeating_a_text,
 )
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import LOCAL_REVISION_PREFIX, SYNTHETIC_REVISION

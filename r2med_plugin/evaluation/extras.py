@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-
 from r2med_plugin.metrics import evaluate_run
 from r2med_plugin.retrieval.bm25_cache import RUN_DEPTH, bm25_run
 from r2med_plugin.retrieval.candidates import restrict_run, safeguard_split

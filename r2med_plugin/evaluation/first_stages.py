@@ -23,11 +23,11 @@ import polars as pl
 from r2med_plugin.data.expansions import ExpansionName, expansion_texts, parse_expansion, reasoning_llms_for
 from r2med_plugin.data.runs import RUN_FILE_SUFFIXES, rank_by_score, read_run_file
 from r2med_plugin.errors import MissingFileError, UserError
-from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.identifiers import BM25_VARIANTS, TieOrder
-from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.models.protocols import Encoder, as_encoder, is_encoder
+from r2med_plugin.retrieval.bm25_cache import bm25_run
+from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
 from r2med_plugin.rules import SettingError

@@ -25,11 +25,19 @@ from r2med_plugin.evaluation.first_stages import (
     as_first_stage,
 )
 from r2med_plugin.evaluation.request import EvaluationRequest, TaskArguments
-from r2med_plugin.evaluation.specs import (
-    Bm25Spec, CrossEncoderSpec, FirstStageSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, PrebuiltReranker, RerankerSpec, RunFileSpec,
-)
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Reranked, Scorer
+from r2med_plugin.evaluation.specs import (
+    Bm25Spec,
+    CrossEncoderSpec,
+    FirstStageSpec,
+    LlmRerankerSpec,
+    ModelSpec,
+    PrebuiltFirstStage,
+    PrebuiltReranker,
+    RerankerSpec,
+    RunFileSpec,
+)
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.protocols import PlainEncoder, as_encoder  # what a user's encoder needs (as_encoder adapts it)
 from r2med_plugin.rules import SettingError

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from r2med_plugin.data.expansions import ExpansionName, expansion_name, released_expansions
 from r2med_plugin.errors import UnknownNameError, UserError
-from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
+from r2med_plugin.metrics import MIN_TOP_K
 from r2med_plugin.rules import RequestError, SettingError, neutral, neutral_fields, whole_number_problem
 from r2med_plugin.types import TaskSpec
 

@@ -18,23 +18,31 @@ import polars as pl
 
 from r2med_plugin.data.expansions import check_local_expansion_data, expansion_texts, parse_expansion, with_expansion_files
 from r2med_plugin.data.loader import load_task
+from r2med_plugin.data.runs import check_run_ids
 from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.first_stages import (
-    OFFICIAL_TOPK_DOCS_DEPTH, Bm25, Dense, FirstStage, Named, RankedRun, RunFile, SearchStage, StoredCandidates,
+    OFFICIAL_TOPK_DOCS_DEPTH,
+    Bm25,
+    Dense,
+    FirstStage,
+    Named,
+    RankedRun,
+    RunFile,
+    SearchStage,
+    StoredCandidates,
 )
+from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
-from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.scorers import Retrieved, merged
-from r2med_plugin.data.runs import check_run_ids
-from r2med_plugin.retrieval.candidates import restrict_run
+from r2med_plugin.identifiers import is_hakari_bm25
 from r2med_plugin.models.placement import device_of
 from r2med_plugin.models.protocols import PlainEncoder, Reranker, as_encoder
+from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import score_candidates
-from r2med_plugin.identifiers import is_hakari_bm25
 from r2med_plugin.retrieval.ranking import head_of_run, truncate_run
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run, TaskData

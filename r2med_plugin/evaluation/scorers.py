@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from r2med_plugin.evaluation.extras import candidate_scores, hybrid_scores
-from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.first_stages import BM25_RETRIEVERS, Bm25
 from r2med_plugin.evaluation.official import (
     BM25_DEPTH,
@@ -28,6 +27,7 @@ from r2med_plugin.evaluation.official import (
     official_reranker_scores,
 )
 from r2med_plugin.metrics import Metric, evaluate_run
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.ranking import truncate_run
 from r2med_plugin.types import Run, TaskData
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from r2med_plugin.catalog import get_task_spec
@@ -30,13 +30,14 @@ from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS, Endpoint, build_reranker_config, llm_reranker_kind, settings_unused_by
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
+from r2med_plugin.metrics import rerank_depth_problem
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.placement import DTYPES
 from r2med_plugin.models.protocols import PlainEncoder  # what a user's encoder needs
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
 from r2med_plugin.retrieval.rerank import check_depth
-from r2med_plugin.metrics import rerank_depth_problem
 from r2med_plugin.rules import RequestError, SettingError, neutral, whole_number
+
 
 def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
     """A spec's fields as plain JSON-able data, with its ``kind``; ``results_only`` leaves the neutral fields out."""

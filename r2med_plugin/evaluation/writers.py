@@ -19,19 +19,19 @@ import os
 from pathlib import Path
 
 from r2med_plugin.evaluation.naming import dataset_count_drift, result_model_name
-from r2med_plugin.reporting.hakari_files import hakari_record_path, write_hakari_record
 from r2med_plugin.evaluation.per_query import write_result_per_query
 from r2med_plugin.evaluation.result import TaskRunResult
 from r2med_plugin.identifiers import is_hakari_bm25
 from r2med_plugin.io import write_json_atomic, write_text_atomic
+from r2med_plugin.models.official.naming import official_reranker_name
 from r2med_plugin.reporting.export import TREC_DEPTH, model_folder_name, trec_tag, write_mteb_result, write_trec_run
+from r2med_plugin.reporting.hakari_files import hakari_record_path, write_hakari_record
 from r2med_plugin.reporting.official_files import (
     official_model_name,
     official_reranker_results,
     write_official_reranker_results,
     write_official_results,
 )
-from r2med_plugin.models.official.naming import official_reranker_name
 from r2med_plugin.types import TaskData
 from r2med_plugin.version import __version__
 

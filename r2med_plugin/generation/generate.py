@@ -21,18 +21,18 @@ from typing import Any
 
 from tqdm import tqdm
 
-from r2med_plugin.errors import UserError
-from r2med_plugin.version import __version__
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.endpoints import client as api
+from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.first_stages import as_first_stage
 from r2med_plugin.generation.config import IDENTITY_KEYS, GenerationConfig, GenerationRequest
-from r2med_plugin.llm.config import Sending
 from r2med_plugin.generation.first_stage import check_ranking
 from r2med_plugin.generation.prompts import lamer_passages, messages, official_prompts
-from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
 from r2med_plugin.generation.store import ExpansionStore, expansion_dir
+from r2med_plugin.llm.config import Sending
+from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
 from r2med_plugin.types import TaskData, TaskSpec
+from r2med_plugin.version import __version__
 
 logger = logging.getLogger(__name__)
 

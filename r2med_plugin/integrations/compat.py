@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 SUPPORTED = {"mteb": ((2, 16), (3, 0)), "ir_datasets": ((0, 5, 11), (0, 7))}  # [lowest, first unsupported)

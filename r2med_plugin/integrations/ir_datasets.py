@@ -29,9 +29,9 @@ from r2med_plugin.data.expansions import list_expansions, load_expansions
 from r2med_plugin.data.hub import data_dir_from_env
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.errors import UnknownNameError, UserError
+from r2med_plugin.identifiers import CANDIDATE_SUBSETS
 from r2med_plugin.integrations._autoload import run_deferred
 from r2med_plugin.integrations.compat import irds_registered
-from r2med_plugin.identifiers import CANDIDATE_SUBSETS
 from r2med_plugin.types import TaskData, TaskSpec
 
 logger = logging.getLogger(__name__)

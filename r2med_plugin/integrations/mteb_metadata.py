@@ -19,6 +19,7 @@ from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.integrations.compat import mteb_registries
 from r2med_plugin.types import TaskSpec
 
+
 class R2MEDTaskMetadata(TaskMetadata):
     """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
 

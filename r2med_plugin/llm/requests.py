@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from r2med_plugin.cache import cache_dir, cache_enabled
-from r2med_plugin.io import write_json_atomic
 from r2med_plugin.endpoints import client as api
+from r2med_plugin.io import write_json_atomic
 from r2med_plugin.llm.config import Endpoint
 
 T = TypeVar("T")

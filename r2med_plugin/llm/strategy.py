@@ -17,9 +17,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from r2med_plugin.errors import UserError
 from r2med_plugin.endpoints.client import endpoint_host, host_label
 from r2med_plugin.endpoints.extra_body import extra_body_label
+from r2med_plugin.errors import UserError
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.cost import CostEstimate, DryRequester, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
 from r2med_plugin.llm.execution import Questions, RerankTask, drive

@@ -30,12 +30,12 @@ from typing import Any, cast
 import numpy as np
 
 from r2med_plugin.cache import key_of, read_cached_array, store_array
-from r2med_plugin.errors import UserError
 from r2med_plugin.endpoints.client import api_key, describe, endpoint_host, host_label, make_client, redact
-from r2med_plugin.endpoints.extra_body import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
 from r2med_plugin.endpoints.client import refused as api_refused
-from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+from r2med_plugin.endpoints.extra_body import extra_body_key, extra_body_label, extra_body_of, refuse_reserved
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
+from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
 from r2med_plugin.rules import SettingError
 

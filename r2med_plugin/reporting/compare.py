@@ -29,13 +29,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from r2med_plugin.catalog import list_tasks
 from r2med_plugin import significance as sig
+from r2med_plugin.catalog import list_tasks
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import ResultName, described_data, judged_data
-from r2med_plugin.reporting.result_files import read_result_folders
-from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.per_query import Sidecar, per_query_path, read_per_query
+from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
 
 DEFAULT_METRIC = "ndcg_at_10"
 FORMATS = ("md", "csv", "html")

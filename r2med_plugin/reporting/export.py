@@ -8,13 +8,13 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping
-from typing import Any
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.io import write_json_atomic, write_text_atomic
 from r2med_plugin.identifiers import CANDIDATE_SUBSETS, described_data, judged_data
+from r2med_plugin.io import write_json_atomic, write_text_atomic
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)

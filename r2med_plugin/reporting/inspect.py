@@ -18,7 +18,7 @@ import numpy as np
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import described_data
-from r2med_plugin.reporting.compare import DEFAULT_METRIC, aligned, load_scores, load_sidecars, resolve_model, our_task_names
+from r2med_plugin.reporting.compare import DEFAULT_METRIC, aligned, load_scores, load_sidecars, our_task_names, resolve_model
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import cast
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, ResultName, judged_files
+from r2med_plugin.models.official.naming import profile_of_result, published_row_of
 from r2med_plugin.reporting.grouping import (
     DRIFT_LABEL,
     PINNED_DRIFT_SET,
@@ -30,7 +31,6 @@ from r2med_plugin.reporting.grouping import (
 )
 from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
-from r2med_plugin.models.official.naming import profile_of_result, published_row_of
 from r2med_plugin.reporting.rows import BENCHMARKS, MAIN_METRIC, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
 
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"

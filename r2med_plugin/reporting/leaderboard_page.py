@@ -25,13 +25,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.io import write_text_atomic
 from r2med_plugin.identifiers import BM25_NAMES, ResultName
+from r2med_plugin.io import write_text_atomic
+from r2med_plugin.models.official.naming import profile_of_result
 from r2med_plugin.reporting.per_query import per_query_path
 from r2med_plugin.reporting.published import published_sources
 from r2med_plugin.reporting.render import Table, TableLine, leaderboard_table, notes
 from r2med_plugin.reporting.rows import BENCHMARK_TITLES, LeaderboardRow, task_columns
-from r2med_plugin.models.official.naming import profile_of_result
 from r2med_plugin.version import __version__
 
 PAGE_FILE = "index.html"

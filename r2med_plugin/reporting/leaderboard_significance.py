@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from r2med_plugin import significance as sig
+from r2med_plugin.reporting.per_query import per_query_path, read_per_query
 from r2med_plugin.reporting.render import row_label
 from r2med_plugin.reporting.rows import MAIN_METRIC, LeaderboardRow, task_columns
-from r2med_plugin.reporting.per_query import per_query_path, read_per_query
 
 
 def _row_values(row: LeaderboardRow, metric: str) -> tuple[dict[str, dict[str, float]] | None, str]:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Literal
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.identifiers import OfficialLayoutName
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.metrics import OFFICIAL_DECIMALS
-from r2med_plugin.identifiers import OfficialLayoutName
 from r2med_plugin.models.official.naming import on_official_weights, profile_of_result
 
 BM25_K_VALUES = (1, 10, 25, 50, 100)

@@ -7,7 +7,6 @@ import html
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
 from decimal import ROUND_HALF_UP, Decimal
 
 from r2med_plugin.errors import UserError

@@ -7,18 +7,17 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from r2med_plugin.errors import MissingFileError, UserError
-from r2med_plugin.version import __version__
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, OfficialLayoutName, ResultName, judged_files
-from r2med_plugin.reporting.official_files import official_model_name, write_official_results
+from r2med_plugin.errors import MissingFileError, UserError
+from r2med_plugin.identifiers import COUNT_DRIFT, SYNTHETIC_REVISION, DatasetRevision, OfficialLayoutName, ResultName, judged_files
 from r2med_plugin.io import atomic_folder, write_json_atomic
 from r2med_plugin.reporting.export import TREC_DEPTH, trec_tag, write_trec_run
-from r2med_plugin.identifiers import SYNTHETIC_REVISION
 from r2med_plugin.reporting.grouping import grouped_records
-from r2med_plugin.reporting.leaderboard import split_model_name, rank_rows, user_rows
+from r2med_plugin.reporting.leaderboard import rank_rows, split_model_name, user_rows
+from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.reporting.render import render
 from r2med_plugin.reporting.result_files import read_result_folders
+from r2med_plugin.version import __version__
 
 logger = logging.getLogger(__name__)
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.errors import InputFileError, UserError
+from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
+from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.hakari_files import (
     HAKARI_DATASET_NAME,
     HAKARI_RECORD_FORMAT,
@@ -41,8 +43,6 @@ from r2med_plugin.reporting.hakari_files import (
     read_xz_json,
     write_xz_json,
 )
-from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
-from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
 from r2med_plugin.rules import flag_of
 from r2med_plugin.version import __version__

@@ -24,7 +24,7 @@ from importlib import resources
 
 import numpy as np
 
-from r2med_plugin.retrieval.wordbreak import MAX_TOKEN_UNITS, CharClass, DFA, build_dfa, scan
+from r2med_plugin.retrieval.wordbreak import DFA, MAX_TOKEN_UNITS, CharClass, build_dfa, scan
 
 MAX_TOKEN_LENGTH = MAX_TOKEN_UNITS
 ENGLISH_STOP_WORDS = frozenset(

@@ -23,10 +23,10 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.identifiers import BM25_VARIANTS, Bm25Variant, TieOrder
 from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
-from r2med_plugin.identifiers import BM25_VARIANTS, Bm25Variant, TieOrder
 
 VARIANTS = tuple(BM25_VARIANTS.values())
 LUCENE_K1, LUCENE_B = 0.9, 0.4

@@ -12,8 +12,8 @@ from typing import Any
 
 from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.engines import make_engine
-from r2med_plugin.sweep.jobs import applied_env, driver_env, finished_record, job_stamps
 from r2med_plugin.sweep.job_definition import Job
+from r2med_plugin.sweep.jobs import applied_env, driver_env, finished_record, job_stamps
 from r2med_plugin.sweep.spec import SweepSpec, expand_jobs
 
 SUMMARY_FILE = "sweep-summary.json"

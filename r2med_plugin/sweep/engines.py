@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from r2med_plugin.rules import SettingError
-from r2med_plugin.sweep.jobs import execute_job, release_models
 from r2med_plugin.sweep.job_definition import Job
+from r2med_plugin.sweep.jobs import execute_job, release_models
 
 ENGINES = ("local", "ray")
 RAY_HINT = 'pip install "r2med-plugin[ray]"'

@@ -23,8 +23,21 @@ from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.sweep.entries import read_rerankers, read_retriever
 from r2med_plugin.sweep.job_definition import JOB_SCHEMA_VERSION, Job, job_identity, job_request
 from r2med_plugin.sweep.shorthand import (
-    DEFAULT_TOP_K, TOP_KEYS, SpecError, as_bool, as_int, as_list, check_candidates, check_expansions, evaluate_task_parameters,
-    read_expansions, read_options, read_resources, read_scoring, read_tasks, spec_error,
+    DEFAULT_TOP_K,
+    TOP_KEYS,
+    SpecError,
+    as_bool,
+    as_int,
+    as_list,
+    check_candidates,
+    check_expansions,
+    evaluate_task_parameters,
+    read_expansions,
+    read_options,
+    read_resources,
+    read_scoring,
+    read_tasks,
+    spec_error,
 )
 
 __all__ = ["JOB_SCHEMA_VERSION", "Job", "SpecError", "SweepSpec", "evaluate_task_parameters", "expand_jobs",

@@ -51,6 +51,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     import mteb  # noqa: F401
 
     import r2med_plugin.evaluation.runner  # noqa: F401 - imported now, it binds the real plan functions, not the stand-ins below
+
     # imported now, they bind the real catalog.list_tasks (a module first imported while it is stood in for would keep
     # the stand-in, and list no task for the rest of the session: compare then found "no results" in later tests)
     import r2med_plugin.reporting.compare  # noqa: F401

@@ -16,7 +16,6 @@ import r2med_plugin
 from tests.fixture_mirror import fixture_document_count
 from tests.support.loopback_hub import HostedRepo, LoopbackHub
 
-
 NANO_COMMIT = "c0ffee" + "0" * 34
 TOKEN = "hf_SecretTokenForTests0123456789"
 CHILD = """

@@ -9,9 +9,14 @@ import pytest
 import r2med_plugin
 from r2med_plugin.catalog import list_tasks
 from tests.fixture_mirror import (
-    NANO_QUERIES, R2MED_DOCS, R2MED_QUERIES, SAFEGUARD_QUERY, fixture_document_count, fixture_positives, fixture_query_id,
+    NANO_QUERIES,
+    R2MED_DOCS,
+    R2MED_QUERIES,
+    SAFEGUARD_QUERY,
+    fixture_document_count,
+    fixture_positives,
+    fixture_query_id,
 )
-
 
 NANO = list_tasks("nano")
 

@@ -18,7 +18,6 @@ from r2med_plugin.data.readers import read_table
 from tests.fixture_mirror import fixture_document_count
 from tests.support.strategies import printable
 
-
 BIOLOGY_ROWS = fixture_document_count("biology")  # the fixture's Biology corpus: one row per id
 
 

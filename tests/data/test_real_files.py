@@ -22,8 +22,8 @@ import r2med_plugin
 from r2med_plugin.data import loader
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
-from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import distinct_texts, encode_cached
 from tests.fixture_mirror import R2MED_DOCS, REPEATED_ROWS, record_download_metadata
 from tests.support.official_reference import corpus_file_rows, full_bm25, reference_bm25_file

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from r2med_plugin.evaluation.hakari_metrics import (
-    canonical_metric,
     candidate_rankings,
     candidate_top_k,
+    canonical_metric,
     hakari_metrics,
     metric_prefix,
     ranking_from_run,

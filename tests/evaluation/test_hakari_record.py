@@ -11,8 +11,8 @@ import pytest
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.evaluation.hakari_record import hakari_record, safeguard_positives, score_name
-from r2med_plugin.reporting.hakari_files import hakari_record_path, read_xz_json, write_hakari_record
 from r2med_plugin.evaluation.writers import write_hakari
+from r2med_plugin.reporting.hakari_files import hakari_record_path, read_xz_json, write_hakari_record
 from r2med_plugin.types import LoadReport, TaskData
 
 TASK = "NanoR2MEDBiology"

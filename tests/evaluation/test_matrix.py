@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-
 import json
 import re
 import shlex
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,8 +16,15 @@ from r2med_plugin.cli import build_parser, main
 from r2med_plugin.cli_evaluate import requests_from_args
 from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.errors import UnknownNameError
-from r2med_plugin.evaluation.matrix import (MatrixState, leaderboard_expansions, matrix_json, matrix_rows, run_matrix,
-                                            select_rows, why_not_run)
+from r2med_plugin.evaluation.matrix import (
+    MatrixState,
+    leaderboard_expansions,
+    matrix_json,
+    matrix_rows,
+    run_matrix,
+    select_rows,
+    why_not_run,
+)
 from r2med_plugin.reporting.grouping import DRIFT_LABEL, UNVERIFIED_SET
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids
 

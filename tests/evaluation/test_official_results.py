@@ -18,13 +18,13 @@ from r2med_plugin.evaluation.official import (
     official_bm25_scores,
     official_dense_scores,
 )
-from r2med_plugin.io import write_json_atomic
-from r2med_plugin.reporting.official_files import official_minutes, official_model_name
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.io import write_json_atomic
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.official_files import official_minutes, official_model_name
 from r2med_plugin.retrieval.ranking import top_k_run
-from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids, reference_dense_file
+from tests.support.official_reference import full_bm25, reference_bm25_file, reference_dense_file, row_ids
 
 # --- a corpus built to separate the rules -----------------------------------------------------------
 

@@ -11,11 +11,11 @@ import pytest
 import pytrec_eval
 
 import r2med_plugin
-from r2med_plugin.reporting.official_files import BM25_K_VALUES
 from r2med_plugin.evaluation.per_query import official_per_query
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
-from r2med_plugin.reporting.result_files import read_result_folders
+from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.official_files import BM25_K_VALUES
 from r2med_plugin.reporting.per_query import (
     PER_QUERY_SUFFIX,
     per_query_frame,
@@ -24,7 +24,7 @@ from r2med_plugin.reporting.per_query import (
     top_ranked,
     write_per_query,
 )
-from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.result_files import read_result_folders
 
 
 def _means(frame: pl.DataFrame) -> dict[str, float]:

@@ -152,7 +152,13 @@ def test_the_instruction_rule_is_the_models(tmp_path: Path, capsys: pytest.Captu
 
 from r2med_plugin.evaluation.request import EvaluationRequest, Outputs  # noqa: E402
 from r2med_plugin.evaluation.specs import (  # noqa: E402
-    Bm25Spec, CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, PrebuiltFirstStage, RunFileSpec,
+    Bm25Spec,
+    CrossEncoderSpec,
+    EndpointSpec,
+    LlmRerankerSpec,
+    ModelSpec,
+    PrebuiltFirstStage,
+    RunFileSpec,
 )
 
 URL = "http://127.0.0.1:9/v1"

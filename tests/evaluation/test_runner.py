@@ -10,8 +10,8 @@ import r2med_plugin
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task, execute
 from r2med_plugin.evaluation.writers import write_outputs
-from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import dense_search
 
 

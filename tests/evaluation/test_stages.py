@@ -10,15 +10,15 @@ import pytest
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.data.runs import rank_by_score
 from r2med_plugin.evaluation.extras import candidate_scores, hybrid_scores
-from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.evaluation.first_stages import Bm25, Dense, RunDict, RunFile, StoredCandidates, as_first_stage
 from r2med_plugin.evaluation.plan import build_plan
 from r2med_plugin.evaluation.reranker_stage import CrossEncoderReranker, as_reranker
-from r2med_plugin.models.protocols import Reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Retrieved, merged, within_depth
 from r2med_plugin.evaluation.writers import write_mteb, write_official, write_trec
 from r2med_plugin.metrics import evaluate_run
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.models.protocols import Reranker
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.dense import dense_search, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
 

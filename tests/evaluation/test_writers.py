@@ -60,9 +60,9 @@ def test_a_candidates_only_bm25_run_keeps_only_the_candidates(mirror_env: Path, 
 
 
 def test_every_result_records_the_request_that_produced_it(mirror_env: Path, tmp_path: Path):
-    from r2med_plugin.evaluation.plan import request_of
     from dataclasses import replace
 
+    from r2med_plugin.evaluation.plan import request_of
     from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, TaskArguments
 
     request = request_of("NanoR2MEDBiology", "bm25-robertson", TaskArguments.of({"top_k": 50, "candidates": ["bm25"],

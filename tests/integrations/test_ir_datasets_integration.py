@@ -152,9 +152,8 @@ def test_registration_is_idempotent_and_never_overwrites(monkeypatch: pytest.Mon
 def test_ir_datasets_counts_of_a_drifted_mirror_are_its_real_counts_before_and_after_iteration(
         mirror_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds"))
-    from tests.support.fresh_ir_dataset import fresh_dataset
-
     import r2med_plugin
+    from tests.support.fresh_ir_dataset import fresh_dataset
 
     data = r2med_plugin.load_task("NanoR2MEDBiology")
     dataset = fresh_dataset("nano-r2med/biology")

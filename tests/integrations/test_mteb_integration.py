@@ -10,8 +10,8 @@ import mteb
 import pytest
 
 import r2med_plugin
-from r2med_plugin.integrations import mteb as integration
 from r2med_plugin.evaluation.extras import extra_scores
+from r2med_plugin.integrations import mteb as integration
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.fusion import rrf
 from tests.fixture_mirror import SAFEGUARD_QUERY

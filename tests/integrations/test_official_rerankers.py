@@ -147,8 +147,8 @@ def test_bge_and_mono_modes_equal_the_official_recipe(tmp_path, mode, labels):
 
 
 def test_names_resolve_to_the_published_checkpoints_and_short_names():
-    from r2med_plugin.models.registry import resolve
     from r2med_plugin.models.official.naming import official_reranker_name
+    from r2med_plugin.models.registry import resolve
 
     for short, checkpoint in [("rankllama", "castorini/rankllama-v1-7b-lora-passage"), ("bge-reranker", "BAAI/bge-reranker-v2-m3"),
                               ("monobert", "castorini/monobert-large-msmarco")]:

@@ -8,7 +8,6 @@ import json
 
 from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config
 
-
 TASK = "NanoR2MEDBiology"
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, reranker_config, logprobs_of
-
+from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of, reranker_config
 
 TASK = "NanoR2MEDBiology"
 

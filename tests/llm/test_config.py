@@ -11,7 +11,7 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, ReasoningLLMReranker
 from r2med_plugin.rules import SettingError
-from tests.llm.replies import config_for, pointwise_reply, TASK, write_sweep_spec
+from tests.llm.replies import TASK, config_for, pointwise_reply, write_sweep_spec
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

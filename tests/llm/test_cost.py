@@ -24,16 +24,16 @@ from r2med_plugin.generation import estimate_generation_cost
 from r2med_plugin.llm import (
     Endpoint,
     GroupwiseLLMReranker,
-    LLMRerankerConfig,
     ListwiseLLMReranker,
+    LLMRerankerConfig,
     PointwiseLLMReranker,
     ReasoningLLMReranker,
     SetwiseLLMReranker,
     token_counter,
 )
 from r2med_plugin.llm.cost import CHARS_PER_TOKEN, dollars
-from r2med_plugin.llm.reranker_kinds import bubble_top, bubble_windows, heap_question_bound, heap_top
 from r2med_plugin.llm.requests import run_coroutine
+from r2med_plugin.llm.reranker_kinds import bubble_top, bubble_windows, heap_question_bound, heap_top
 from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of
 
 TASK = "NanoR2MEDBiology"

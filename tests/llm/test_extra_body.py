@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.cli import main
-from tests.llm.replies import pointwise_reply, rankgpt_reply, server_host, TASK, write_sweep_spec
+from tests.llm.replies import TASK, pointwise_reply, rankgpt_reply, server_host, write_sweep_spec
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

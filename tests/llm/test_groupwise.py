@@ -16,13 +16,13 @@ from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
 from r2med_plugin.llm.prompting import groupwise_messages, parse_group_scores
 from r2med_plugin.rules import SettingError, flag_of
 from tests.llm.keyed_replies import (
+    TASK,
     config_for,
     group_passages,
     key,
     keyed_order,
     keyed_scores,
     server_host,
-    TASK,
     text_digest,
     toy_data,
 )

@@ -10,7 +10,7 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.llm import ListwiseLLMReranker
 from r2med_plugin.llm.prompting import listwise_messages
-from tests.llm.keyed_replies import config_for, rankgpt_reply, server_host, TASK, toy_data
+from tests.llm.keyed_replies import TASK, config_for, rankgpt_reply, server_host, toy_data
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from r2med_plugin.cli import main
 from r2med_plugin.llm import ListwiseLLMReranker
-from tests.llm.replies import config_for, hidden_order, rankgpt_reply, server_host, TASK, toy_data
+from tests.llm.replies import TASK, config_for, hidden_order, rankgpt_reply, server_host, toy_data
 from tests.support.loopback_openai import LoopbackOpenAI, trec_rankings
 
 

@@ -12,12 +12,12 @@ from r2med_plugin.cli import main
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import GroupwiseLLMReranker, ListwiseLLMReranker
 from tests.llm.keyed_replies import (
+    TASK,
     config_for,
     keyed_order,
     keyed_scores,
     rankgpt_reply,
     server_host,
-    TASK,
     text_digest,
     toy_data,
 )

@@ -11,7 +11,7 @@ import pytest
 
 from r2med_plugin.cli import main
 from r2med_plugin.llm import PointwiseLLMReranker
-from tests.llm.replies import asked_passage, config_for, pointwise_reply, server_host, TASK, toy_data, yes_no_logprobs
+from tests.llm.replies import TASK, asked_passage, config_for, pointwise_reply, server_host, toy_data, yes_no_logprobs
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

@@ -12,11 +12,11 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.llm import ReasoningLLMReranker
 from tests.llm.replies import (
+    TASK,
     asked_passage,
     config_for,
     rank1_tokens,
     reasoning_reply,
-    TASK,
     toy_data,
     true_false_logprobs,
 )

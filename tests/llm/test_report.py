@@ -8,7 +8,7 @@ import pytest
 
 from r2med_plugin.cli import main
 from r2med_plugin.llm import ListwiseLLMReranker
-from tests.llm.replies import config_for, rank1_tokens, TASK, toy_data
+from tests.llm.replies import TASK, config_for, rank1_tokens, toy_data
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

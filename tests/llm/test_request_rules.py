@@ -11,7 +11,6 @@ from r2med_plugin.llm import ListwiseLLMReranker, PointwiseLLMReranker, Reasonin
 from tests.llm.replies import asked_passage, config_for, rankgpt_reply, toy_data
 from tests.support.loopback_openai import LoopbackOpenAI
 
-
 REASONING_API = ("max_tokens", "temperature", "logprobs", "top_logprobs")  # what OpenAI's o-series and gpt-5 refuse
 
 

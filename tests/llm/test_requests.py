@@ -15,7 +15,7 @@ import pytest
 
 from r2med_plugin.cli import main
 from r2med_plugin.llm import ListwiseLLMReranker, PointwiseLLMReranker, ReasoningLLMReranker
-from tests.llm.replies import asked_passage, config_for, pointwise_reply, reasoning_reply, TASK, toy_data
+from tests.llm.replies import TASK, asked_passage, config_for, pointwise_reply, reasoning_reply, toy_data
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

@@ -13,7 +13,7 @@ from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig, SetwiseLLMReranker
 from r2med_plugin.llm.prompting import parse_pick, setwise_messages
 from r2med_plugin.rules import SettingError, flag_of
-from tests.llm.replies import config_for, hidden_order, server_host, TASK, toy_data, write_sweep_spec
+from tests.llm.replies import TASK, config_for, hidden_order, server_host, toy_data, write_sweep_spec
 from tests.support.loopback_openai import LoopbackOpenAI
 
 

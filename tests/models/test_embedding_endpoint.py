@@ -343,8 +343,8 @@ def test_dimensions_cut_without_renormalising_are_normalised_before_scoring(endp
     """infinity answers --dimensions N with the first N values of the full vector, not renormalised: the answer has N
     dimensions (checked), and embeddings are L2-normalised before cosine scoring, so the cut vectors score as
     renormalised ones."""
-    from r2med_plugin.retrieval.dense import encode_cached
     from r2med_plugin.models.registry import load_encoder
+    from r2med_plugin.retrieval.dense import encode_cached
 
     texts = ["gene expression in the liver", "protein folding and chaperones"]
     with LoopbackOpenAI(models=("emb",), embedding_dim=16, dimensions_mode="cut") as server:

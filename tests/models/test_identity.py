@@ -21,8 +21,8 @@ import r2med_plugin
 from r2med_plugin.cli import main
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
-from r2med_plugin.reporting.leaderboard import build_leaderboard
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.leaderboard import build_leaderboard
 from r2med_plugin.retrieval.dense import dense_search, score_candidates
 
 TASK = "R2MEDBioinformatics"  # MiniLM is not perfect here: the instruction moves nDCG@10

@@ -456,9 +456,9 @@ def test_a_folder_named_like_a_hub_id_is_never_the_published_checkpoint(tiny, tm
     leaderboard never take it for the published weights; the same for an official reranker's folder."""
     import shutil
 
-    from r2med_plugin.reporting.official_files import official_model_name
-    from r2med_plugin.models.registry import load_reranker
     from r2med_plugin.models.official.naming import official_reranker_name
+    from r2med_plugin.models.registry import load_reranker
+    from r2med_plugin.reporting.official_files import official_model_name
 
     shutil.copytree(tiny["bert"], tmp_path / "BAAI" / "bge-large-en-v1.5")
     monkeypatch.chdir(tmp_path)

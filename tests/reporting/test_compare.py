@@ -14,19 +14,19 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from r2med_plugin import significance as sig
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
-from r2med_plugin import significance as sig
-from r2med_plugin.metrics import evaluate_run_per_query
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.metrics import evaluate_run_per_query
+from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.reporting.compare import compare_results, load_scores, render_report
 from r2med_plugin.reporting.inspect import inspect_query, worst_queries
 from r2med_plugin.reporting.leaderboard import build_leaderboards
-from r2med_plugin.reporting.render import render_many
 from r2med_plugin.reporting.leaderboard_significance import add_significance
 from r2med_plugin.reporting.per_query import per_query_frame, per_query_path, read_per_query, top_ranked, write_per_query
-from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.render import render_many
 
 pytestmark = pytest.mark.slow  # statistics checked against scipy, ranx and PyTerrier
 

@@ -15,12 +15,10 @@ from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.reporting.leaderboard import build_leaderboard, published_leaderboard
-from r2med_plugin.reporting.published import published_rows
+from r2med_plugin.reporting.published import published_rows, published_table
 from r2med_plugin.reporting.render import render
-from r2med_plugin.reporting.published import published_table
 from r2med_plugin.reporting.submission import export_submission
 from tests.support.builders import official_row, score_row, two_mirrors, write_result
-
 
 R2MED = list_tasks("r2med")
 NANO = list_tasks("nano")
@@ -233,7 +231,11 @@ def test_your_rows_carry_the_published_llm_name_beside_the_expansion_file(tmp_pa
     assert "| GPT4o (hyde/gpt4) | bm25-lucene (hyde) |" in text and "| GPT4o | BM25 [published] |" in text
 def test_a_verdict_s_data_is_named_with_the_leaderboard_s_words():
     from r2med_plugin.reporting.grouping import (
-        DRIFT_LABEL, LOCAL_MIRROR_SET, SYNTHETIC_LABEL, UNVERIFIED_SET, data_label,
+        DRIFT_LABEL,
+        LOCAL_MIRROR_SET,
+        SYNTHETIC_LABEL,
+        UNVERIFIED_SET,
+        data_label,
     )
 
     commit = "8b9fec2db9eda4b5742d03732213fbaee8169556"

@@ -23,8 +23,6 @@ from r2med_plugin import significance as sig
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
 from r2med_plugin.reporting.leaderboard import build_leaderboards, published_leaderboard
-from r2med_plugin.reporting.render import row_label, table_cells
-from r2med_plugin.reporting.rows import LeaderboardRow
 from r2med_plugin.reporting.leaderboard_page import (
     EXTRA_COLUMNS,
     GENERATOR,
@@ -36,6 +34,8 @@ from r2med_plugin.reporting.leaderboard_page import (
 )
 from r2med_plugin.reporting.leaderboard_significance import add_significance, significance_for_tables
 from r2med_plugin.reporting.per_query import per_query_path, read_per_query
+from r2med_plugin.reporting.render import row_label, table_cells
+from r2med_plugin.reporting.rows import LeaderboardRow
 from tests.support.leaderboard_results import INCOMPLETE, build_results
 
 ROOT = Path(__file__).resolve().parents[2]

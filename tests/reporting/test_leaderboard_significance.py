@@ -10,7 +10,6 @@ import pytest
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.reporting.leaderboard import build_leaderboard
 
-
 NANO = list_tasks("nano")
 
 
@@ -20,7 +19,6 @@ def test_rows_of_different_models_on_different_files_are_labelled_and_never_test
     import polars as pl
 
     from r2med_plugin.evaluation.runner import evaluate_task
-
     from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.reporting.leaderboard_significance import add_significance
 

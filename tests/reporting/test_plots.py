@@ -11,9 +11,9 @@ import pytest
 from r2med_plugin.catalog import list_tasks
 from r2med_plugin.cli import main
 from r2med_plugin.reporting.leaderboard import build_leaderboard, rank_rows
+from r2med_plugin.reporting.plots import plot_nano, plot_tasks
 from r2med_plugin.reporting.render import notes
 from r2med_plugin.reporting.rows import LeaderboardRow
-from r2med_plugin.reporting.plots import plot_nano, plot_tasks
 from tests.support.builders import write_result
 
 NANO = list_tasks("nano")

@@ -15,7 +15,6 @@ from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.reporting.submission import export_submission
 from tests.support.builders import official_row, two_mirrors, write_result
 
-
 R2MED = list_tasks("r2med")
 NANO = list_tasks("nano")
 

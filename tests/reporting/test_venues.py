@@ -13,14 +13,14 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.errors import InputFileError, UserError
 from r2med_plugin.evaluation.hakari_metrics import hakari_metrics, rankings_from_run
-from r2med_plugin.reporting.hakari_files import hakari_record_path, read_xz_json
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.reporting.hakari_files import hakari_record_path, read_xz_json
 from r2med_plugin.reporting.result_files import ResultRecord
 from r2med_plugin.reporting.venues import (
-    export_hakari,
     evaluate_command,
+    export_hakari,
     export_mteb,
     hakari_dataset_revision,
     hakari_path_part,

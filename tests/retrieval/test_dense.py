@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
 _RESUMABLE_ENCODING = r"""
 import json, os, signal, sys
 import numpy as np

@@ -11,8 +11,8 @@ from r2med_plugin.cli import main
 from r2med_plugin.data.expansions import hub_split, list_expansions, llm_name, load_expansions
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
-from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.models.hashing import HashingEncoder
+from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import encode_cached, normalise, search_vectors
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text, extract_answer
 from tests.fixture_mirror import hy_doc_for

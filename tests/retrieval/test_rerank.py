@@ -18,20 +18,20 @@ import pytest
 from r2med_plugin.cli import main
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.data.runs import detect_run_format, read_run_file, write_topk_docs
-from r2med_plugin.retrieval.bm25_cache import bm25_run
-from r2med_plugin.metrics import evaluate_run
+from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, RankedRun, as_first_stage
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
 from r2med_plugin.evaluation.official import official_reranker_scores
-from r2med_plugin.evaluation.first_stages import OFFICIAL_TOPK_DOCS_DEPTH, RankedRun, as_first_stage
-from r2med_plugin.reporting.official_files import official_reranker_results, published_to_ours
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.evaluation.writers import write_outputs
+from r2med_plugin.metrics import evaluate_run
+from r2med_plugin.models.cross_encoder import reranker_revision
 from r2med_plugin.reporting.export import model_folder_name
 from r2med_plugin.reporting.leaderboard import build_leaderboard
+from r2med_plugin.reporting.official_files import official_reranker_results, published_to_ours
 from r2med_plugin.reporting.published import published_reranker_rows
 from r2med_plugin.reporting.render import render
+from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.rerank import rerank_run
-from r2med_plugin.models.cross_encoder import reranker_revision
 
 TASK = "R2MEDBiology"
 

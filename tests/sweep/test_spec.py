@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2med_plugin.cli import main
 from r2med_plugin.catalog import get_task_spec
+from r2med_plugin.cli import main
 from r2med_plugin.sweep import Job, SpecError, load_spec, plan, run_sweep
 from r2med_plugin.sweep.jobs import RECORDS, job_stamps
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.models.official import reranker_model
-from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, towers, retriever_profiles
 from r2med_plugin.models.official.loading import OfficialEncoder, load_official_encoder
+from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, retriever_profiles, towers
 from r2med_plugin.models.placement import merged_setting
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
 

@@ -17,7 +17,6 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.embedding_endpoint import endpoint_host
 from r2med_plugin.models.identity import model_revision
-from r2med_plugin.models.placement import official_device, placement
 from r2med_plugin.models.official.naming import folder_label, result_name
 from r2med_plugin.models.official.profiles import (
     ENDPOINTS,
@@ -34,8 +33,8 @@ from r2med_plugin.models.official.recipes import (
     NVEmbedRecipe,
     TransformerRecipe,
 )
+from r2med_plugin.models.placement import official_device, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
-
 
 # --- the encoders ---------------------------------------------------------------------------------------------
 

@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 from r2med_plugin.models.protocols import PairScorerBase
+from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 
 NAME = SCHEME = "official"
 MAX_LENGTH = 512  # what src/eval_reranker.py passes for each of its three names
