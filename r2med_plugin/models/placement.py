@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_plugin.errors import UserError
+from r2med_plugin.rules import SettingError
 
 AUTO = "auto"
 ALL = "all"
@@ -39,46 +39,46 @@ class Placement:
         return len(self.devices) > 1
 
 
-def placement(setting: str | Sequence[str] | None, *, flag: str = "--device") -> Placement:
-    """The placement ``setting`` asks for, each device checked against this torch (``flag`` names it in errors)."""
+def placement(setting: str | Sequence[str] | None) -> Placement:
+    """The placement ``setting`` asks for, each device checked against this torch."""
     if setting is None:
         return Placement()
     if isinstance(setting, str):
         text = setting.strip()
         if text.lower() == AUTO:
             return Placement()
-        entries = cuda_devices(flag) if text.lower() == ALL else [part.strip() for part in text.split(",")]
+        entries = cuda_devices() if text.lower() == ALL else [part.strip() for part in text.split(",")]
     elif len(setting) == 1:  # a list of one ([all], [auto], [cuda:1]) is that one setting
-        return placement(str(setting[0]), flag=flag)
+        return placement(str(setting[0]))
     else:
         entries = [str(part).strip() for part in setting]
     if not entries or any(not entry for entry in entries):
-        raise UserError(f"{flag} {setting!r} has an empty entry: give {DEVICE_EXAMPLES}")
+        raise SettingError(f"{{device}} {setting!r} has an empty entry: give {DEVICE_EXAMPLES}", field="device")
     for word in (AUTO, ALL):
         if len(entries) > 1 and word in (entry.lower() for entry in entries):
-            raise UserError(f"{flag} {setting!r}: {word} stands alone, it is not a device of a list; give {word} alone, "
-                            "or name the devices (cuda:0,cuda:1)")
+            raise SettingError(f"{{device}} {setting!r}: {word} stands alone, it is not a device of a list; give {word} alone, "
+                               "or name the devices (cuda:0,cuda:1)", field="device")
     if len(entries) == 1 and entries[0].lower() == AUTO:
         return Placement()
     for entry in entries:
-        check_one_device(entry, flag)
+        check_one_device(entry)
     if len(entries) == 1:
         return Placement(entries[0])
     return Placement(None, tuple(entries))
 
 
-def cuda_devices(flag: str = "--device") -> list[str]:
+def cuda_devices() -> list[str]:
     """Every CUDA device torch sees (``--device all``); refused where there is none."""
     import torch
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
-        raise UserError(f"{flag} all: torch {torch.__version__} sees no CUDA device here; use {flag} cpu (or cpu,cpu for "
-                        f"two CPU processes), or {flag} auto")
+        raise SettingError(f"{{device}} all: torch {torch.__version__} sees no CUDA device here; use {{device}} cpu (or cpu,cpu for "
+                        f"two CPU processes), or {{device}} auto", field="device")
     return [f"cuda:{index}" for index in range(count)]
 
 
-def check_one_device(device: str, flag: str = "--device") -> None:
+def check_one_device(device: str) -> None:
     """Refuse a device this torch cannot use, before a model is loaded onto it (torch would assert)."""
     if device in ("cpu", AUTO):
         return
@@ -87,22 +87,22 @@ def check_one_device(device: str, flag: str = "--device") -> None:
     try:
         parsed = torch.device(device)
     except (RuntimeError, ValueError, TypeError):
-        raise UserError(f"{flag} {device!r} is not a device torch knows: give {DEVICE_EXAMPLES}") from None
+        raise SettingError(f"{{device}} {device!r} is not a device torch knows: give {DEVICE_EXAMPLES}", field="device") from None
     kind = parsed.type
     if kind == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"{flag} {device}: this torch has no usable CUDA (torch {torch.__version__}); use {flag} cpu or auto")
+        raise SettingError(f"{{device}} {device}: this torch has no usable CUDA (torch {torch.__version__}); use {{device}} cpu or auto", field="device")
     if kind == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
-        raise UserError(f"{flag} {device}: this machine has {torch.cuda.device_count()} CUDA device(s), cuda:0 to "
-                        f"cuda:{torch.cuda.device_count() - 1}")
+        raise SettingError(f"{{device}} {device}: this machine has {torch.cuda.device_count()} CUDA device(s), cuda:0 to "
+                        f"cuda:{torch.cuda.device_count() - 1}", field="device")
     if kind == "mps" and not torch.backends.mps.is_available():
-        raise UserError(f"{flag} {device}: MPS is not available here; use {flag} cpu or auto")
+        raise SettingError(f"{{device}} {device}: MPS is not available here; use {{device}} cpu or auto", field="device")
 
 
-def one_device(setting: str | Sequence[str] | None, why: str, *, flag: str = "--device") -> str | None:
+def one_device(setting: str | Sequence[str] | None, why: str) -> str | None:
     """The one device of ``setting`` (None: the library's choice); a list is refused with ``why``."""
-    chosen = placement(setting, flag=flag)
+    chosen = placement(setting)
     if chosen.pooled:
-        raise UserError(f"{flag} {','.join(chosen.devices)}: {why}; give one device (or auto)")
+        raise SettingError(f"{{device}} {','.join(chosen.devices)}: {why}; give one device (or auto)", field="device")
     return chosen.device
 
 
@@ -125,12 +125,12 @@ def merged_setting(device: str | Sequence[str] | None, devices: Sequence[str] | 
 # --- dtype ----------------------------------------------------------------------------------------------------------------
 
 
-def check_dtype(dtype: str | None, *, flag: str = "--dtype") -> str:
+def check_dtype(dtype: str | None) -> str:
     """``dtype`` when it is one of DTYPES (None: auto); else refused naming the choices."""
     if dtype is None:
         return AUTO
     if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise UserError(f"{flag} {dtype!r} is not a compute dtype: use one of {', '.join(DTYPES)}")
+        raise SettingError(f"{{dtype}} {dtype!r} is not a compute dtype: use one of {', '.join(DTYPES)}", field="dtype")
     return dtype
 
 
