@@ -32,9 +32,10 @@ from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.placement import (
     Placement,
+    auto_dtype,
     check_dtype,
-    checkpoint_dtype,
     dtype_label,
+    dtype_option,
     merged_setting,
     one_device,
     placement,
@@ -164,15 +165,15 @@ def _own_dtype(meta: Any) -> str:
     recorded = model_kwargs.get("dtype") or model_kwargs.get("torch_dtype")
     if recorded is not None and recorded != "auto":
         return str(getattr(recorded, "value", recorded)).removeprefix("torch.")
-    return checkpoint_dtype(meta.name, meta.revision)
+    return auto_dtype(meta.name, meta.revision)
 
 
 def _load(meta: Any, ref: RetrieverRef, device: str | None, dtype: str = "auto") -> Any:
     options: dict[str, Any] = {}
     if dtype != "auto":  # merged into the ModelMeta's own model_kwargs (mteb's update would replace them)
         model_kwargs = {key: value for key, value in dict((meta.loader_kwargs or {}).get("model_kwargs") or {}).items()
-                        if key != "torch_dtype"}
-        options["model_kwargs"] = model_kwargs | {"dtype": dtype}
+                        if key not in ("dtype", "torch_dtype")}
+        options["model_kwargs"] = model_kwargs | dtype_option(dtype)
     try:
         return meta.load_model(device=device, **options)
     except OSError as error:

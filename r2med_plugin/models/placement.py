@@ -134,9 +134,29 @@ def check_dtype(dtype: str | None) -> str:
     return dtype
 
 
+def dtype_option(value: Any) -> dict[str, Any]:
+    """from_pretrained's dtype keyword and ``value``: ``dtype`` since transformers 4.56, ``torch_dtype`` before (an
+    older transformers ignores the newer name and would load float32)."""
+    import transformers
+    from packaging.version import Version
+
+    return {"dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype": value}
+
+
 def dtype_kwargs(dtype: str) -> dict[str, Any]:
     """What sentence-transformers' constructors take to load the weights in ``dtype`` ({} for auto)."""
-    return {} if check_dtype(dtype) == AUTO else {"model_kwargs": {"dtype": dtype}}
+    return {} if check_dtype(dtype) == AUTO else {"model_kwargs": dtype_option(dtype)}
+
+
+def auto_dtype(source: str, revision: str | None = None) -> str:
+    """The dtype a model loads in when none is asked for: the checkpoint's own from transformers 5 (its default
+    ``dtype="auto"``), float32 before; a result is labelled with a chosen dtype only when it differs from this."""
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) < Version("5"):
+        return "float32"
+    return checkpoint_dtype(source, revision)
 
 
 def checkpoint_dtype(source: str, revision: str | None = None) -> str:

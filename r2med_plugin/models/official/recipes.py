@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.models.placement import dtype_option
 from r2med_plugin.models.protocols import EncodeKind
 
 OPENAI_CUT, VOYAGE_CUT = 6000, 16000  # RetrievalOPENAI.encode: cut_text_openai (cl100k) and cut_text (voyage's tokenizer)
@@ -61,13 +62,6 @@ def _torch_dtype(dtype: str | None, default: Any) -> Any:
         raise UserError(f"dtype must name a torch dtype (float16, bfloat16, float32), got {dtype!r}")
     return chosen
 
-
-def _dtype_option(torch_dtype: Any) -> dict[str, Any]:
-    """from_pretrained's dtype keyword: ``dtype`` since transformers 4.56, ``torch_dtype`` before."""
-    import transformers
-    from packaging.version import Version
-
-    return {"dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype": torch_dtype}
 
 
 def _prefixed(instruction: str | None, texts: list[str]) -> list[str]:
@@ -110,7 +104,7 @@ class TransformerRecipe(Recipe):
             raise ValueError(f"unknown pooling {pooling_method!r} or encode mode {encode_mode!r}")
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint, revision=revision)
         self.model = AutoModel.from_pretrained(checkpoint, revision=revision,
-                                               **_dtype_option(_torch_dtype(dtype, torch.float32))).to(device).eval()
+                                               **dtype_option(_torch_dtype(dtype, torch.float32))).to(device).eval()
         if encode_mode == "BMR" and self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
             self.tokenizer.padding_side = "left"
@@ -186,7 +180,7 @@ class BiEncoderRecipe(Recipe):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        option = _dtype_option(_torch_dtype(dtype, torch.float32))
+        option = dtype_option(_torch_dtype(dtype, torch.float32))
         self.query_tokenizer = AutoTokenizer.from_pretrained(query_checkpoint, revision=revision)
         self.query_model = AutoModel.from_pretrained(query_checkpoint, revision=revision, **option).to(device).eval()
         self.document_tokenizer = AutoTokenizer.from_pretrained(document_checkpoint, revision=revision)
@@ -296,7 +290,7 @@ class NVEmbedRecipe(Recipe):
         from transformers import AutoModel
 
         self.model = AutoModel.from_pretrained(checkpoint, revision=revision, trust_remote_code=True,
-                                               **_dtype_option(_torch_dtype(dtype, torch.float16))).to(device).eval()
+                                               **dtype_option(_torch_dtype(dtype, torch.float16))).to(device).eval()
         self.batch_size, self.max_length, self.normalize = batch_size, max_length, normalize_embeddings
         self.dtype, self.show_progress = dtype or "float16", show_progress
         self.output_dtype = "float16" if self.dtype == "float16" else "float32"  # NVEmbedModel returns the model's dtype

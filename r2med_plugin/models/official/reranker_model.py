@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.models.placement import dtype_option
 from r2med_plugin.models.protocols import PairScorerBase
 from r2med_plugin.models.registry import cached_hub_commit, files_stamp
 
@@ -122,13 +123,6 @@ def adapter_base(adapter: str, revision: str | None = None) -> str:
     return str(base)
 
 
-def _dtype_option(torch_dtype: Any) -> dict[str, Any]:
-    """from_pretrained's dtype keyword: ``dtype`` since transformers 4.56, ``torch_dtype`` before."""
-    import transformers
-    from packaging.version import Version
-
-    return {"dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype": torch_dtype}
-
 
 def _peft():
     try:
@@ -182,12 +176,12 @@ class OfficialReranker(PairScorerBase):
                 peft = _peft()
                 base = base or adapter_base(checkpoint, hub_revision)
                 self.tokenizer = AutoTokenizer.from_pretrained(base)
-                model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, **_dtype_option(torch_dtype))
+                model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, **dtype_option(torch_dtype))
                 model = peft.PeftModel.from_pretrained(model, checkpoint, revision=hub_revision).merge_and_unload()
             else:
                 self.tokenizer = AutoTokenizer.from_pretrained(checkpoint, revision=hub_revision)
                 model, loading = AutoModelForSequenceClassification.from_pretrained(
-                    checkpoint, revision=hub_revision, output_loading_info=True, **_dtype_option(torch_dtype))
+                    checkpoint, revision=hub_revision, output_loading_info=True, **dtype_option(torch_dtype))
                 _check_head(mode, checkpoint, model, loading)
         except OSError as error:
             raise UserError(f"could not load the reranker {checkpoint!r}{f' on {base!r}' if base else ''} ({error}); give local "
