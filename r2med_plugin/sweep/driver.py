@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,8 +66,9 @@ class SweepSummary:
 
 
 def _error_text(error: BaseException) -> str:
-    lines = traceback.format_exception_only(type(error), error)
-    return "".join(lines).strip()[:2000]
+    """The failure as the status file records it: the exception's class name (not its module path) and message."""
+    text = str(error)
+    return (f"{type(error).__name__}: {text}" if text else type(error).__name__)[:2000]
 
 
 def plan(spec: SweepSpec, *, devices: Sequence[str] | None = None) -> list[JobStatus]:

@@ -88,7 +88,7 @@ def test_ray_failures_are_retried_and_reported(ray_session, mirror_env: Path, tm
     summary = json.loads((tmp_path / "out" / "sweep-summary.json").read_text())
     assert summary["engine"] == "ray" and summary["counts"]["done"] == 1
     (failure,) = summary["failures"]
-    assert failure["attempts"] == 2 and failure["error"].startswith("ValueError: could not load the model 'no-such-org/no-such-model'")
+    assert failure["attempts"] == 2 and failure["error"].startswith("UserError: could not load the model 'no-such-org/no-such-model'")
     assert "| bm25-robertson (pinned commits, unverified mirror files, counts differ from the dataset card) |" in capsys.readouterr().out
 
 
