@@ -122,6 +122,32 @@ def merged_setting(device: str | Sequence[str] | None, devices: Sequence[str] | 
     return list(devices) if devices else device
 
 
+class DevicePool:
+    """sentence-transformers' multi-process pool over ``devices`` for a class holding a SentenceTransformer as
+    ``model``: started on first use, stopped by ``close`` (and at exit)."""
+
+    model: Any
+    devices: Sequence[str] | None
+    _pool: dict | None = None
+
+    def _pool_option(self) -> dict:
+        """{"pool": the started pool} when encoding on several devices, else {}."""
+        if not self.devices:
+            return {}
+        if self._pool is None:
+            import atexit
+
+            self._pool = self.model.start_multi_process_pool(target_devices=list(self.devices))
+            atexit.register(self.close)
+        return {"pool": self._pool}
+
+    def close(self) -> None:
+        """Stop the multi-process pool, if one was started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.model.stop_multi_process_pool(pool)
+
+
 # --- dtype ----------------------------------------------------------------------------------------------------------------
 
 

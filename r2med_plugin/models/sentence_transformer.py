@@ -11,11 +11,11 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
-from r2med_plugin.models.placement import auto_dtype, check_dtype, dtype_kwargs, dtype_label, merged_setting, placement
+from r2med_plugin.models.placement import DevicePool, auto_dtype, check_dtype, dtype_kwargs, dtype_label, merged_setting, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 
 
-class SentenceTransformerEncoder(EncoderBase):
+class SentenceTransformerEncoder(DevicePool, EncoderBase):
     """A sentence-transformers model; ``query_prompt`` is prepended to queries when given.
 
     ``device`` is the one device setting (r2med_plugin.models.placement): ``auto`` (default: sentence-transformers
@@ -27,24 +27,6 @@ class SentenceTransformerEncoder(EncoderBase):
     """
 
     devices: list[str] | None = None
-    _pool: dict | None = None
-
-    def _pool_option(self) -> dict:
-        """{"pool": the started pool} when encoding on several devices, else {}."""
-        if not self.devices:
-            return {}
-        if self._pool is None:
-            import atexit
-
-            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
-            atexit.register(self.close)
-        return {"pool": self._pool}
-
-    def close(self) -> None:
-        """Stop the multi-process pool, if one was started."""
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            self.model.stop_multi_process_pool(pool)
 
     def __init__(
         self,

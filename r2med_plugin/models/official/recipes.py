@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from r2med_plugin.errors import UserError
-from r2med_plugin.models.placement import dtype_option
+from r2med_plugin.models.placement import DevicePool, dtype_option
 from r2med_plugin.models.protocols import EncodeKind
 
 OPENAI_CUT, VOYAGE_CUT = 6000, 16000  # RetrievalOPENAI.encode: cut_text_openai (cl100k) and cut_text (voyage's tokenizer)
@@ -210,7 +210,7 @@ class BiEncoderRecipe(Recipe):
         return np.concatenate(chunks, axis=0)
 
 
-class InstructorRecipe(Recipe):
+class InstructorRecipe(DevicePool, Recipe):
     """InstructorModel: sentence-transformers, the instruction as a prompt left out of the pooling, normalised."""
 
     def __init__(self, checkpoint: str, *, batch_size: int, device: str, show_progress: bool, revision: str | None = None,
@@ -221,23 +221,7 @@ class InstructorRecipe(Recipe):
         self.model = SentenceTransformer(checkpoint, revision=revision, device="cpu" if devices else device)
         self.model.set_pooling_include_prompt(False)
         self.batch_size, self.show_progress, self.devices = batch_size, show_progress, devices
-        self._pool: dict | None = None
-
-    def _pool_option(self) -> dict:
-        if not self.devices:
-            return {}
-        if self._pool is None:
-            import atexit
-
-            self._pool = self.model.start_multi_process_pool(target_devices=self.devices)
-            atexit.register(self.close)
-        return {"pool": self._pool}
-
-    def close(self) -> None:
-        """Stop the multi-process pool, if one was started."""
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            self.model.stop_multi_process_pool(pool)
+        self._pool = None
 
     def settings(self) -> list[Any]:
         from r2med_plugin.models.identity import encoder_settings
