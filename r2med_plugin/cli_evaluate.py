@@ -342,17 +342,15 @@ def evaluate_command(args: argparse.Namespace) -> int:
     try:
         requests = requests_from_args(args)
         _check_cost_options(args, requests)
-        encoder, reranker = _load_parts(args, requests)
-        from r2med_plugin.evaluation.plan import plan_request
-
-        plans = [(_label(request), plan_request(request, encoder=encoder, reranker=reranker)) for request in requests]
+        requests = _load_parts(args, requests)
         if args.estimate_cost:  # what the run would cost; nothing is sent
-            from r2med_plugin.evaluation.cost import estimate_plan_cost
+            from r2med_plugin.evaluation.cost import estimate_request_cost
             from r2med_plugin.llm.cost import render_estimates
 
-            print(render_estimates([estimate_plan_cost(plan) for _, plan in plans], args.price_in, args.price_out), end="")
+            print(render_estimates([estimate_request_cost(request) for request in requests], args.price_in, args.price_out),
+                  end="")
             return 0
-        return _run_plans(args, plans)
+        return _run_requests(args, requests)
     except EndpointError as error:  # an LLM reranker's endpoint refused or kept failing; answers so far are cached
         if not args.rerank:
             raise
@@ -383,8 +381,9 @@ def _label(request) -> str:
     return request.task + (f" + {expansion}" if expansion else "")
 
 
-def _load_parts(args: argparse.Namespace, requests: list):
-    """The encoder and the reranker every request shares, loaded once after every check that needs no model."""
+def _load_parts(args: argparse.Namespace, requests: list) -> list:
+    """The requests, each holding the encoder and the reranker they share, loaded once after every check that needs no
+    model."""
     from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec, RunFileSpec
     from r2med_plugin.models.checks import check_device
     from r2med_plugin.models.placement import report_device
@@ -404,11 +403,11 @@ def _load_parts(args: argparse.Namespace, requests: list):
     encoder = first.first_stage.load(show_progress=not args.quiet) if isinstance(first.first_stage, ModelSpec) else None
     if encoder is not None:
         report_device(encoder.name, encoder, quiet=args.quiet)
+    reranker = llm
     if llm is None and first.reranker is not None:
         reranker = first.reranker.load()
         report_device(args.rerank, reranker, quiet=args.quiet)
-        return encoder, reranker
-    return encoder, llm
+    return [request.with_loaded(encoder, reranker) for request in requests]
 
 
 def _announce(args: argparse.Namespace, what: str) -> float:
@@ -442,28 +441,28 @@ def _keys_of(result, reranked: bool) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _run_plans(args: argparse.Namespace, plans: list) -> int:
-    """Execute each (label, plan), print its scores and write its files."""
+def _run_requests(args: argparse.Namespace, requests: list) -> int:
+    """Execute each request, print its scores and write its files."""
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.runner import execute, validate_inputs
     from r2med_plugin.evaluation.writers import write_outputs
 
-    sizes = [get_task_spec(plan.task).expected_counts["documents"] for _, plan in plans]
+    sizes = [get_task_spec(request.task).expected_counts["documents"] for request in requests]
     command_started = time.perf_counter()
-    preloaded = validate_inputs([plan for _, plan in plans])  # every task's files checked before the first runs
-    for index, (label, plan) in enumerate(plans):
-        started = _announce(args, label)
-        data, preloaded[index] = preloaded[index], None  # held no longer than its plan needs it
-        result = execute(plan, data=data)
+    preloaded = validate_inputs(requests)  # every task's files checked before the first runs
+    for index, request in enumerate(requests):
+        started = _announce(args, _label(request))
+        data, preloaded[index] = preloaded[index], None  # held no longer than its request needs it
+        result = execute(request, data)
         del data
         if args.quiet:
-            print(f"{plan.task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
-        if len(plans) > 1:
+            print(f"{request.task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
+        if len(requests) > 1:
             print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)
-        print_scores(result, _keys_of(result, plan.reranker is not None))
+        print_scores(result, _keys_of(result, request.reranker is not None))
         print_usage(result, args.price_in, args.price_out)
         if args.output:
-            depth = {} if plan.reranker is not None else {"trec_depth": args.depth}
+            depth = {} if request.reranker is not None else {"trec_depth": args.depth}
             for kind, path in write_outputs(result, args.output, trec=args.trec, **depth).items():
                 print(f"  wrote {kind}: {path}")
     return 0

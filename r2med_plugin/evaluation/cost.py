@@ -9,7 +9,8 @@ import os
 
 from r2med_plugin.data.loader import load_task
 from r2med_plugin.errors import UserError
-from r2med_plugin.evaluation.plan import EvaluationPlan, build_plan
+from r2med_plugin.evaluation.plan import plan_of, request_of
+from r2med_plugin.evaluation.request import EvaluationRequest, TaskArguments
 from r2med_plugin.evaluation.runner import rerank_inputs
 from r2med_plugin.llm.config import LLMRerankerConfig
 from r2med_plugin.llm.cost import CostEstimate
@@ -17,11 +18,15 @@ from r2med_plugin.llm.reranker_kinds import LLMReranker
 from r2med_plugin.types import TaskData
 
 
-def estimate_plan_cost(plan: EvaluationPlan, *, data: TaskData | None = None, tokenizer: str | None = None) -> CostEstimate:
-    """The cost of running a reranking ``plan`` whose reranker is an LLM (requests, prompt tokens, completion budget),
-    without sending a request. ``tokenizer``: see r2med_plugin.llm.cost.token_counter."""
-    if plan.reranker is None:
-        raise UserError(f"{plan.task}: the plan reranks nothing; a cost estimate is for an LLM reranker (rerank='llm-<kind>:<model>')")
+def estimate_request_cost(request: EvaluationRequest, data: TaskData | None = None, *,
+                          tokenizer: str | None = None) -> CostEstimate:
+    """The cost of running ``request`` when its reranker is an LLM (requests, prompt tokens, completion budget),
+    without sending a request: its first stage runs (cached, as for the real run). ``tokenizer``: see
+    r2med_plugin.llm.cost.token_counter."""
+    if request.reranker is None:
+        raise UserError(f"{request.task}: the request reranks nothing; a cost estimate is for an LLM reranker "
+                        "(rerank='llm-<kind>:<model>')")
+    plan = plan_of(request)
     if data is None:
         data = load_task(plan.task, data_dir=plan.data_dir, accept_drift=plan.accept_drift)
     inputs = rerank_inputs(plan, data)
@@ -53,6 +58,7 @@ def estimate_rerank_cost(
     from r2med_plugin.evaluation.reranker_stage import as_reranker
 
     reranker = as_reranker(rerank, llm=llm) if llm is not None else rerank
-    plan = build_plan(task, rerank=reranker, first_stage=first_stage, rerank_depth=rerank_depth, data_dir=data_dir,
-                      accept_drift=accept_drift, show_progress=show_progress, bm25_workers=bm25_workers)
-    return estimate_plan_cost(plan, tokenizer=tokenizer)
+    request = request_of(task, None, TaskArguments(rerank=reranker, first_stage=first_stage, rerank_depth=rerank_depth,
+                                                   data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress,
+                                                   bm25_workers=bm25_workers))
+    return estimate_request_cost(request, tokenizer=tokenizer)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -26,6 +26,7 @@ from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.evaluation.naming import prompt_label
 from r2med_plugin.identifiers import BM25_VARIANTS, TieOrder
 from r2med_plugin.models.protocols import Encoder, as_encoder, is_encoder
+from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import dense_search, effective_prompt, score_candidates
@@ -104,6 +105,7 @@ class Bm25:
     expansion: str | None = None
     data_dir: str | os.PathLike | None = None
     workers: int | None = None  # bm25-lucene's corpus analysis processes (default: all cores); never changes a score
+    index: Any = field(default=None, compare=False, repr=False)  # a bm25-lucene index of the task built once (the matrix)
 
     def __post_init__(self) -> None:
         if self.retriever not in BM25_RETRIEVERS:
@@ -123,6 +125,11 @@ class Bm25:
 
     def search(self, data: TaskData, depth: int, *, show_progress: bool = True, ties: TieOrder = "doc_id") -> Run:
         queries = bm25_queries(data, self.expansion, self.data_dir)
+        if self.index is not None:
+            # not the on-disk run cache: the matrix keeps its own state per (row, task), and writing 14 runs per task
+            # there would cost more than computing them from the shared index
+            return bm25_search(data.corpus, queries, variant=self.variant, top_k=depth, show_progress=show_progress,
+                               ties=ties, index=self.index)
         return bm25_run(data, self.variant, top_k=depth, queries=queries, show_progress=show_progress, ties=ties,
                         workers=self.workers)
 

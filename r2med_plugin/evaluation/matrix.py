@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -375,7 +375,8 @@ def _bm25_computer(report: MatrixReport, options: MatrixOptions) -> Callable[[Ta
 
 def _model_computer(row: MatrixRow, options: MatrixOptions) -> Callable[[TaskData, MatrixRow], TaskRunResult]:
     """Computes a model or endpoint row on a task, its encoder loaded at the first task that needs it."""
-    from r2med_plugin.evaluation.plan import build_plan
+    from r2med_plugin.evaluation.plan import request_of
+    from r2med_plugin.evaluation.request import TaskArguments
     from r2med_plugin.evaluation.runner import execute
 
     def load():
@@ -386,9 +387,11 @@ def _model_computer(row: MatrixRow, options: MatrixOptions) -> Callable[[TaskDat
         return load_encoder(row.retriever_id, **endpoint, **device, show_progress=options.show_progress)
 
     encoder = _lazy(load)
-    return lambda data, row: execute(build_plan(data.name, encoder(), expansion=row.expansion, data_dir=options.data_dir,
-                                                accept_drift=options.accept_drift, show_progress=options.show_progress),
-                                     data=data)
+    def compute(data: TaskData, row: MatrixRow) -> TaskRunResult:
+        arguments = TaskArguments(expansion=row.expansion, data_dir=options.data_dir, accept_drift=options.accept_drift,
+                                  show_progress=options.show_progress)
+        return execute(request_of(data.name, encoder(), arguments), data)
+    return compute
 
 
 def _lazy(build: Callable[[], T]) -> Callable[[], T]:
@@ -409,30 +412,13 @@ def _built_index(data: TaskData, report: MatrixReport, show_progress: bool):
 
 
 def _evaluate_row(data: TaskData, row: MatrixRow, index, data_dir, accept_drift, show_progress: bool) -> TaskRunResult:
-    """The row's plan as `r2med evaluate` builds it, its BM25 searching the task's shared index."""
-    from r2med_plugin.evaluation.plan import build_plan
+    """The row's request as `r2med evaluate` builds it, its BM25 searching the task's shared index."""
+    from r2med_plugin.evaluation.plan import request_of
+    from r2med_plugin.evaluation.request import TaskArguments
     from r2med_plugin.evaluation.runner import execute
 
-    plan = build_plan(data.name, MATRIX_RETRIEVER, expansion=row.expansion, data_dir=data_dir, accept_drift=accept_drift,
-                      show_progress=show_progress)
-    return execute(replace(plan, first_stage=_indexed_stage(plan.first_stage, index)), data=data)
-
-
-def _indexed_stage(stage, index):
-    """The plan's BM25 first stage, searching ``index`` instead of indexing the corpus again."""
-    from r2med_plugin.evaluation.first_stages import Bm25, bm25_queries
-    from r2med_plugin.retrieval.bm25 import bm25_search
-
-    @dataclass(frozen=True)
-    class IndexedBm25(Bm25):
-        def search(self, data: TaskData, depth: int, *, show_progress: bool = True, ties="doc_id"):
-            # not the on-disk run cache: the matrix keeps its own state per (row, task), and writing 14 runs per
-            # task there would cost more than computing them
-            queries = bm25_queries(data, self.expansion, self.data_dir)
-            return bm25_search(data.corpus, queries, variant=self.variant, top_k=depth, show_progress=show_progress,
-                               ties=ties, index=index)
-
-    return IndexedBm25(stage.retriever, stage.expansion, stage.data_dir, stage.workers)
+    arguments = TaskArguments(expansion=row.expansion, data_dir=data_dir, accept_drift=accept_drift, show_progress=show_progress)
+    return execute(request_of(data.name, MATRIX_RETRIEVER, arguments).with_loaded(index), data)
 
 
 def state_key(data: TaskData, row: MatrixRow, data_dir: str | os.PathLike | None) -> str:

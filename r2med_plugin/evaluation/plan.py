@@ -1,8 +1,7 @@
-"""An evaluation plan: the task, the first stage, an optional reranker and the scorers, built and checked once.
+"""How ``execute`` carries out an EvaluationRequest: its stages (first stage, optional reranker) and scorers.
 
-``build_plan`` takes what ``evaluate_task`` takes (the CLI, ``r2med sweep``, ``r2med reproduce`` and the
-Python API all come through it) and refuses every request that needs no data to be found wrong, before
-the first task loads. ``r2med_plugin.evaluation.runner.execute`` carries a plan out.
+Internal to ``r2med_plugin.evaluation.runner.execute``, the one entry (``execute(request, data=None)``); not part of the
+public API. ``request_of``/``as_request`` turn ``evaluate_task``'s keyword arguments into the request.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ from r2med_plugin.types import TaskSpec
 
 
 @dataclass(frozen=True)
-class EvaluationPlan:
+class Plan:
     """What one evaluation of one task does. ``first_stage`` retrieves (``search``) or, with a ``reranker``,
     gives the run the reranker reranks (``ranked``); the scorers' numbers go into the result in order."""
 
@@ -71,12 +70,6 @@ class EvaluationPlan:
 
 
 DEFAULT_ARGUMENTS = TaskArguments()  # every argument at its default (frozen)
-
-
-def build_plan(task: str | EvaluationRequest, retriever: str | PlainEncoder | None = None, **arguments: Any) -> EvaluationPlan:
-    """The plan ``evaluate_task`` runs (see there): a request, or its keyword arguments (``TaskArguments``) as an
-    EvaluationRequest (every error that needs no data is raised while it is built), then ``plan_request``."""
-    return plan_request(as_request(task, retriever, arguments, "build_plan"))
 
 
 def as_request(task: str | EvaluationRequest, retriever: object, arguments: Mapping[str, Any] | TaskArguments,
@@ -138,8 +131,9 @@ def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | M
             raise SettingError("a query prompt ({query_prompt}) applies to encoders only; "
                                f"{retriever} would ignore it: leave it out", field="query_prompt")
         return Bm25Spec(retriever)
-    if not isinstance(retriever, PlainEncoder):
-        raise TypeError("retriever must be a BM25 name or an encoder with name, revision and encode(texts, kind=...)")
+    if not isinstance(retriever, (PlainEncoder, SearchStage)):
+        raise TypeError("retriever must be a BM25 name, an encoder with name, revision and encode(texts, kind=...), or a "
+                        "first stage with name, revision and search(data, depth)")
     return PrebuiltFirstStage(retriever, query_prompt)
 
 
@@ -163,18 +157,21 @@ def _first_stage_spec(value: object, query_prompt: str | None) -> FirstStageSpec
     return PrebuiltFirstStage(value, query_prompt)
 
 
-def plan_request(request: EvaluationRequest, *, encoder: object | None = None, reranker: object | None = None) -> EvaluationPlan:
-    """The stages that carry ``request`` out. ``encoder`` and ``reranker``: what a ModelSpec / CrossEncoderSpec loads,
-    when the caller loaded it once for several tasks (loaded here otherwise)."""
-    common = partial(EvaluationPlan, data_dir=request.data_dir, accept_drift=request.accept_drift,
+def plan_of(request: EvaluationRequest) -> Plan:
+    """The stages that carry ``request`` out; a model the request's specs name loads here, unless a front end loaded it
+    once for several requests (``EvaluationRequest.with_loaded``)."""
+    common = partial(Plan, data_dir=request.data_dir, accept_drift=request.accept_drift,
                      show_progress=request.show_progress, request=request.recorded())
     if request.reranker is not None:
-        return _rerank_plan(request, request.reranker, encoder, reranker, common)
+        return _rerank_plan(request, request.reranker, common)
     scoring, expansion = request.scoring, request.scoring.expansion
-    searched = _search_stage(request, encoder)
-    stage: Bm25 | Dense | StoredCandidates = searched
+    searched = _search_stage(request)
+    stage: Bm25 | Dense | StoredCandidates | SearchStage = searched
     scorers: list[Scorer] = []
     if scoring.candidates_only:
+        if not isinstance(searched, (Bm25, Dense)):
+            raise SettingError(f"{{candidates_only}} scores the stored lists with BM25 or an encoder; {searched.name} "
+                               "searches the corpus its own way: drop {candidates_only}", field="candidates_only")
         stage = StoredCandidates(searched, scoring.candidates)
     else:
         scorers.append(FullCorpus(scoring.top_k))
@@ -198,29 +195,34 @@ def _query_prompt(request: EvaluationRequest) -> str | None:
     return None
 
 
-def _first_stage_value(request: EvaluationRequest, encoder: object | None) -> object:
+def _first_stage_value(request: EvaluationRequest) -> object:
     first = request.first_stage
     if isinstance(first, Bm25Spec):
         return first.variant
     if isinstance(first, ModelSpec):
-        return encoder if encoder is not None else first.load(show_progress=request.show_progress)
+        return first.load(show_progress=request.show_progress)
     if isinstance(first, RunFileSpec):
         return first.path
     return first.value
 
 
-def _search_stage(request: EvaluationRequest, encoder: object | None) -> Bm25 | Dense:
-    value, expansion = _first_stage_value(request, encoder), request.scoring.expansion
+def _search_stage(request: EvaluationRequest) -> Bm25 | Dense | SearchStage:
+    value, expansion = _first_stage_value(request), request.scoring.expansion
     if isinstance(value, str):
-        return Bm25(value, expansion, request.data_dir, request.bm25_workers)
+        index = request.first_stage.loaded if isinstance(request.first_stage, Bm25Spec) else None
+        return Bm25(value, expansion, request.data_dir, request.bm25_workers, index=index)
+    if isinstance(value, SearchStage) and not isinstance(value, PlainEncoder):  # a first stage of the user's own
+        if expansion is not None:
+            raise SettingError(f"{{expansion}} is applied by the package's own BM25 and encoders; {value.name} searches "
+                               "with its own queries: drop {expansion}", field="expansion")
+        return value
     return Dense(as_encoder(value), _query_prompt(request), expansion, request.data_dir)
 
 
-def _rerank_plan(request: EvaluationRequest, spec: RerankerSpec, encoder: object | None, reranker: object | None,
-                 common: Callable[..., EvaluationPlan]) -> EvaluationPlan:
-    stage = as_first_stage(_first_stage_value(request, encoder), query_prompt=_query_prompt(request),
+def _rerank_plan(request: EvaluationRequest, spec: RerankerSpec, common: Callable[..., Plan]) -> Plan:
+    stage = as_first_stage(_first_stage_value(request), query_prompt=_query_prompt(request),
                            name=request.first_stage_name, bm25_workers=request.bm25_workers)
-    loaded = reranker if reranker is not None else spec.load()
+    loaded = spec.load()
     batch_size = None if isinstance(spec, LlmRerankerSpec) else spec.batch_size
     return common(task=request.task, first_stage=stage, scorers=(Reranked(),), top_k=request.scoring.top_k,
                   reranker=loaded, rerank_depth=spec.depth, rerank_batch_size=32 if batch_size is None else batch_size)

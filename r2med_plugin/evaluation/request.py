@@ -1,7 +1,7 @@
 """The parts of an evaluation request that own their rules: each checks itself once, when it is built.
 
 ``Scoring`` is what a retriever's result is scored on (its depth, hybrid fusion, the stored candidate lists, an LLM
-expansion). ``evaluate_task``/``build_plan``, the CLI and sweep specs all state these settings through it, so that each
+expansion). ``evaluate_task``, the CLI and sweep specs all state these settings through it, so that each
 rule below is written once:
 
 - hybrid scores fuse full-corpus runs, which ``candidates_only`` skips: not both;
@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +83,7 @@ class Scoring:
 
 @dataclass(frozen=True)
 class TaskArguments:
-    """``evaluate_task``'s and ``build_plan``'s keyword arguments: the Python API's way to state a request (see
+    """``evaluate_task``'s keyword arguments: the Python API's way to state a request (see
     ``evaluate_task`` for each). ``r2med_plugin.evaluation.plan.request_of`` turns them into an EvaluationRequest;
     the fields marked neutral change no score (a sweep job's id leaves them out)."""
 
@@ -158,7 +158,7 @@ class EvaluationRequest:
 
     Serialisable (``to_dict``/``from_dict``, except what the Python API gave as objects), and identified by what it
     computes (``identity``: neutral fields such as devices, batch sizes, concurrency and where the data lives are left
-    out). ``r2med_plugin.evaluation.plan.plan_request`` turns it into the stages that run."""
+    out). ``r2med_plugin.evaluation.runner.execute`` runs it."""
 
     task: str
     first_stage: FirstStageSpec
@@ -256,6 +256,16 @@ class EvaluationRequest:
         if option in specific:
             return specific[option]
         return f"{option_owner(option)}, and {self.summary()}"
+
+    def with_loaded(self, first_stage: Any = None, reranker: Any = None) -> EvaluationRequest:
+        """This request run with what a front end loaded once for several requests (an encoder, a cross-encoder or LLM
+        reranker, a BM25 index) instead of loading its own; its identity and record do not change (specs.with_loaded)."""
+        from r2med_plugin.evaluation.specs import with_loaded
+
+        if reranker is not None and self.reranker is None:
+            raise TypeError("with_loaded(reranker=...): this request reranks nothing")
+        return replace(self, first_stage=with_loaded(self.first_stage, first_stage),
+                       reranker=None if self.reranker is None else with_loaded(self.reranker, reranker))
 
     def summary(self) -> str:
         first = self.first_stage.label

@@ -1,5 +1,6 @@
-"""One task x one configuration -> scores, run and result files: ``evaluate_task`` builds a plan
-(r2med_plugin.evaluation.plan) and ``execute`` carries it out, stage by stage.
+"""One task x one configuration -> scores, run and result files: ``execute(request, data=None)`` is the one entry; it
+plans the request's stages (r2med_plugin.evaluation.plan, internal) and carries them out. ``evaluate_task`` states a
+request by keyword arguments and executes it.
 
     first stage (BM25 | encoder | stored candidates | run file)  ->  [reranker]  ->  scorers  ->  TaskRunResult
     TaskRunResult  ->  writers (MTEB JSON, official JSON, TREC run)          (write_outputs)
@@ -33,7 +34,7 @@ from r2med_plugin.evaluation.first_stages import (
 )
 from r2med_plugin.evaluation.hakari_record import hakari_record
 from r2med_plugin.evaluation.naming import reranked_model_name, reranked_revision
-from r2med_plugin.evaluation.plan import EvaluationPlan, as_request, build_plan, plan_request
+from r2med_plugin.evaluation.plan import Plan, as_request, plan_of
 from r2med_plugin.evaluation.request import EvaluationRequest, Scoring, TaskArguments
 from r2med_plugin.evaluation.reranker_stage import as_reranker
 from r2med_plugin.evaluation.result import RerankInfo, TaskRunResult
@@ -49,10 +50,7 @@ from r2med_plugin.types import Run, TaskData
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "EvaluationPlan", "TaskRunResult", "build_plan", "evaluate_task", "execute",
-    "score_candidate_lists",
-]
+__all__ = ["TaskRunResult", "evaluate_task", "execute", "score_candidate_lists"]
 
 
 def evaluate_task(
@@ -85,19 +83,28 @@ def evaluate_task(
     ``rerank_depth`` of ``first_stage`` (default ``retriever``; also a run file or folder, or a run dict) are reranked
     (``rerank_batch_size`` pairs at a time) and scored, the first stage's own scores as ``first_stage_*``, named
     ``first_stage_name``. ``bm25_workers``: processes for bm25-lucene's corpus analysis (default: all cores).
-    ``data_dir``, ``accept_drift`` and ``show_progress`` say where the data lives and how the run shows. Builds the plan
-    (build_plan) and executes it."""
+    ``data_dir``, ``accept_drift`` and ``show_progress`` say where the data lives and how the run shows. Builds the
+    EvaluationRequest (every error that needs no data is raised while it is built) and executes it."""
     arguments = TaskArguments(
         hybrid=hybrid, candidates=candidates, candidates_only=candidates_only, data_dir=data_dir, accept_drift=accept_drift,
         top_k=top_k, query_prompt=query_prompt, expansion=expansion, show_progress=show_progress, rerank=rerank,
         first_stage=first_stage, rerank_depth=rerank_depth, first_stage_name=first_stage_name,
         rerank_batch_size=rerank_batch_size, bm25_workers=bm25_workers,
     )
-    return execute(plan_request(as_request(task, retriever, arguments)))
+    return execute(as_request(task, retriever, arguments))
 
 
-def execute(plan: EvaluationPlan, *, data: TaskData | None = None) -> TaskRunResult:
-    """Load the plan's task (unless ``data`` is that task, loaded), then run its stages."""
+def execute(request: EvaluationRequest, data: TaskData | None = None) -> TaskRunResult:
+    """Run ``request``: its task's data loads (unless ``data`` is that task, loaded and checked, e.g. by
+    ``validate_inputs``), its first stage retrieves, its reranker reranks, and the result is scored. Writing the result
+    is ``write_outputs``'s (the request's ``outputs`` say where)."""
+    if not isinstance(request, EvaluationRequest):
+        raise TypeError(f"execute takes an EvaluationRequest, got {type(request).__name__} (evaluate_task takes a task "
+                        "name and keyword arguments)")
+    return _run(plan_of(request), data)
+
+
+def _run(plan: Plan, data: TaskData | None) -> TaskRunResult:
     started = time.perf_counter()
     if data is None:
         data = load_task(plan.task, data_dir=plan.data_dir, accept_drift=plan.accept_drift)
@@ -136,7 +143,7 @@ KEPT_DATA_BYTES = 128 * 2**20  # validated tables kept for the run beyond the fi
 @dataclass(frozen=True)
 class TaskInputs:
     """What one evaluation reads besides its model: its task's files (where they live), an expansion file, the stored
-    candidate lists it scores, and a run file it reranks. Built from a plan (``of_plan``) or a request (``of_request``,
+    candidate lists it scores, and a run file it reranks. Built from a request (``of_request``,
     which loads no model), so that ``r2med evaluate``, a sweep and the matrix check their input before any work."""
 
     task: str
@@ -153,12 +160,6 @@ class TaskInputs:
         return self.task, self.data_dir, self.accept_drift
 
     @classmethod
-    def of_plan(cls, plan: EvaluationPlan) -> TaskInputs:
-        stage = plan.first_stage.stage if isinstance(plan.first_stage, Named) else plan.first_stage
-        return cls(plan.task, None if plan.data_dir is None else os.fspath(plan.data_dir), plan.accept_drift, plan.expansion,
-                   plan.candidate_subsets, plan.reranker is not None, stage if isinstance(stage, RunFile) else None)
-
-    @classmethod
     def of_request(cls, request: EvaluationRequest) -> TaskInputs:
         from r2med_plugin.evaluation.specs import RunFileSpec
 
@@ -168,13 +169,13 @@ class TaskInputs:
                    request.scoring.candidates, request.reranker is not None, run_file)
 
 
-def validate_inputs(plans: Sequence[EvaluationPlan], *, keep_bytes: int = KEPT_DATA_BYTES) -> list[TaskData | None]:
-    """Read and check, before any plan runs, every task's files and every expansion file the plans read, so that bad
-    input stops a multi-task run before its first result is written (each error names the file and row or query).
-    Returns, per plan, the validated data for ``execute(plan, data=...)``, or None where it was dropped to bound
-    memory (that plan reads its task again): the first task's data is always kept, the others' while their tables
+def validate_inputs(requests: Sequence[EvaluationRequest], *, keep_bytes: int = KEPT_DATA_BYTES) -> list[TaskData | None]:
+    """Read and check, before any request runs, every task's files and every expansion file the requests read, so that
+    bad input stops a multi-task run before its first result is written (each error names the file and row or query).
+    Returns, per request, the validated data for ``execute(request, data)``, or None where it was dropped to bound
+    memory (that request reads its task again): the first task's data is always kept, the others' while their tables
     together take at most ``keep_bytes``."""
-    inputs = [TaskInputs.of_plan(plan) for plan in plans]
+    inputs = [TaskInputs.of_request(request) for request in requests]
     loaded = _validated(inputs, keep_bytes, keep_first=True)
     return [loaded[item.key] for item in inputs]
 
@@ -213,11 +214,11 @@ def _check_inputs(inputs: TaskInputs, data: TaskData) -> None:
     _check_against_data(inputs, data)
     if inputs.expansion is not None:
         expansion_texts(data, inputs.expansion, inputs.data_dir)
-def _recorded(plan: EvaluationPlan) -> dict | None:
+def _recorded(plan: Plan) -> dict | None:
     return dict(plan.request) if plan.request is not None else None
 
 
-def _placed_on(plan: EvaluationPlan, part: str, model: object | None) -> str | None:
+def _placed_on(plan: Plan, part: str, model: object | None) -> str | None:
     """Where a model the package loaded (a request's ModelSpec or CrossEncoderSpec) ran; None for BM25, run files,
     endpoints and a user's own objects, whose results then stay as they were."""
     recorded = (plan.request or {}).get(part)
@@ -233,7 +234,7 @@ def _saved_run(stage: object, run: Run, top_k: int) -> Run:
     return truncate_run(run, top_k)
 
 
-def _hakari(plan: EvaluationPlan, data: TaskData, run: Run, retriever: str) -> dict | None:
+def _hakari(plan: Plan, data: TaskData, run: Run, retriever: str) -> dict | None:
     """A NanoR2MED full-corpus run's record for HAKARI-Bench (evaluation/hakari_record.py); None for others."""
     if plan.candidates_only or data.spec.kind != "nano":
         return None
@@ -248,7 +249,7 @@ def _own_instructions(ranker: object, task: str) -> dict[str, str | None] | None
     return dict(instructions) if instructions is not None else None
 
 
-def _check_against_data(plan: EvaluationPlan | TaskInputs, data: TaskData) -> None:
+def _check_against_data(plan: Plan | TaskInputs, data: TaskData) -> None:
     if plan.candidate_subsets and not data.candidates:
         raise UserError(f"{data.name} has no stored candidate lists; candidate subsets exist for the NanoR2MED tasks only")
     if plan.expansion is not None:
@@ -271,7 +272,7 @@ class RerankInputs:
     depth: int
 
 
-def rerank_inputs(plan: EvaluationPlan, data: TaskData) -> RerankInputs:
+def rerank_inputs(plan: Plan, data: TaskData) -> RerankInputs:
     """The reranker of a reranking plan, bound to the task, and what it reranks (the first stage runs here)."""
     reranker = as_reranker(plan.reranker, batch_size=plan.rerank_batch_size).for_task(data.name)
     depth = plan.rerank_depth
@@ -286,7 +287,7 @@ def rerank_inputs(plan: EvaluationPlan, data: TaskData) -> RerankInputs:
     return RerankInputs(reranker, stage, run, _texts(data.queries, set(run)), _texts(data.corpus, documents), depth)
 
 
-def _reranked(plan: EvaluationPlan, data: TaskData, started: float) -> TaskRunResult:
+def _reranked(plan: Plan, data: TaskData, started: float) -> TaskRunResult:
     """The official reranker mode: the first stage's top ``rerank_depth`` reranked; only they are scored."""
     inputs = rerank_inputs(plan, data)
     reranker, stage, run, depth, own = inputs.reranker, inputs.stage, inputs.run, inputs.depth, _computed_here(plan.first_stage)
@@ -317,7 +318,7 @@ def _computed_here(stage: object) -> Bm25 | Dense | None:
     return stage if isinstance(stage, (Bm25, Dense)) else None
 
 
-def _first_stage_scored(plan: EvaluationPlan, data: TaskData, own: Bm25 | Dense | None, run: Run) -> tuple[Run, int]:
+def _first_stage_scored(plan: Plan, data: TaskData, own: Bm25 | Dense | None, run: Run) -> tuple[Run, int]:
     """The run ``first_stage_*`` is computed on, and its depth: a first stage computed here, as its own result
     reports it (top ``plan.top_k``, default 1000: ``first_stage_mrr`` equals the first stage's own ``mrr``);
     a run file or dict, as given (its depth: the longest list). BM25 ranks again with the own result's tie

@@ -15,6 +15,7 @@ Fields that change no result (devices, batch sizes, concurrency, the API key's v
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 from collections.abc import Mapping
@@ -50,6 +51,27 @@ def spec_dict(spec: Any, *, results_only: bool = False) -> dict[str, Any]:
             continue  # a setting added later: at its default, identities stay what they were
         payload[item.name] = spec_dict(value, results_only=results_only) if dataclasses.is_dataclass(value) else value
     return payload
+
+
+LOADED = {"loaded": True}  # field metadata: what a front end loaded once for several requests (not part of any identity)
+
+
+def loaded_field() -> Any:
+    """A spec's field for the model (or BM25 index) a front end loaded once and hands to every request that runs it:
+    not a constructor argument, not compared, not serialised (``spec_dict`` skips it), so identities stay."""
+    return field(default=None, init=False, repr=False, compare=False, metadata=LOADED)
+
+
+def with_loaded(spec: Any, value: Any) -> Any:
+    """A copy of ``spec`` that runs with ``value`` (a loaded encoder, cross-encoder or LLM reranker, a built BM25 index)
+    instead of loading its own: ``r2med evaluate``, a sweep's jobs and the matrix load once and run many requests."""
+    if value is None:
+        return spec
+    if not any(item.metadata.get("loaded") for item in dataclasses.fields(spec)):
+        raise TypeError(f"{type(spec).__name__} loads nothing: it takes no loaded value")
+    copied = copy.copy(spec)
+    object.__setattr__(copied, "loaded", value)
+    return copied
 
 
 def unreached(name: str, why: str) -> RequestError:
@@ -106,6 +128,7 @@ class Bm25Spec:
     KIND: ClassVar[str] = "bm25"
     OPTIONS: ClassVar[tuple[str, ...]] = ()
     variant: str
+    loaded: Any = loaded_field()  # a bm25-lucene index built once for the task (the reproduction matrix)
 
     def __post_init__(self) -> None:
         if self.variant not in BM25_NAMES:
@@ -143,6 +166,7 @@ class ModelSpec:
     device: str | None = neutral()  # auto (None), one device, a list ("cuda:0,cuda:1", "cpu,cpu") or "all"
     batch_size: int | None = neutral()
     ref: Any = field(default=None, init=False, repr=False, compare=False)
+    loaded: Any = loaded_field()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -208,7 +232,10 @@ class ModelSpec:
                 else f"{self.name} embeds at its model's official size")
 
     def load(self, *, show_progress: bool = True) -> Any:
-        """The encoder this spec names (a local model on ``device``, an endpoint with its request settings)."""
+        """The encoder this spec names (a local model on ``device``, an endpoint with its request settings); the one a
+        front end loaded already (``with_loaded``) if there is one."""
+        if self.loaded is not None:
+            return self.loaded
         requests = self.endpoint.given(REQUEST_OPTIONS) if self.endpoint is not None and self.is_endpoint else {}
         options: dict[str, Any] = {"batch_size": 32 if self.batch_size is None else self.batch_size,
                                    "show_progress": show_progress, "name": self.display_name, **requests,
@@ -295,6 +322,7 @@ class CrossEncoderSpec:
     device: str | None = neutral()
     batch_size: int | None = neutral()
     ref: Any = field(default=None, init=False, repr=False, compare=False)
+    loaded: Any = loaded_field()
 
     def __post_init__(self) -> None:
         if is_llm_reranker_name(self.name):
@@ -316,6 +344,8 @@ class CrossEncoderSpec:
         return None
 
     def load(self) -> Any:
+        if self.loaded is not None:
+            return self.loaded
         return self.ref.load_cross_encoder(device=self.device, batch_size=32 if self.batch_size is None else self.batch_size)
 
 
@@ -329,6 +359,7 @@ class LlmRerankerSpec:
     endpoint: EndpointSpec
     depth: int = 10
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    loaded: Any = loaded_field()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "settings", {key: value for key, value in dict(self.settings).items() if value is not None})
@@ -372,6 +403,8 @@ class LlmRerankerSpec:
 
     def load(self, *, sends: bool = True) -> Any:
         """The reranker; ``sends=False`` for one that only estimates its requests (no openai client needed)."""
+        if self.loaded is not None:
+            return self.loaded
         return as_reranker(self.name, llm=self.config(sends=sends))
 
 

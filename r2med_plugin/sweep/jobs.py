@@ -257,21 +257,19 @@ def estimate_job_cost(job: Job, show_progress: bool = False):
         return None
     from dataclasses import replace
 
-    from r2med_plugin.evaluation.cost import estimate_plan_cost
-    from r2med_plugin.evaluation.plan import plan_request
+    from r2med_plugin.evaluation.cost import estimate_request_cost
     from r2med_plugin.sweep.job_definition import job_request
 
     with applied_env(job.env):
         request = replace(job_request(job), show_progress=show_progress)
         retriever = job.retriever or {}
         encoder = _encoder(retriever, show_progress) if "model" in retriever else None
-        return replace(estimate_plan_cost(plan_request(request, encoder=encoder)), what=job.label)
+        return replace(estimate_request_cost(request.with_loaded(encoder)), what=job.label)
 
 
 def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show_progress: bool) -> dict[str, Any]:
     from dataclasses import replace
 
-    from r2med_plugin.evaluation.plan import plan_request
     from r2med_plugin.evaluation.runner import execute
     from r2med_plugin.evaluation.writers import write_outputs
     from r2med_plugin.io import write_json_atomic
@@ -283,7 +281,7 @@ def _execute_job(job_payload: Mapping[str, Any], stamps: Mapping[str, str], show
         request = replace(job_request(job), show_progress=show_progress)
         retriever = job.retriever or {}
         encoder = _encoder(retriever, show_progress) if "model" in retriever else None  # kept for the next job
-        result = execute(plan_request(request, encoder=encoder))
+        result = execute(request.with_loaded(encoder))
         paths = write_outputs(result, job.output, trec=job.trec)
     output = Path(job.output)
     record = {

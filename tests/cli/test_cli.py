@@ -111,12 +111,12 @@ def test_ctrl_c_is_one_line_and_exit_130(mirror_env: Path, monkeypatch: pytest.M
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    # the CLI builds plans, checks their input, then executes them: an interrupt in either step is one line
+    # the CLI builds requests, checks their input, then executes them: an interrupt in either step is one line
     for step in ("validate_inputs", "execute"):
         with monkeypatch.context() as patch:
             patch.setattr(runner, step, interrupted)
             if step == "execute":
-                patch.setattr(runner, "validate_inputs", lambda plans: [None] * len(plans))
+                patch.setattr(runner, "validate_inputs", lambda requests: [None] * len(requests))
             assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--output", str(tmp_path),
                          "--quiet"]) == 130
         err = capsys.readouterr().err

@@ -1,7 +1,7 @@
 """Every option of every `r2med` command either reaches the code that uses it, or is refused.
 
 Each option is written once on top of a base command line; the calls the command makes (to
-build_plan, the encoder, write_outputs, generate_expansions, ...) are recorded by stand-ins. An
+execute, the encoder, write_outputs, generate_expansions, ...) are recorded by stand-ins. An
 option "reaches" when the recorded calls differ from the base command's; a refused option exits 2 and
 names itself. What the command prints counts as an output too. A last test checks that the table covers every option the parser has.
 """
@@ -58,10 +58,8 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     import r2med_plugin.reporting.grouping  # noqa: F401
     import r2med_plugin.reporting.inspect  # noqa: F401
 
-    monkeypatch.setattr("r2med_plugin.evaluation.plan.plan_request",
-                        recorder("plan_request", lambda request, **k: SimpleNamespace(task=request.task, reranker=request.reranker)))
-    monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda plan, **k: _fake_result(plan.task)))
-    monkeypatch.setattr("r2med_plugin.evaluation.runner.validate_inputs", lambda plans: [None] * len(plans))
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.execute", recorder("execute", lambda request, *a: _fake_result(request.task)))
+    monkeypatch.setattr("r2med_plugin.evaluation.runner.validate_inputs", lambda requests: [None] * len(requests))
     monkeypatch.setattr("r2med_plugin.evaluation.writers.write_outputs", recorder("write_outputs", {}))
     monkeypatch.setattr("r2med_plugin.models.sentence_transformer.SentenceTransformerEncoder", recorder("encoder", encoder))
     monkeypatch.setattr("r2med_plugin.models.cross_encoder.SentenceTransformerCrossEncoder", recorder("cross_encoder", encoder))
@@ -83,7 +81,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     from r2med_plugin.llm.cost import CostEstimate
 
     estimate = CostEstimate("task  reranker", 10, 0, 1000, 50, 10, 1000, 50, True, True, "4 characters per token", "budget")
-    monkeypatch.setattr("r2med_plugin.evaluation.cost.estimate_plan_cost", recorder("estimate_plan_cost", estimate))
+    monkeypatch.setattr("r2med_plugin.evaluation.cost.estimate_request_cost", recorder("estimate_request_cost", estimate))
     monkeypatch.setattr("r2med_plugin.generation.estimate_generation_cost", recorder("estimate_generation_cost", estimate))
     monkeypatch.setattr("r2med_plugin.sweep.estimate_sweep_cost", recorder("estimate_sweep_cost", ([estimate], 1)))
     monkeypatch.setattr("r2med_plugin.evaluation.reproduce.reproduce", recorder("reproduce", stop=True))
@@ -426,7 +424,7 @@ def test_options_that_reach_no_code_are_refused(argv: list[str], option: str, re
     assert main(_fill(argv, tmp_path)) == 2
     error = capsys.readouterr().err
     assert option in error and "reaches no code" in error
-    assert not any(call.startswith(("build_plan", "execute", "encoder", "cross_encoder", "generate", "run_sweep", "plan", "export"))
+    assert not any(call.startswith(("execute", "encoder", "cross_encoder", "generate", "run_sweep", "plan", "export"))
                    for call in recorded), recorded  # refused before any work
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import r2med_plugin
 
 PUBLIC = [
-    "Bm25Spec", "Candidates", "CrossEncoderSpec", "DatasetRevision", "Encoder", "Endpoint", "EvaluationPlan",
-    "EvaluationRequest", "LlmRerankerSpec", "ModelSpec", "Outputs", "Qrels", "RequestError",
+    "Bm25Spec", "Candidates", "CrossEncoderSpec", "DatasetRevision", "Encoder", "Endpoint",
+    "EvaluationRequest", "LlmRerankerSpec", "ModelSpec", "Outputs", "PrebuiltFirstStage", "Qrels", "RequestError",
     "Reranker", "ResultName", "Run", "RunFileSpec", "Scoring", "SentenceTransformerCrossEncoder",
     "SentenceTransformerEncoder", "TaskArguments", "TaskData", "TaskRunResult", "TaskSpec", "__version__", "analyze", "bm25_search",
-    "build_plan", "build_reranking_hybrid", "candidate_profile", "dense_search", "evaluate_run",
+    "build_reranking_hybrid", "candidate_profile", "dense_search", "evaluate_run",
     "evaluate_run_per_query", "evaluate_task", "execute", "generate_expansions", "get_task_spec", "list_benchmarks",
-    "list_tasks", "load_encoder", "load_reranker", "load_task", "plan_request", "read_run_file", "register",
+    "list_tasks", "load_encoder", "load_reranker", "load_task", "read_run_file", "register",
     "rerank_run", "resolve", "rrf", "score_candidate_lists", "score_fusion",
     "write_official_results", "write_outputs", "write_topk_docs",
 ]

@@ -13,19 +13,19 @@ from r2med_plugin.evaluation.extras import HYBRID_RRF_K
 from r2med_plugin.evaluation.runner import evaluate_task
 from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.retrieval.bm25 import bm25_search
+from tests.support.requests import requested
 
 
 def test_the_python_api_refuses_reranker_options_without_a_reranker_and_workers_without_bm25_lucene(mirror_env: Path):
-    from r2med_plugin.evaluation.plan import build_plan
 
     for option in ({"rerank_depth": 100}, {"rerank_batch_size": 4}, {"first_stage_name": "x"}):
         with pytest.raises(ValueError, match="configures a reranker"):
-            build_plan("NanoR2MEDBiology", "bm25-robertson", **option)
+            requested("NanoR2MEDBiology", "bm25-robertson", **option)
     with pytest.raises(ValueError, match="runs no bm25-lucene"):
-        build_plan("NanoR2MEDBiology", "bm25-robertson", bm25_workers=2)
-    assert build_plan("NanoR2MEDBiology", "bm25-hakari", hybrid=True, bm25_workers=2)  # the hybrid partner is bm25-lucene
+        requested("NanoR2MEDBiology", "bm25-robertson", bm25_workers=2)
+    assert requested("NanoR2MEDBiology", "bm25-hakari", hybrid=True, bm25_workers=2)  # the hybrid partner is bm25-lucene
     with pytest.raises(ValueError, match="runs no bm25-lucene"):  # bm25-robertson's partner on NanoR2MED: bm25-hakari
-        build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True, bm25_workers=2)
+        requested("NanoR2MEDBiology", "bm25-robertson", hybrid=True, bm25_workers=2)
 
 
 @pytest.mark.parametrize(("task", "retriever", "partner"), [("NanoR2MEDBiology", "bm25-hakari", "bm25-lucene"),

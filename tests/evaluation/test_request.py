@@ -1,5 +1,5 @@
 """Each rule of an evaluation request lives once, in the type that owns it; the CLI, sweep specs and
-evaluate_task/build_plan all come through it (one test per rule, at its type, then that every front end says it)."""
+evaluate_task all come through it (one test per rule, at its type, then that every front end says it)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.cli import main
-from r2med_plugin.evaluation.plan import build_plan
 from r2med_plugin.evaluation.request import RequestError, Scoring
 from r2med_plugin.llm.config import build_reranker_config, settings_unused_by
 from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.spec import SpecError, parse_spec
+from tests.support.requests import requested
 
 NANO, R2MED = "NanoR2MEDBiology", "R2MEDBiology"
 
@@ -62,7 +62,7 @@ def test_scoring_checks_what_depends_on_the_task():
 def test_one_scoring_rule_three_front_ends(mirror_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """The same refusal, worded for each front end, from the one rule."""
     with pytest.raises(RequestError, match=r"top_k \(--top-k\) must be at least 10"):
-        build_plan(NANO, "bm25-lucene", top_k=5)
+        requested(NANO, "bm25-lucene", top_k=5)
     assert main(["evaluate", "--task", NANO, "--retriever", "bm25-lucene", "--top-k", "5"]) == 2
     assert "r2med: error: --top-k must be at least 10: the main score is nDCG@10; got 5" in capsys.readouterr().err
     with pytest.raises(SpecError, match=r"`top_k` must be at least 10: the main score is nDCG@10; got 5; raise it"):
@@ -272,12 +272,11 @@ def json_roundtrip(payload: dict) -> dict:
 
 
 def test_a_request_from_its_dict_scores_as_evaluate_task(mirror_env: Path):
-    from r2med_plugin.evaluation.plan import plan_request
     from r2med_plugin.evaluation.runner import evaluate_task, execute
 
     request = EvaluationRequest(NANO, Bm25Spec("bm25-robertson"), scoring=Scoring(top_k=100, hybrid=True, candidates=("bm25",)),
                                 show_progress=False)
-    via_request = execute(plan_request(EvaluationRequest.from_dict(json_roundtrip(request.to_dict()))))
+    via_request = execute(EvaluationRequest.from_dict(json_roundtrip(request.to_dict())))
     via_api = evaluate_task(NANO, "bm25-robertson", top_k=100, hybrid=True, candidates=["bm25"], show_progress=False)
     assert via_request.scores == via_api.scores and via_request.run == via_api.run
 
@@ -322,8 +321,10 @@ def test_evaluate_task_takes_a_request_or_its_keyword_arguments(mirror_env: Path
     assert by_keywords.scores == by_request.scores and by_keywords.scores["ndcg_at_10"] > 0
     with pytest.raises(TypeError, match=r"evaluate_task\(\) got an unexpected keyword argument 'top_kk'"):
         evaluate_task(NANO, "bm25-lucene", top_kk=5)
-    with pytest.raises(TypeError, match=r"build_plan\(request\) takes the request alone"):
-        build_plan(request, top_k=30)
+    from r2med_plugin.evaluation.runner import execute
+
+    with pytest.raises(TypeError, match="execute takes an EvaluationRequest"):
+        execute(NANO)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"evaluate_task\(request\) takes the request alone"):
         evaluate_task(request, top_k=30)
     with pytest.raises(TypeError, match=r"evaluate_task\(request\) takes the request alone"):

@@ -13,6 +13,7 @@ from r2med_plugin.evaluation.writers import write_outputs
 from r2med_plugin.models.hashing import HashingEncoder
 from r2med_plugin.retrieval.bm25 import bm25_search
 from r2med_plugin.retrieval.dense import dense_search
+from tests.support.requests import requested
 
 
 def test_bm25_scores_equal_evaluate_run(mirror_env: Path):
@@ -139,30 +140,28 @@ def test_score_candidate_lists_api(mirror_env: Path):
         r2med_plugin.score_candidate_lists(encoder, data, "all")
 
 
-def test_validate_inputs_hands_each_plan_its_data_within_the_memory_bound(mirror_env: Path):
-    from r2med_plugin.evaluation.plan import build_plan
+def test_validate_inputs_hands_each_request_its_data_within_the_memory_bound(mirror_env: Path):
     from r2med_plugin.evaluation.runner import validate_inputs
 
-    plans = [build_plan(task, "bm25-robertson", expansion=expansion, show_progress=False)
+    requests = [requested(task, "bm25-robertson", expansion=expansion, show_progress=False)
              for task in ("R2MEDBiology", "R2MEDBioinformatics") for expansion in ("hyde/gpt4", "query2doc/gpt4")]
-    kept = validate_inputs(plans)
+    kept = validate_inputs(requests)
     assert [data.name for data in kept] == ["R2MEDBiology"] * 2 + ["R2MEDBioinformatics"] * 2
     assert kept[0] is kept[1] and kept[2] is kept[3]  # one task read once for all its expansions
-    bounded = validate_inputs(plans, keep_bytes=0)  # only the first task's data is kept; the other is read again
+    bounded = validate_inputs(requests, keep_bytes=0)  # only the first task's data is kept; the other is read again
     assert [data is not None for data in bounded] == [True, True, False, False]
-    assert execute(plans[2], data=kept[2]).scores == execute(plans[2]).scores
+    assert execute(requests[2], kept[2]).scores == execute(requests[2]).scores
 
 
 def test_an_expansion_lacking_a_query_is_an_input_file_error(mirror_copy_env: Path):
     from r2med_plugin.errors import InputFileError
-    from r2med_plugin.evaluation.plan import build_plan
     from r2med_plugin.evaluation.runner import validate_inputs
 
     path = mirror_copy_env / "R2MED" / "Biology" / "hyde" / "gpt4" / "query_with_hydoc.jsonl"
     rows = path.read_text().splitlines()
     path.write_text("\n".join(rows[1:]) + "\n")
-    plan = build_plan("R2MEDBiology", "bm25-robertson", expansion="hyde/gpt4", show_progress=False)
-    for check in (lambda: validate_inputs([plan]), lambda: execute(plan)):
+    request = requested("R2MEDBiology", "bm25-robertson", expansion="hyde/gpt4", show_progress=False)
+    for check in (lambda: validate_inputs([request]), lambda: execute(request)):
         with pytest.raises(InputFileError) as raised:
             check()
         assert str(path) in str(raised.value) and "'biology-q-000'" in str(raised.value)

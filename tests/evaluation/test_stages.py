@@ -11,7 +11,6 @@ from r2med_plugin.data.loader import load_task
 from r2med_plugin.data.runs import rank_by_score
 from r2med_plugin.evaluation.extras import candidate_scores, hybrid_scores
 from r2med_plugin.evaluation.first_stages import Bm25, Dense, RunDict, RunFile, StoredCandidates, as_first_stage
-from r2med_plugin.evaluation.plan import build_plan
 from r2med_plugin.evaluation.reranker_stage import CrossEncoderReranker, as_reranker
 from r2med_plugin.evaluation.scorers import CandidateSubsets, FullCorpus, Hybrid, OfficialLayout, Retrieved, merged, within_depth
 from r2med_plugin.evaluation.writers import write_mteb, write_official, write_trec
@@ -21,6 +20,7 @@ from r2med_plugin.models.protocols import Reranker
 from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.dense import dense_search, score_candidates
 from r2med_plugin.retrieval.ranking import truncate_run
+from tests.support.requests import planned, requested
 
 
 @pytest.fixture()
@@ -111,7 +111,7 @@ def test_scorers_alone(nano):
 def test_writers_alone(mirror_env: Path, tmp_path: Path):
     from r2med_plugin.evaluation.runner import execute
 
-    result = execute(build_plan("R2MEDBiology", "bm25-lucene", show_progress=False))
+    result = execute(requested("R2MEDBiology", "bm25-lucene", show_progress=False))
     mteb = write_mteb(result, tmp_path)["mteb"]
     assert json.loads(mteb.read_text())["scores"]["test"][0]["ndcg_at_10"] == result.scores["ndcg_at_10"]
     official = write_official(result, tmp_path)
@@ -135,13 +135,13 @@ def test_plans_are_checked_before_any_data_loads(monkeypatch):
     ]
     for options, message in cases:
         with pytest.raises(ValueError, match=message):
-            build_plan(**options)
+            requested(**options)
     with pytest.raises(TypeError, match="retriever must be"):
-        build_plan("NanoR2MEDBiology", 42)
-    plan = build_plan("NanoR2MEDBiology", "bm25-hakari", hybrid=True, candidates=["hybrid"])
+        requested("NanoR2MEDBiology", 42)
+    plan = planned("NanoR2MEDBiology", "bm25-hakari", hybrid=True, candidates=["hybrid"])
     assert [type(scorer).__name__ for scorer in plan.scorers] == ["FullCorpus", "Hybrid", "CandidateSubsets", "OfficialLayout"]
     assert plan.hybrid_with == "bm25-lucene"  # bm25-hakari is the task's own BM25: fused with the other one
-    assert build_plan("NanoR2MEDBiology", "bm25-robertson", hybrid=True).hybrid_with == "bm25-hakari"
+    assert planned("NanoR2MEDBiology", "bm25-robertson", hybrid=True).hybrid_with == "bm25-hakari"
 
 
 def test_bm25_workers_reach_the_analysis_through_the_plan_not_the_environment(mirror_env: Path, monkeypatch):
@@ -154,7 +154,7 @@ def test_bm25_workers_reach_the_analysis_through_the_plan_not_the_environment(mi
     real = first_stages.bm25_run
     monkeypatch.setattr(first_stages, "bm25_run", lambda *a, **k: seen.append(k.get("workers")) or real(*a, **k))
     before = dict(os.environ)
-    execute(build_plan("R2MEDBiology", "bm25-lucene", bm25_workers=1, show_progress=False))
+    execute(requested("R2MEDBiology", "bm25-lucene", bm25_workers=1, show_progress=False))
     assert seen and set(seen) == {1} and dict(os.environ) == before
     with pytest.raises(ValueError, match="positive integer"):
-        build_plan("R2MEDBiology", "bm25-lucene", bm25_workers=0)
+        requested("R2MEDBiology", "bm25-lucene", bm25_workers=0)

@@ -45,7 +45,7 @@ def test_without_the_openai_client_an_llm_reranker_is_refused_before_any_work(mi
 
     monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` raises ImportError, as without the [generate] extra
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setattr(plan, "plan_request", lambda *a, **k: pytest.fail("the first stage was planned"))
+    monkeypatch.setattr(plan, "plan_of", lambda *a, **k: pytest.fail("the first stage was planned"))
     argv = ["evaluate", "--task", TASK, "--rerank", "llm-listwise:test-llm", "--first-stage", "bm25-robertson",
             "--base-url", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "out"), "--quiet"]
     assert main(argv) == 2

@@ -456,7 +456,6 @@ def test_two_cpu_processes_encode_like_one(mirror_env: Path, monkeypatch: pytest
 
 
 def test_a_job_record_holds_the_request_it_ran_and_it_runs_again_to_the_same_scores(mirror_env: Path, tmp_path: Path):
-    from r2med_plugin.evaluation.plan import plan_request
     from r2med_plugin.evaluation.request import EvaluationRequest
     from r2med_plugin.evaluation.runner import execute
 
@@ -466,7 +465,7 @@ def test_a_job_record_holds_the_request_it_ran_and_it_runs_again_to_the_same_sco
     stored = status.record["request"]
     assert stored["schema"] == 1 and stored["first_stage"] == {"kind": "bm25", "variant": "bm25-robertson"}
     assert stored["scoring"]["top_k"] == 100 and stored["scoring"]["hybrid"] and stored["scoring"]["candidates"] == ["bm25"]
-    again = execute(plan_request(EvaluationRequest.from_dict(stored)))
+    again = execute(EvaluationRequest.from_dict(stored))
     written = json.loads((spec.output / status.record["paths"]["mteb"]).read_text())["scores"]["test"][0]
     assert again.scores["ndcg_at_10"] == written["ndcg_at_10"] and again.scores["hybrid_ndcg_at_10"] == written["hybrid_ndcg_at_10"]
 
