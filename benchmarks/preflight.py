@@ -20,7 +20,7 @@ from common import LARGEST_TASK, r2med_mirror
 
 from r2med_plugin import get_task_spec
 from r2med_plugin.data.loader import load_task
-from r2med_plugin.evaluation.plan import build_plan
+from r2med_plugin.evaluation.plan import as_request
 from r2med_plugin.evaluation.runner import execute, validate_inputs
 
 RUNS = 3
@@ -53,10 +53,10 @@ def main() -> None:
         root = r2med_mirror(Path(tmp) / "mirror")
         _with_expansion(root)
         settings = dict(data_dir=root, accept_drift=True, show_progress=False)
-        plan = build_plan(LARGEST_TASK, "bm25-lucene", expansion="hyde/gpt4", **settings)
+        request = as_request(LARGEST_TASK, "bm25-lucene", dict(expansion="hyde/gpt4", **settings))
         load, data = _median(lambda: load_task(LARGEST_TASK, data_dir=root, accept_drift=True))
-        kept, preloaded = _median(lambda: validate_inputs([plan]))
-        run, _ = _median(lambda: execute(plan, data=preloaded[0]))
+        kept, preloaded = _median(lambda: validate_inputs([request]))
+        run, _ = _median(lambda: execute(request, preloaded[0]))
     size = (data.corpus.estimated_size() + data.queries.estimated_size()) / 2**20
     print(f"{LARGEST_TASK}: {data.corpus.height:,} documents, {data.queries.height} queries, tables {size:.0f} MiB; "
           f"median of {RUNS}")

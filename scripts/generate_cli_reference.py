@@ -74,8 +74,10 @@ def _describe(action: argparse.Action, parser: argparse.ArgumentParser) -> str:
     if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
         extra.append("choices: " + ", ".join(_code(choice) for choice in action.choices))
     takes_value = action.nargs != 0
-    if takes_value and action.default not in (None, argparse.SUPPRESS) and action.option_strings:
-        default = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) else action.default
+    # an `r2med` command's parser keeps its options' defaults itself (r2med_plugin.cli.options.CommandParser)
+    value = getattr(parser, "option_defaults", {}).get(action.dest, action.default)
+    if takes_value and value not in (None, argparse.SUPPRESS) and action.option_strings:
+        default = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
         extra.append("default: the empty string" if default == "" else f"default: {_code(default)}")
     if extra:
         parts.append(" (" + "; ".join(extra) + ")")

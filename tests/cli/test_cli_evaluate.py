@@ -1,4 +1,4 @@
-"""`r2med evaluate` (r2med_plugin.cli_evaluate): the output and every argument checked before any work (did-you-mean
+"""`r2med evaluate` (r2med_plugin.cli.evaluate): the output and every argument checked before any work (did-you-mean
 for names, devices torch cannot use), one line per task under --quiet, flags reaching the writers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The argument types of the `r2med` parser (r2med_plugin.cli_options)."""
+"""The argument types of the `r2med` parser (r2med_plugin.cli.options)."""
 
 from __future__ import annotations
 

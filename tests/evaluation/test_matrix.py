@@ -13,7 +13,7 @@ import pytest
 
 import r2med_plugin
 from r2med_plugin.cli import build_parser, main
-from r2med_plugin.cli_evaluate import requests_from_args
+from r2med_plugin.cli.evaluate import requests_from_args
 from r2med_plugin.data.expansions import list_expansions
 from r2med_plugin.errors import UnknownNameError
 from r2med_plugin.evaluation.matrix import (

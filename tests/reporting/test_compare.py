@@ -513,7 +513,7 @@ def test_leaderboard_significance_is_pure_and_names_missing_files(results_copy: 
 
 
 def test_cli_choices_match_the_statistics_module():
-    from r2med_plugin import cli_compare
+    from r2med_plugin.cli import compare as cli_compare
 
     assert (cli_compare.TESTS, cli_compare.CORRECTIONS) == (sig.TESTS, sig.CORRECTIONS)
     assert (cli_compare.DEFAULT_SEED, cli_compare.DEFAULT_PERMUTATIONS) == (sig.DEFAULT_SEED, sig.DEFAULT_PERMUTATIONS)

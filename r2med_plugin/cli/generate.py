@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from r2med_plugin.cli_options import non_negative_int, positive_int, positive_seconds, price, refuse_unreached
+from r2med_plugin.cli.options import non_negative_int, positive_int, positive_seconds, price, refuse_unreached
 
 if TYPE_CHECKING:
     from r2med_plugin.generation.config import GenerationRequest

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from r2med_plugin.cli_options import bounded, refuse_unreached
+from r2med_plugin.cli.options import bounded, refuse_unreached
 from r2med_plugin.errors import UserError
 
 DEFAULT_THRESHOLD = 0.5  # r2med_plugin.audit.run's defaults, repeated so that building the parser imports nothing
@@ -25,7 +26,7 @@ TRAINING_OPTIONS = {
 }
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:
+def add_commands(commands: Any) -> None:
     audit = commands.add_parser(
         "audit", help="train/eval overlap: exact copies, near-duplicates and leaked pairs of R2MED evaluation data in a training set",
         description="Streams each training set through an index of every evaluation query and relevant document of the "

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.cli_options import given_options, positive_int, price, refuse_unreached
+from r2med_plugin.cli.options import CommandParser, positive_int, price, refuse_unreached
 from r2med_plugin.errors import UserError
 
 
@@ -376,15 +376,15 @@ def _add_sweep(commands: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from r2med_plugin.cli_audit import add_commands as add_audit  # r2med audit
-    from r2med_plugin.cli_compare import add_commands as add_compare  # r2med compare, r2med inspect
-    from r2med_plugin.cli_evaluate import add_evaluate_command
-    from r2med_plugin.cli_generate import add_generate_command
+    from r2med_plugin.cli.audit import add_commands as add_audit  # r2med audit
+    from r2med_plugin.cli.compare import add_commands as add_compare  # r2med compare, r2med inspect
+    from r2med_plugin.cli.evaluate import add_evaluate_command
+    from r2med_plugin.cli.generate import add_generate_command
     from r2med_plugin.version import __version__
 
     parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for add in (_add_tasks, _add_check, add_evaluate_command, add_generate_command, _add_leaderboard, _add_export, _add_reproduce,
                 _add_demo, _add_cache_packaged_model, _add_sweep, add_compare, add_audit):
         add(commands)
@@ -419,8 +419,7 @@ def _package_messages() -> logging.Handler:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.given = given_options(parser, argv)
+    args = parser.parse_args(argv)  # args.given: the options the command line wrote (CommandParser)
     package_logger = logging.getLogger("r2med_plugin")
     handler = _package_messages()
     package_logger.addHandler(handler)
@@ -438,7 +437,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         from r2med_plugin.quiet import restore_libraries
 
         restore_libraries()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

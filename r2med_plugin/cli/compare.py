@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from r2med_plugin.cli_options import bounded
+from r2med_plugin.cli.options import bounded
 from r2med_plugin.errors import UserError
 
 
@@ -26,7 +27,7 @@ DEFAULT_SEED = 0
 DEFAULT_PERMUTATIONS = 10_000
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:
+def add_commands(commands: Any) -> None:
     """The compare and inspect subcommands."""
     compare = commands.add_parser(
         "compare", help="paired significance tests of models against a baseline, per task and pooled, from per-query scores",
@@ -91,7 +92,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from r2med_plugin.cli_options import refuse_unreached
+    from r2med_plugin.cli.options import refuse_unreached
 
     if args.query is not None:
         refuse_unreached(args, {"worst": "--query shows one query; --worst lists losses (use one of the two)",

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from r2med_plugin.cli_options import LazyChoices, non_negative_int, positive_int, positive_seconds, price, refuse_unreached
+from r2med_plugin.cli.options import LazyChoices, non_negative_int, positive_int, positive_seconds, price, refuse_unreached
 from r2med_plugin.errors import UserError
 
 if TYPE_CHECKING:

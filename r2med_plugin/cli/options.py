@@ -1,0 +1,132 @@
+"""Which options a command line wrote, and refusing the ones that reach no code (every `r2med` command)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from r2med_plugin.errors import UserError
+from r2med_plugin.rules import flag_of, integer_option
+
+# what argparse stores for an option written without default=, by its action
+IMPLICIT_DEFAULTS = {"store_true": False, "store_false": True}
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one `r2med` command. It keeps each option's default itself and gives argparse none, so that an
+    option is in the parsed namespace only when the command line wrote it (also with a value equal to the default, or
+    as a unique prefix such as --batch for --batch-size); after parsing, ``args.given`` holds those options' dests and
+    the others take their defaults. ``option_defaults`` (dest -> default) and ``option_flags`` (dest -> its flags) list
+    the command's options (the CLI reference and the flag contract read them)."""
+
+    built = False  # argparse's own groups (positionals, options), made while __init__ runs, are not wrapped
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.option_defaults: dict[str, Any] = {}
+        self.option_flags: dict[str, tuple[str, ...]] = {}
+        self.built = True
+
+    def add_argument(self, *flags: Any, **kwargs: Any) -> argparse.Action:
+        if not self.built:  # -h/--help, added by argparse itself
+            return super().add_argument(*flags, **kwargs)
+        return self.track(super().add_argument, flags, kwargs)
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        group = super().add_argument_group(*args, **kwargs)
+        return _TrackedGroup(group, self) if self.built else group
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        return _TrackedGroup(super().add_mutually_exclusive_group(**kwargs), self)
+
+    def track(self, add: Callable[..., argparse.Action], flags: tuple, kwargs: dict[str, Any]) -> argparse.Action:
+        """Add an argument through ``add``; an option's default is kept here and argparse gets SUPPRESS."""
+        if not flags or not str(flags[0]).startswith("-"):
+            return add(*flags, **kwargs)  # a positional argument is always written
+        default = kwargs.pop("default", IMPLICIT_DEFAULTS.get(str(kwargs.get("action")), None))
+        action = add(*flags, default=argparse.SUPPRESS, **kwargs)
+        self.option_defaults[action.dest] = default
+        self.option_flags[action.dest] = tuple(action.option_strings)
+        return action
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, rest = super().parse_known_args(args, namespace)
+        given = {dest for dest in self.option_defaults if hasattr(parsed, dest)}
+        for dest, default in self.option_defaults.items():
+            if dest not in given:
+                setattr(parsed, dest, default)
+        parsed.given = given
+        return parsed, rest
+
+
+class _TrackedGroup:
+    """An argument group (or mutually exclusive group) of a CommandParser: its options' defaults are kept by the parser."""
+
+    def __init__(self, group: Any, parser: CommandParser) -> None:
+        self._group, self._parser = group, parser
+
+    def add_argument(self, *flags: Any, **kwargs: Any) -> argparse.Action:
+        return self._parser.track(self._group.add_argument, flags, kwargs)
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> _TrackedGroup:
+        return _TrackedGroup(self._group.add_mutually_exclusive_group(**kwargs), self._parser)
+
+
+def flag_name(dest: str) -> str:
+    return flag_of(dest)
+
+
+def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
+    """Refuse every option the user wrote that reaches no code in this command (``unreached``: dest -> why)."""
+    given: set[str] = getattr(args, "given", set())
+    written = [dest for dest in unreached if dest in given]
+    if written:
+        dest = written[0]
+        raise UserError(f"{flag_name(dest)} reaches no code here: {unreached[dest]}; drop {flag_name(dest)}")
+
+
+def bounded(kind: type, *, low: float, strict: bool = False, high: float | None = None, message: str) -> Callable[[str], float]:
+    """An argparse ``type``: ``kind`` (int or float) of at least ``low`` (above it when ``strict``), below ``high`` when
+    given, finite; ``message`` (with ``{value}``) says what is wrong with another value."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        inside = math.isfinite(value) and (value > low if strict else value >= low) and (high is None or value < high)
+        if not inside:
+            raise argparse.ArgumentTypeError(message.format(value=value))
+        return value
+    return parse
+
+
+positive_int = integer_option(1)
+non_negative_int = integer_option(0)
+positive_seconds = bounded(float, low=0, strict=True, message="must be a positive number of seconds, got {value}")
+price = bounded(float, low=0, message="must be a price of at least 0 (US dollars per million tokens), got {value}")
+
+
+class LazyChoices:
+    """argparse ``choices`` computed on first use (checking a value, or listing them in an error or a help page), not
+    when the parser is built: building it for ``r2med --help`` then loads nothing. Give the option a ``metavar``, as
+    argparse lists the choices to validate the metavar when the option is added."""
+
+    def __init__(self, compute: Callable[[], Sequence[str]]) -> None:
+        self._compute = compute
+        self._values: list[str] | None = None
+
+    def _all(self) -> list[str]:
+        if self._values is None:
+            self._values = list(self._compute())
+        return self._values
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._all()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
