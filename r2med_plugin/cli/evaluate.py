@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +18,6 @@ from r2med_plugin.errors import UserError
 
 if TYPE_CHECKING:
     from r2med_plugin.data.expansions import ExpansionName
-    from r2med_plugin.evaluation.result import TaskRunResult
 
 # the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
 # and output settings, where the data lives) -- each either reaches the part that uses it or is refused
@@ -350,7 +348,9 @@ def evaluate_command(args: argparse.Namespace) -> int:
             print(render_estimates([estimate_request_cost(request) for request in requests], args.price_in, args.price_out),
                   end="")
             return 0
-        return _run_requests(args, requests)
+        from r2med_plugin.cli.evaluate_run import run_requests
+
+        return run_requests(args, requests)
     except EndpointError as error:  # an LLM reranker's endpoint refused or kept failing; answers so far are cached
         if not args.rerank:
             raise
@@ -376,137 +376,11 @@ def _check_cost_options(args: argparse.Namespace, requests: list) -> None:
     check_prices(args.price_in, args.price_out)
 
 
-def _label(request) -> str:
-    expansion = request.scoring.expansion
-    return request.task + (f" + {expansion}" if expansion else "")
-
-
 def _load_parts(args: argparse.Namespace, requests: list) -> list:
-    """The requests, each holding the encoder and the reranker they share, loaded once after every check that needs no
-    model."""
-    from r2med_plugin.evaluation.specs import LlmRerankerSpec, ModelSpec, RunFileSpec
-    from r2med_plugin.models.checks import check_device
+    """The requests, each holding the encoder and the reranker they share (evaluation.preparation.prepare), each model's
+    device said on stderr unless --quiet."""
+    from r2med_plugin.evaluation.preparation import prepare
     from r2med_plugin.models.placement import report_device
 
-    first = requests[0]
-    if first.uses("device"):
-        check_device(args.device)  # a typo would otherwise surface as a torch traceback
-    if args.output:
-        from r2med_plugin.reporting.export import check_output_dir
-
-        check_output_dir(args.output, "--output")  # a writable folder before any work starts
-    # its key variable checked, and the openai client it sends through (not needed to estimate the cost)
-    llm = first.reranker.load(sends=not args.estimate_cost) if isinstance(first.reranker, LlmRerankerSpec) else None
-    if isinstance(first.first_stage, RunFileSpec):  # every task's run file found and readable first
-        for request in requests:
-            request.first_stage.check_task(request.task)
-    encoder = first.first_stage.load(show_progress=not args.quiet) if isinstance(first.first_stage, ModelSpec) else None
-    if encoder is not None:
-        report_device(encoder.name, encoder, quiet=args.quiet)
-    reranker = llm
-    if llm is None and first.reranker is not None:
-        reranker = first.reranker.load()
-        report_device(args.rerank, reranker, quiet=args.quiet)
-    return [request.with_loaded(encoder, reranker) for request in requests]
-
-
-def _announce(args: argparse.Namespace, what: str) -> float:
-    """With --quiet (no progress bars), one line when a task starts, so a long encode is not silent."""
-    if args.quiet:
-        print(f"{what}: started", flush=True)
-    return time.perf_counter()
-
-
-def _duration(seconds: float) -> str:
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {rest:02d} s"
-
-
-def progress_line(done: int, sizes: Sequence[int], elapsed: float) -> str:
-    """"3/8 tasks done in 4 min 10 s; about 6 min 02 s left": the time left estimated from the elapsed time per
-    document so far (the tasks' corpus sizes as their cards count them), so a 60,000-document task counts 6 times a
-    10,000-document one."""
-    finished, total = sum(sizes[:done]), sum(sizes)
-    text = f"{done}/{len(sizes)} tasks done in {_duration(elapsed)}"
-    if done == len(sizes) or finished == 0:
-        return text
-    return f"{text}; about {_duration(elapsed * (total - finished) / finished)} left (estimated by corpus size)"
-
-
-def _keys_of(result, reranked: bool) -> list[str]:
-    if reranked:
-        return [f"{prefix}{key}" for key in ("ndcg_at_10", "recall_at_10", "mrr") for prefix in ("", "first_stage_")]
-    keys = [result.main_score, "ndcg_at_10", "recall_at_100", "hit_at_10", "mrr", "hybrid_ndcg_at_10"] + [
-        key for key in result.scores if key.startswith("candidates_") and "ndcg_at_10" in key]
-    return list(dict.fromkeys(keys))
-
-
-def _run_requests(args: argparse.Namespace, requests: list) -> int:
-    """Execute each request, print its scores and write its files."""
-    from r2med_plugin.catalog import get_task_spec
-    from r2med_plugin.evaluation.runner import execute, validate_inputs
-    from r2med_plugin.evaluation.writers import write_outputs
-
-    sizes = [get_task_spec(request.task).expected_counts["documents"] for request in requests]
-    command_started = time.perf_counter()
-    preloaded = validate_inputs(requests)  # every task's files checked before the first runs
-    for index, request in enumerate(requests):
-        started = _announce(args, _label(request))
-        data, preloaded[index] = preloaded[index], None  # held no longer than its request needs it
-        result = execute(request, data)
-        del data
-        if args.quiet:
-            print(f"{request.task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
-        if len(requests) > 1:
-            print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)
-        print_scores(result, _keys_of(result, request.reranker is not None))
-        print_usage(result, args.price_in, args.price_out)
-        if args.output:
-            depth = {} if request.reranker is not None else {"trec_depth": args.depth}
-            for kind, path in write_outputs(result, args.output, trec=args.trec, **depth).items():
-                print(f"  wrote {kind}: {path}")
-    return 0
-
-
-def print_scores(result: TaskRunResult, keys: Sequence[str]) -> None:
-    from r2med_plugin.evaluation.naming import dataset_count_drift
-    from r2med_plugin.identifiers import DatasetRevision
-
-    shown = [key for key in keys if key in result.scores]
-    expansion = f" + {result.expansion}" if result.expansion else ""
-    unverified = "" if result.dataset_revision_verified else ", UNVERIFIED: the local mirror does not prove this commit"
-    if unverified and DatasetRevision.parse(str(result.dataset_revision)).local:
-        unverified = ", UNVERIFIED: no commit recorded, a fingerprint of the mirror's files"
-    drift = "; COUNTS DIFFER from the dataset card (--accept-drift)" if dataset_count_drift(result.data) else ""
-    print(f"{result.task}  {result.retriever}{expansion}  (dataset revision {result.dataset_revision}{unverified}{drift})")
-    if result.query_prompt:
-        print(f"  query prompt: {result.query_prompt!r}")
-    if result.hybrid_with:
-        print(f"  hybrid = RRF({result.retriever}{expansion}, {result.hybrid_with})")
-    for key in shown:
-        print(f"  {key:<48} {result.scores[key]:.5f}")
-
-
-def print_usage(result: TaskRunResult, price_in: float | None = None, price_out: float | None = None) -> None:
-    """The cost line of an LLM reranker: requests, tokens and wall time (answers from the cache cost nothing), and how
-    its pairs (or listwise windows) were scored: by log-probabilities, labels or the said word, undecided, unparsed."""
-    from r2med_plugin.llm.reranker_kinds import ANSWER_COUNTS
-
-    usage = result.rerank.usage if result.rerank is not None else None
-    if usage:
-        counts = ", ".join(f"{usage[key]} {key}" for key in ANSWER_COUNTS if key in usage)
-        unit = next((unit for unit in ("comparisons", "groups", "windows", "pairs") if unit in usage),
-                    "windows" if "unparsed_answers" in usage or "empty_answers" in usage else "pairs")
-        asked = usage.get(unit, usage["requests"] + usage["cached_answers"])
-        repeated = usage.get("repeated_questions", 0)
-        probes = [f"{usage[key]} {what}" for key, what in (("probe_requests", "request"), ("probe_cached_answers", "from the cache"))
-                  if usage.get(key)]
-        print(f"  rerank usage: {asked} {unit}: {usage['requests']} requests + {usage['cached_answers']} answers from the cache"
-              + (f" + {repeated} repeated questions (a passage text asked before)" if repeated else "")
-              + (f"; log-probability probe: {', '.join(probes)}" if probes else "")
-              + f"; {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['wall_seconds']:.1f} s"
-              + (f"; {unit}: {counts}" if counts else ""))
-        if "estimate" in usage:  # the estimate made before the run, beside what it used
-            from r2med_plugin.llm.cost import render_side_by_side
-
-            print(render_side_by_side(usage["estimate"], usage, price_in, price_out))
+    return prepare(requests, sends=not args.estimate_cost,
+                   loaded=lambda name, model: report_device(name, model, quiet=args.quiet))

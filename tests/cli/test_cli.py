@@ -54,7 +54,7 @@ def test_check_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureF
 def test_a_command_over_several_tasks_says_how_long_is_left(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
     """There was no estimate for a whole command; after each task one line gives the time so far and, until the last
     task, the time left by corpus size."""
-    from r2med_plugin.cli.evaluate import progress_line
+    from r2med_plugin.cli.evaluate_run import progress_line
 
     assert progress_line(1, [10_000, 60_000], 30.0) == ("1/2 tasks done in 0 min 30 s; about 3 min 00 s left (estimated "
                                                         "by corpus size)")

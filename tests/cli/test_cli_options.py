@@ -13,3 +13,34 @@ def test_non_positive_counts_are_refused_by_the_parser(capsys):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2 and "must be an integer of at least 1" in capsys.readouterr().err
+
+
+def test_a_command_parser_knows_which_options_were_written_without_argparse_internals():
+    from r2med_plugin.cli import build_parser
+
+    parser = build_parser()
+    written = parser.parse_args(["evaluate", "--task", "NanoR2MEDBiology", "--batch", "32", "--top-k", "1000", "--hybrid"])
+    assert written.given == {"task", "batch_size", "top_k", "hybrid"}  # a prefix counts, a value equal to the default too
+    assert (written.batch_size, written.top_k, written.hybrid) == (32, 1000, True)
+    assert (written.device, written.dtype, written.rerank_depth, written.trec, written.candidates) == ("auto", "auto", 10, False, None)
+    export = parser.parse_args(["export", "--trec", "runs", "--out", "x"])
+    assert export.given == {"trec", "out"} and export.uses_llm is None and export.depth == 1000 and export.force is False
+    assert parser.parse_args(["export", "--submission", "r", "--out", "x", "--no-uses-llm"]).uses_llm is False
+
+
+def test_every_option_default_is_kept_by_the_command_parser():
+    from r2med_plugin.cli import build_parser
+    from r2med_plugin.cli.options import CommandParser
+
+    parser = build_parser()
+    evaluate = parser.parse_args(["evaluate", "--task", "NanoR2MEDBiology"])
+    command = CommandParser(prog="probe")
+    command.add_argument("--count", type=int, default=3)
+    command.add_argument("--switch", action="store_true")
+    group = command.add_argument_group("group")
+    group.add_argument("--name", default="x")
+    probe = command.parse_args([])
+    assert (probe.count, probe.switch, probe.name, probe.given) == (3, False, "x", set())
+    assert command.option_defaults == {"count": 3, "switch": False, "name": "x"}
+    assert command.option_flags["name"] == ("--name",)
+    assert evaluate.given == {"task"}
