@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from r2med_plugin.audit.report import read_audit
-from r2med_plugin.audit.run import _check_settings
+from r2med_plugin.audit.run import run_audit
 from r2med_plugin.audit.training import resolve_columns
 from r2med_plugin.rules import SettingError, SettingFileError
 
@@ -17,7 +17,7 @@ from r2med_plugin.rules import SettingError, SettingFileError
                                                                    (0.5, 0, "ngram", "--ngram 0: shingles are")])
 def test_threshold_and_ngram_refusals_name_their_setting(threshold, ngram, field, flag):
     with pytest.raises(SettingError) as raised:
-        _check_settings(threshold, ngram)
+        run_audit(["train.jsonl"], threshold=threshold, ngram=ngram)  # checked before anything is read
     assert raised.value.field == field and raised.value.render("flag").startswith(flag)
     assert str(raised.value).startswith(f"{field} (--{field})")
 

@@ -14,7 +14,6 @@ from r2med_plugin.reporting.leaderboard import build_leaderboard
 from r2med_plugin.reporting.leaderboard_audit import parse_audits
 from r2med_plugin.reporting.leaderboard_page import check_page_folder
 from r2med_plugin.reporting.plots import select_rows
-from r2med_plugin.reporting.submission import _check_submission_folder
 from r2med_plugin.rules import SettingError
 
 
@@ -70,10 +69,4 @@ def test_plots_name_the_row_selection():
     error = _refusal(select_rows, [], ["9"])
     assert error.field == "selection" and error.render("flag").startswith("--plot-rows: no row '9'")
 
-
-def test_submission_names_its_folder(tmp_path: Path):
-    file = tmp_path / "out"
-    file.write_text("x")
-    error = _refusal(_check_submission_folder, file, "org/m", set(), False)
-    assert error.field == "out_dir" and error.render("flag").startswith(f"--out {file} is a file")
-    assert str(error).startswith("out_dir (--out)")  # export_submission's parameter, with the CLI's flag
+# submission's folder refusals (field out_dir, --out and --force on the CLI): tests/reporting/test_reporting.py
