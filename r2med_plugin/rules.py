@@ -13,47 +13,66 @@ import argparse
 import dataclasses
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from r2med_plugin.errors import FrontEnd, UserError
+from r2med_plugin.errors import FrontEnd, InputFileError, MissingFileError, UnknownNameError, UserError
 
 _SETTING = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
 
 # settings whose flag is not their name with dashes
 FLAGS = {"trec_depth": "--depth", "bm25_workers": "--workers", "folder": "--output",
-         "query_prompt": "--instruction", "revision": "--model-revision"}
+         "query_prompt": "--instruction", "revision": "--model-revision", "out_dir": "--out"}
 
 
-def flag_of(name: str) -> str:
-    """The CLI flag of a setting: ``top_k`` -> ``--top-k``, ``trec_depth`` -> ``--depth``."""
+def flag_of(name: str, flags: Mapping[str, str] | None = None) -> str:
+    """The CLI flag of a setting: ``top_k`` -> ``--top-k``, ``trec_depth`` -> ``--depth``; ``flags`` (setting -> flag)
+    first, for a parameter whose flag is its command's own (``count`` is ``r2med inspect``'s ``--worst``)."""
+    if flags and name in flags:
+        return flags[name]
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-def label_of(name: str, front_end: FrontEnd) -> str:
+def label_of(name: str, front_end: FrontEnd, flags: Mapping[str, str] | None = None) -> str:
     """A setting as a front end names it in prose (a sweep spec's key is quoted by the caller, who knows its path)."""
     if front_end == "api":
-        return f"{name} ({flag_of(name)})"
-    return flag_of(name) if front_end == "flag" else name
+        return f"{name} ({flag_of(name, flags)})"
+    return flag_of(name, flags) if front_end == "flag" else name
 
 
-def render(text: str, front_end: FrontEnd) -> str:
-    """``text`` with each ``{setting}`` written as ``front_end`` names it."""
-    return _SETTING.sub(lambda match: label_of(match.group(1), front_end), text)
+def render(text: str, front_end: FrontEnd, flags: Mapping[str, str] | None = None) -> str:
+    """``text`` with each ``{setting}`` written as ``front_end`` names it (``flags``: see ``flag_of``)."""
+    return _SETTING.sub(lambda match: label_of(match.group(1), front_end, flags), text)
 
 
 class SettingError(UserError):
     """A refusal whose text names settings as ``{setting}`` (``"{step} must be smaller than {window}"``): ``str(error)``
     is the Python API's wording (``step (--step) ...``), ``flag_message`` the CLI's (``--step ...``), ``render("key")``
-    a sweep spec's (``step ...``). ``field`` is the setting at fault, where there is one."""
+    a sweep spec's (``step ...``). ``field`` is the setting at fault, where there is one; ``flags`` (setting -> flag)
+    names the flag of a parameter whose flag is its command's own (``{"count": "--worst"}``), where ``FLAGS`` does not."""
 
-    def __init__(self, text: str, *, field: str | None = None) -> None:
-        self.text, self.field = text, field
-        super().__init__(render(text, "api"))
+    def __init__(self, text: str, *, field: str | None = None, flags: Mapping[str, str] | None = None) -> None:
+        self.text, self.field, self.flags = text, field, dict(flags or {})
+        super().__init__(render(text, "api", self.flags))
 
     def render(self, front_end: FrontEnd = "api", label: str | None = None) -> str:
-        return render(self.text, front_end)
+        return render(self.text, front_end, self.flags)
+
+
+class SettingFileError(SettingError, MissingFileError):
+    """A file or folder a setting names that is not there: a ``MissingFileError`` (so a ``FileNotFoundError``) worded
+    per front end as a ``SettingError``."""
+
+
+class SettingNameError(SettingError, UnknownNameError):
+    """A name a setting gives that the package does not know: an ``UnknownNameError`` (so a ``KeyError``) worded per
+    front end as a ``SettingError``."""
+
+
+class SettingInputError(SettingError, InputFileError):
+    """An input file that cannot be used as it is, whose fix names a setting: an ``InputFileError`` worded per front end
+    as a ``SettingError``."""
 
 
 class RequestError(UserError):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from r2med_plugin.audit.index import CORPUS, PAIR, QUERY, RELEVANT
-from r2med_plugin.errors import MissingFileError, UserError
+from r2med_plugin.rules import SettingError, SettingFileError
 
 AUDIT_FORMAT = "r2med-audit/1"
 SUMMARY_FILE, HITS_FILE, REPORT_FILE = "audit.json", "hits.jsonl", "report.md"
@@ -79,15 +79,21 @@ def _declared_lines(declared: Mapping | None) -> list[str]:
     return lines
 
 
+AUDIT = {"folder": "--audit"}  # read_audit's folder is what `r2med leaderboard --audit` names
+
+
 def read_audit(folder: str | Path) -> dict:
     """The summary of an audit folder written by `r2med audit --out FOLDER`, checked."""
     path = Path(folder) / SUMMARY_FILE if Path(folder).is_dir() else Path(folder)
     if not path.is_file():
-        raise MissingFileError(f"--audit {folder}: no {SUMMARY_FILE} there; run `r2med audit TRAIN --out {folder}` first")
+        raise SettingFileError(f"{{folder}} {folder}: no {SUMMARY_FILE} there; run `r2med audit TRAIN --out {folder}` first",
+                               field="folder", flags=AUDIT)
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise UserError(f"--audit {folder}: {path} is not JSON ({error}); run the audit again") from None
+        raise SettingError(f"{{folder}} {folder}: {path} is not JSON ({error}); run the audit again", field="folder",
+                           flags=AUDIT) from None
     if not isinstance(summary, dict) or summary.get("format") != AUDIT_FORMAT:
-        raise UserError(f"--audit {folder}: {path} is not an r2med audit summary ({AUDIT_FORMAT}); run the audit again")
+        raise SettingError(f"{{folder}} {folder}: {path} is not an r2med audit summary ({AUDIT_FORMAT}); run the audit again",
+                           field="folder", flags=AUDIT)
     return summary

@@ -17,8 +17,8 @@ from r2med_plugin.audit.matching import row_hits
 from r2med_plugin.audit.minhash import candidate_probability, require_datasketch
 from r2med_plugin.audit.report import AUDIT_FORMAT, HITS_FILE, REPORT_FILE, SUMMARY_FILE, render_report, task_rows
 from r2med_plugin.audit.training import TrainingSource, open_training, read_rows
-from r2med_plugin.errors import MissingFileError, UserError
 from r2med_plugin.io import atomic_write, write_json_atomic, write_text_atomic
+from r2med_plugin.rules import SettingError, SettingFileError
 from r2med_plugin.types import TaskData
 
 DEFAULT_THRESHOLD = 0.5
@@ -62,7 +62,8 @@ def _load(name: str, data_dir: str | Path | None, accept_drift: bool | None) -> 
     try:
         return load_task(name, data_dir=data_dir, accept_drift=accept_drift)
     except FileNotFoundError as error:
-        raise MissingFileError(f"{error} (or audit only the tasks you have: --task nano, --task NAME ...)") from None
+        raise SettingFileError(f"{error} (or audit only the tasks you have: {{tasks}} nano, {{tasks}} NAME ...)", field="tasks",
+                               flags={"tasks": "--task"}) from None
 
 
 def _quiet(show_progress: bool) -> bool:
@@ -104,7 +105,8 @@ def run_audit(train: Sequence[str | Path], *, out: str | Path = "r2med-audit", t
     _check_settings(threshold, ngram)
     require_datasketch()
     if not train:
-        raise UserError("no training set given: name TRAIN files or folders (or only --model, for mteb's declared data)")
+        raise SettingError("no training set given: name TRAIN files or folders (or only {model}, for mteb's declared data)",
+                           field="train")
     sources = [source for path in train for source in open_training(path, columns)]  # every input checked first
     names = resolve_tasks(tasks)
     index, revisions = load_index(names, ngram=ngram, threshold=threshold, corpus=corpus, data_dir=data_dir,
@@ -127,9 +129,11 @@ def run_audit(train: Sequence[str | Path], *, out: str | Path = "r2med-audit", t
 
 def _check_settings(threshold: float, ngram: int) -> None:
     if not 0.0 < threshold <= 1.0:
-        raise UserError(f"--threshold {threshold}: a Jaccard similarity above 0 and at most 1 (default {DEFAULT_THRESHOLD})")
+        raise SettingError(f"{{threshold}} {threshold}: a Jaccard similarity above 0 and at most 1 (default {DEFAULT_THRESHOLD})",
+                           field="threshold")
     if ngram < 1:
-        raise UserError(f"--ngram {ngram}: shingles are word n-grams of at least 1 word (default {DEFAULT_NGRAM})")
+        raise SettingError(f"{{ngram}} {ngram}: shingles are word n-grams of at least 1 word (default {DEFAULT_NGRAM})",
+                           field="ngram")
 
 
 def _stream(index: EvalIndex, sources: Sequence[TrainingSource], tally: _Tally, temporary: Path, show_progress: bool) -> None:

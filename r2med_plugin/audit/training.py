@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from r2med_plugin.errors import MissingFileError, UserError
+from r2med_plugin.rules import SettingError
 
 ROLES = ("query", "positive", "negative", "document", "text")
 ROLE_FLAGS = {"query": "--query-column", "positive": "--positive-column", "negative": "--negative-column",
               "text": "--text-column"}
+# run_audit's ``columns`` (role -> column names) is what these flags build
+COLUMN_FLAGS = {"columns": "--query-column, --positive-column, --negative-column or --text-column"}
 # (name, required columns, role -> columns), tried in order; "negative_*" stands for negative_1, negative_2, ...
 LAYOUTS: tuple[tuple[str, tuple[str, ...], dict[str, tuple[str, ...]]], ...] = (
     ("FlagEmbedding (query, pos, neg)", ("query", "pos"), {"query": ("query",), "positive": ("pos",), "negative": ("neg",)}),
@@ -101,14 +104,15 @@ def resolve_columns(path: Path, names: Sequence[str], columns: Mapping[str, Sequ
         missing = [(role, name) for role, wanted in columns.items() for name in wanted if name not in names]
         if missing:
             role, name = missing[0]
-            raise UserError(f"{path}: no column {name!r} ({ROLE_FLAGS.get(role, role)} {name}); its columns are {list(names)}")
+            raise SettingError(f"{path}: no column {name!r} ({{columns}} {name}); its columns are {list(names)}",
+                               field="columns", flags={"columns": ROLE_FLAGS.get(role, role)})
         return "columns given", {role: tuple(wanted) for role, wanted in columns.items() if wanted}
     for layout, required, roles in LAYOUTS:
         if all(name in names for name in required):
             return layout, {role: present for role, wanted in roles.items() if (present := _present(wanted, names))}
     known = "; ".join(f"{layout}" for layout, *_ in LAYOUTS)
-    raise UserError(f"{path}: no known training layout in its columns {list(names)} (known: {known}); name the columns "
-                    "with --query-column, --positive-column, --negative-column or --text-column")
+    raise SettingError(f"{path}: no known training layout in its columns {list(names)} (known: {known}); name the columns "
+                       "with {columns}", field="columns", flags=COLUMN_FLAGS)
 
 
 def _present(wanted: tuple[str, ...], names: Sequence[str]) -> tuple[str, ...]:
@@ -317,5 +321,5 @@ def _texts(source: TrainingSource, record: dict, name: str, row: int, line: int 
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return list(value)
     where = f"line {line}" if line is not None else f"row {row}"
-    raise UserError(f"{source.label}, {where}: column {name!r} holds {type(value).__name__} {str(value)[:60]!r}, not a text or a "
-                    "list of texts; name the text columns with --query-column, --positive-column, --negative-column or --text-column")
+    raise SettingError(f"{source.label}, {where}: column {name!r} holds {type(value).__name__} {str(value)[:60]!r}, not a text "
+                       "or a list of texts; name the text columns with {columns}", field="columns", flags=COLUMN_FLAGS)

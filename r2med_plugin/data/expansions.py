@@ -22,9 +22,9 @@ from r2med_plugin.data.hub import LocatedRepo, locate_repo, mirror_files_verifie
 from r2med_plugin.data.layout import README, config_files, read_front_matter, resolve_split_file
 from r2med_plugin.data.readers import read_table
 from r2med_plugin.data.validate import check_texts, check_unique
-from r2med_plugin.errors import InputFileError, MissingFileError, UnknownNameError, UserError
+from r2med_plugin.errors import InputFileError, UnknownNameError, UserError
 from r2med_plugin.identifiers import EXPANSION_METHODS
-from r2med_plugin.rules import SettingError
+from r2med_plugin.rules import SettingError, SettingFileError
 from r2med_plugin.types import TaskData, TaskSpec
 
 METHODS = EXPANSION_METHODS
@@ -176,11 +176,11 @@ def check_local_expansion_data(data: TaskData, expansion: str) -> None:
     local = resolve_local_expansion(data.spec, expansion)
     made_on = local.manifest.get("dataset_revision")
     if made_on and made_on not in (data.revision, data.result_revision):
-        raise UserError(
-            f"--expansion {expansion}: {local.path.parent} was generated from {data.name} at dataset revision {made_on} "
+        raise SettingError(
+            f"{{expansion}} {expansion}: {local.path.parent} was generated from {data.name} at dataset revision {made_on} "
             f"(its manifest.json), and this data is {data.result_revision}. Generate it again from this data "
-            f"(r2med generate --task {data.name} ... --out <another folder>), or evaluate on the data it was made from"
-        )
+            f"(r2med generate --task {data.name} ... --out <another folder>), or evaluate on the data it was made from",
+            field="expansion")
 
 
 def with_expansion_files(data: TaskData, expansion: str, data_dir: str | os.PathLike | None = None) -> TaskData:
@@ -261,10 +261,10 @@ def resolve_local_expansion(spec: TaskSpec, expansion: str) -> LocalExpansion:
     for folder in (per_task, given):
         if (folder / LOCAL_FILE).is_file():
             return LocalExpansion(method, llm, folder / LOCAL_FILE, _read_manifest(folder / LOCAL_MANIFEST))
-    raise MissingFileError(
-        f"--expansion {expansion}: no {LOCAL_FILE} for {spec.name} at {per_task / LOCAL_FILE}; generate it with "
-        f"`r2med generate --task {spec.name} --method {method} --name {llm} --out {given.parent.parent} ...`"
-    )
+    raise SettingFileError(
+        f"{{expansion}} {expansion}: no {LOCAL_FILE} for {spec.name} at {per_task / LOCAL_FILE}; generate it with "
+        f"`r2med generate --task {spec.name} --method {method} --name {llm} --out {given.parent.parent} ...`",
+        field="expansion")
 
 
 def _r2med_specs() -> list[TaskSpec]:

@@ -31,7 +31,7 @@ from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.candidates import restrict_run
 from r2med_plugin.retrieval.dense import dense_search, effective_prompt, score_candidates
 from r2med_plugin.retrieval.expansion import bm25_query, dense_query, expansion_text
-from r2med_plugin.rules import SettingError
+from r2med_plugin.rules import SettingError, SettingFileError
 from r2med_plugin.types import Run, TaskData
 from r2med_plugin.version import __version__
 
@@ -302,8 +302,9 @@ def task_run_file(path: Path, task: str, hub_name: str) -> Path:
             for suffix in RUN_FILE_SUFFIXES:
                 if (path / f"{stem}{suffix}").is_file():
                     return path / f"{stem}{suffix}"
-        raise MissingFileError(f"{path}: no run file for {task} in this folder (looked for {task} or {hub_name} "
-                               f"with {', '.join(RUN_FILE_SUFFIXES)}); add it, or leave {task} out of --task")
+        raise SettingFileError(f"{path}: no run file for {task} in this folder (looked for {task} or {hub_name} "
+                               f"with {', '.join(RUN_FILE_SUFFIXES)}); add it, or leave {task} out of {{task}}",
+                               field="first_stage")
     raise MissingFileError(
         f"{path}: no such run file or folder; the first stage is bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or a topk_docs .jsonl"
     )

@@ -183,12 +183,13 @@ def select_rows(rows: Sequence[MatrixRow], pattern: str | None) -> list[MatrixRo
         return [row for row in rows if row.on_cpu]
     chosen = [row for row in rows if any(fnmatch.fnmatchcase(name.lower(), pattern.lower()) for name in row.names)]
     if not chosen:
-        from r2med_plugin.errors import UnknownNameError
+        from r2med_plugin.rules import SettingNameError
 
         names = "; ".join(" or ".join(f"'{name}'" for name in row.names) for row in rows)
-        raise UnknownNameError(f"--rows {pattern!r} selects no row; rows are named '<LLM> + <Retriever>' or, with an "
+        raise SettingNameError(f"{{pattern}} {pattern!r} selects no row; rows are named '<LLM> + <Retriever>' or, with an "
                                f"expansion, '<method>/<llm> + <Retriever>' (e.g. 'o3-mini + BM25', 'hyde/*', "
-                               f"'hyde/gpt4 + *', '* + NV-Embed-v2'). The {len(rows)} rows: {names}")
+                               f"'hyde/gpt4 + *', '* + NV-Embed-v2'). The {len(rows)} rows: {names}", field="pattern",
+                               flags={"pattern": "--rows"})
     return chosen
 
 

@@ -20,6 +20,7 @@ from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name, llm_reranker
 from r2med_plugin.models import protocols
 from r2med_plugin.models.cross_encoder import as_pair_scorer, reranker_name, reranker_revision
 from r2med_plugin.retrieval.rerank import rerank_run
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import Run
 
 
@@ -57,8 +58,9 @@ def as_reranker(value: object, *, batch_size: int = 32, llm: LLMRerankerConfig |
     if is_llm_reranker_name(value):
         return llm_reranker(value, llm)
     if llm is not None:
-        raise UserError(f"llm (the endpoint settings: --base-url, --window, ...) applies to LLM rerankers only; {value!r} is "
-                        "a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop llm")
+        raise SettingError(f"llm (the endpoint settings: {{base_url}}, {{window}}, ...) applies to LLM rerankers only; {value!r} "
+                           "is a cross-encoder: name an LLM reranker as llm-listwise:<model> (or pointwise, reasoning), or drop "
+                           "llm", field="llm")
     if isinstance(value, (str, os.PathLike)):
         from r2med_plugin.models.registry import resolve
 

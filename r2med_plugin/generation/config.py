@@ -11,11 +11,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from r2med_plugin.errors import MissingFileError
 from r2med_plugin.generation.prompts import check_method, prompts_hash, sampling_preset
 from r2med_plugin.generation.store import check_name, slug_name
 from r2med_plugin.llm.config import Endpoint
-from r2med_plugin.rules import SettingError
+from r2med_plugin.rules import SettingError, SettingFileError
 from r2med_plugin.types import TaskSpec
 
 BM25_FIRST_STAGE = "bm25-lucene"
@@ -67,7 +66,8 @@ class GenerationConfig:
             return {"name": BM25_FIRST_STAGE}
         path = Path(self.first_stage)
         if not path.is_file():
-            raise MissingFileError(f"--first-stage {self.first_stage}: no such run file; pass bm25-lucene or a TREC / topk_docs JSONL run")
+            raise SettingFileError(f"{{first_stage}} {self.first_stage}: no such run file; pass bm25-lucene or a TREC / topk_docs "
+                                   "JSONL run", field="first_stage")
         return {"name": "run file", "path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
     def identity(self, spec: TaskSpec, dataset_revision: str) -> dict[str, Any]:

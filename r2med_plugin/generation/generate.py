@@ -31,6 +31,7 @@ from r2med_plugin.generation.prompts import lamer_passages, messages, official_p
 from r2med_plugin.generation.store import ExpansionStore, expansion_dir
 from r2med_plugin.llm.config import Sending
 from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskData, TaskSpec
 from r2med_plugin.version import __version__
 
@@ -86,9 +87,9 @@ def _check_same_configuration(store: ExpansionStore, previous: dict[str, Any] | 
     differs = [key for key in IDENTITY_KEYS if previous.get(key) != identity.get(key)]
     if differs:
         details = "; ".join(f"{key}: {previous.get(key)!r} there, {identity.get(key)!r} now" for key in differs)
-        raise UserError(
+        raise SettingError(
             f"{store.folder} holds expansions generated with another configuration ({details}). "
-            "Use another --name or --out, or pass --overwrite to start that folder again"
+            "Use another {name} or {out}, or pass {overwrite} to start that folder again", field="out"
         )
 
 
@@ -265,12 +266,12 @@ def _check_budget_fits(llm: str, sampling: dict[str, Any], preset: str, base_url
     _run_to_end(lengths(), found)
     context = found.get(llm)
     if context is not None and budget >= context:
-        where = f"--preset {preset} sends max_tokens {budget}" if preset == "vllm" and budget == 10240 else f"--max-tokens {budget}"
-        raise UserError(
+        where = f"{{preset}} {preset} sends max_tokens {budget}" if preset == "vllm" and budget == 10240 else f"{{max_tokens}} {budget}"
+        raise SettingError(  # --max-model-len is the vLLM server's own flag
             f"{where}, but {api.endpoint_host(base_url)} serves {llm!r} with a context of {context} tokens (max_model_len), "
-            f"which must hold the prompt and the completion: every request would be refused (HTTP 400). Lower --max-tokens "
-            f"below {context} less the prompt's tokens, e.g. --max-tokens {context // 2}, or serve the model with a longer "
-            "--max-model-len")
+            f"which must hold the prompt and the completion: every request would be refused (HTTP 400). Lower {{max_tokens}} "
+            f"below {context} less the prompt's tokens, e.g. {{max_tokens}} {context // 2}, or serve the model with a longer "
+            "--max-model-len", field="max_tokens")
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.io import write_text_atomic
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskSpec
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def slug_name(llm: str) -> str:
     """A folder-safe LLM name from a served model id ("Qwen/Qwen2.5-7B-Instruct" -> "Qwen-Qwen2.5-7B-Instruct")."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", llm).strip("-.")
     if not slug:
-        raise UserError(f"cannot make a folder name from the model id {llm!r}; pass --name NAME")
+        raise SettingError(f"cannot make a folder name from the model id {llm!r}; pass {{name}} NAME", field="name")
     return slug
 
 
@@ -76,7 +77,8 @@ def _complete_lines(path: Path) -> list[dict[str, Any]]:
         try:
             rows.append(json.loads(line))
         except ValueError as error:
-            raise UserError(f"{path}, line {number}: not valid JSON ({error}); remove the line or pass --overwrite") from error
+            raise SettingError(f"{path}, line {number}: not valid JSON ({error}); remove the line or pass {{overwrite}}",
+                               field="overwrite") from error
     return rows
 
 
@@ -106,7 +108,8 @@ class ExpansionStore:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
-                raise UserError(f"{self.folder} is being written by another r2med generate run; wait for it or use another --name/--out") from error
+                raise SettingError(f"{self.folder} is being written by another r2med generate run; wait for it or use another "
+                                   "{name}/{out}", field="out") from error
             try:
                 yield
             finally:
@@ -137,7 +140,8 @@ class ExpansionStore:
         try:
             return json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except ValueError as error:
-            raise UserError(f"{self.manifest_path}: not valid JSON ({error}); pass --overwrite to start this folder again") from error
+            raise SettingError(f"{self.manifest_path}: not valid JSON ({error}); pass {{overwrite}} to start this folder again",
+                               field="overwrite") from error
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         atomic_write_text(self.manifest_path, json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
@@ -149,9 +153,11 @@ class ExpansionStore:
         for row in _complete_lines(self.expansion_path):
             query_id = row.get("id")
             if query_id not in known:
-                raise UserError(f"{self.expansion_path}: query id {query_id!r} is not a query of this task; use another --out or --overwrite")
+                raise SettingError(f"{self.expansion_path}: query id {query_id!r} is not a query of this task; use another "
+                                   "{out} or {overwrite}", field="overwrite")
             if query_id in records:
-                raise UserError(f"{self.expansion_path}: query id {query_id!r} occurs twice; pass --overwrite to start again")
+                raise SettingError(f"{self.expansion_path}: query id {query_id!r} occurs twice; pass {{overwrite}} to start again",
+                                   field="overwrite")
             records[query_id] = row
         return records
 

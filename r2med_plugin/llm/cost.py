@@ -35,6 +35,7 @@ from typing import Any, cast
 from tqdm import tqdm
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.rules import SettingError
 
 CHARS_PER_TOKEN = 4
 OPENAI_TOKENS_PER_MESSAGE = 3  # OpenAI's chat format: each message's own tokens, and 3 that start the reply
@@ -298,16 +299,18 @@ def dollars(prompt_tokens: int, completion_tokens: int, price_in: float | None, 
     return (prompt_tokens * price_in + completion_tokens * price_out) / 1_000_000
 
 
-def check_prices(price_in: float | None, price_out: float | None, *, option: str = "--price-in/--price-out") -> None:
-    """Both prices or neither, each a finite number of at least 0 (US dollars per million tokens)."""
-    for name, value in (("--price-in", price_in), ("--price-out", price_out)):
+def check_prices(price_in: float | None, price_out: float | None, *, option: str = "{price_in}/{price_out}") -> None:
+    """Both prices or neither, each a finite number of at least 0 (US dollars per million tokens); a refusal names the
+    setting (``price_in``, ``price_out``) as each front end spells it (``option``: the two, as ``{setting}`` text)."""
+    for name, value in (("price_in", price_in), ("price_out", price_out)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                                   or value < 0):
-            raise UserError(f"{name} must be a price of at least 0 (US dollars per million tokens), got {value!r}")
+            raise SettingError(f"{{{name}}} must be a price of at least 0 (US dollars per million tokens), got {value!r}",
+                               field=name)
     if (price_in is None) != (price_out is None):
-        given, missing = ("--price-in", "--price-out") if price_out is None else ("--price-out", "--price-in")
-        raise UserError(f"{given} needs {missing} too ({option}: US dollars per million prompt / completion tokens; "
-                        f"give {missing} 0 where those tokens are free)")
+        given, missing = ("price_in", "price_out") if price_out is None else ("price_out", "price_in")
+        raise SettingError(f"{{{given}}} needs {{{missing}}} too ({option}: US dollars per million prompt / completion tokens; "
+                           f"give {{{missing}}} 0 where those tokens are free)", field=missing)
 
 
 def estimate(what: str, plan: RequestPlan, *, model: str, host: str, counter: TokenCounter,

@@ -28,6 +28,7 @@ from r2med_plugin.llm.report import RerankReport, fallback_warning, out_of_scale
 from r2med_plugin.llm.requests import Requester, ResponseCache, run_coroutine
 from r2med_plugin.models.protocols import RerankerBase
 from r2med_plugin.retrieval.rerank import top_document_ids
+from r2med_plugin.rules import SettingError
 from r2med_plugin.types import Run
 
 TOP_LOGPROBS = 20  # what vLLM serves by default (--max-logprobs 20) and the OpenAI API's maximum
@@ -52,8 +53,8 @@ class LLMReranker(RerankerBase):
 
     def __init__(self, model: str, config: LLMRerankerConfig) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise UserError(f"--rerank llm-{self.kind}:<model> needs the model id the endpoint serves, e.g. "
-                            f"llm-{self.kind}:Qwen/Qwen3-8B")
+            raise SettingError(f"{{rerank}} llm-{self.kind}:<model> needs the model id the endpoint serves, e.g. "
+                               f"llm-{self.kind}:Qwen/Qwen3-8B", field="rerank")
         if not isinstance(config, LLMRerankerConfig):
             raise TypeError("config must be an LLMRerankerConfig(Endpoint(base_url), ...)")
         self.model = model.strip()

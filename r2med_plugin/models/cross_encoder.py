@@ -21,6 +21,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.identity import model_revision
 from r2med_plugin.models.placement import one_device
 from r2med_plugin.models.protocols import PairScorerBase
+from r2med_plugin.rules import SettingError
 
 
 class SentenceTransformerCrossEncoder(PairScorerBase):
@@ -62,9 +63,9 @@ def _check_trained_head(name: str, cross_encoder: object) -> None:
     config = getattr(getattr(cross_encoder, "model", None), "config", None)
     architectures = list(getattr(config, "architectures", None) or [])
     if architectures and not any(arch.endswith(("ForSequenceClassification", "ForTokenClassification")) for arch in architectures):
-        raise UserError(f"{name!r} was saved as {', '.join(architectures)}, without a trained classification head: a "
-                        "cross-encoder would score with a randomly drawn head; give a cross-encoder (a sequence-"
-                        "classification checkpoint), or use the model as a first stage (--first-stage)")
+        raise SettingError(f"{name!r} was saved as {', '.join(architectures)}, without a trained classification head: a "
+                           "cross-encoder would score with a randomly drawn head; give a cross-encoder (a sequence-"
+                           "classification checkpoint), or use the model as a first stage ({first_stage})", field="rerank")
 
 
 def raw_logits(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:

@@ -51,6 +51,11 @@ class EndpointError(UserError):
     """The endpoint failed on every retry, or answered something that is not one embedding per text."""
 
 
+class EndpointSettingError(SettingError, EndpointError):
+    """An endpoint's answer that a setting can fix (``--dimensions``, ``--batch-size``, ``--base-url``): an
+    ``EndpointError`` worded per front end as a ``SettingError``."""
+
+
 def _positive(name: str, value: Any) -> int | None:
     if value is None:
         return None
@@ -174,8 +179,9 @@ class EndpointEncoder(EncoderBase):
             return np.zeros((0, self.dimensions or 1), dtype=np.float32)
         widths = {array.shape[1] for array in results if array is not None}
         if len(widths) > 1:
-            raise EndpointError(f"{self.host} returned embeddings of {sorted(widths)} dimensions for {self.model!r}; one "
-                                "model gives one dimension: check that one model serves --retriever openai:" + self.model)
+            raise EndpointSettingError(f"{self.host} returned embeddings of {sorted(widths)} dimensions for {self.model!r}; "
+                                       "one model gives one dimension: check that one model serves {retriever} openai:"
+                                       + self.model, field="retriever")
         return np.concatenate(cast(list[np.ndarray], results), axis=0)  # every batch is filled above
 
     async def _fetch_all(self, work: list[tuple[int, list[str], str]], extra: Mapping[str, Any]) -> dict[int, np.ndarray]:
@@ -243,11 +249,13 @@ class EndpointEncoder(EncoderBase):
     def _checked(self, response: Any, count: int, key: str) -> np.ndarray:
         data = response.get("data") if isinstance(response, dict) else None
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-            raise EndpointError(redact(f"{self.host} answered with a body that is not an embeddings response "
-                                       f"(not JSON, or no `data` list); check --base-url ({self.base_url})", [key]))
+            raise EndpointSettingError(redact(f"{self.host} answered with a body that is not an embeddings response "
+                                              f"(not JSON, or no `data` list); check {{base_url}} ({self.base_url})", [key]),
+                                       field="base_url")
         if len(data) != count:
-            raise EndpointError(f"{self.host} returned {len(data)} embeddings for {count} texts of one request "
-                                f"(model {self.model!r}); the server must answer one per input: lower --batch-size")
+            raise EndpointSettingError(f"{self.host} returned {len(data)} embeddings for {count} texts of one request "
+                                       f"(model {self.model!r}); the server must answer one per input: lower {{batch_size}}",
+                                       field="batch_size")
         rows = sorted(data, key=lambda item: item.get("index", 0) if isinstance(item.get("index"), int) else 0)
         vectors = [_decoded(item.get("embedding")) for item in rows]
         if any(not isinstance(vector, list) or not vector for vector in vectors):
@@ -259,9 +267,9 @@ class EndpointEncoder(EncoderBase):
         if self.dimensions is not None and width != self.dimensions:
             did = ("ignored --dimensions and answered longer ones" if width > self.dimensions
                    else "answered shorter ones than asked")
-            raise EndpointError(f"{self.host} returned {width}-dimensional embeddings, but --dimensions {self.dimensions} "
-                                f"asked for {self.dimensions} (the server {did}): drop --dimensions (or give {width}), or "
-                                "use a model that can shorten its embeddings")
+            raise EndpointSettingError(f"{self.host} returned {width}-dimensional embeddings, but {{dimensions}} "
+                                       f"{self.dimensions} asked for {self.dimensions} (the server {did}): drop {{dimensions}} "
+                                       f"(or give {width}), or use a model that can shorten its embeddings", field="dimensions")
         array = np.asarray(vectors, dtype=np.float32)
         if not np.isfinite(array).all():
             raise EndpointError(f"{self.host} returned NaN or infinite embeddings (model {self.model!r})")

@@ -20,6 +20,7 @@ from typing import Any
 
 from r2med_plugin.data.fingerprint import files_fingerprint
 from r2med_plugin.errors import UserError
+from r2med_plugin.rules import SettingError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # Files that never change an embedding: documentation, git bookkeeping and other runtimes' exports.
@@ -141,7 +142,7 @@ def model_revision(name_or_path: str, revision: str | None) -> tuple[str, str, s
     """
     if name_or_path in PACKAGED_MODELS:
         if revision is not None:
-            raise UserError(f"{name_or_path} is one set of packaged weights: drop --model-revision")
+            raise SettingError(f"{name_or_path} is one set of packaged weights: drop {{revision}}", field="revision")
         packaged = PACKAGED_MODELS[name_or_path]
         fingerprint = folder_revision(packaged_model_folder(name_or_path))
         # filed under the hub name and commit the files are, as mteb files them; other files never pass as that commit

@@ -13,6 +13,7 @@ from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.models.placement import DevicePool, auto_dtype, check_dtype, dtype_kwargs, dtype_label, merged_setting, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+from r2med_plugin.rules import SettingError
 
 
 class SentenceTransformerEncoder(DevicePool, EncoderBase):
@@ -55,7 +56,7 @@ class SentenceTransformerEncoder(DevicePool, EncoderBase):
         source = model_name_or_path
         if model_name_or_path in PACKAGED_MODELS:
             if revision is not None:
-                raise UserError(f"{model_name_or_path} is one set of packaged weights: drop --model-revision")
+                raise SettingError(f"{model_name_or_path} is one set of packaged weights: drop {{revision}}", field="revision")
             source = str(packaged_model_folder(model_name_or_path))
         try:
             with no_loading_bar():

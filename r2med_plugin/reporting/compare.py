@@ -35,6 +35,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import ResultName, described_data, judged_data
 from r2med_plugin.reporting.per_query import Sidecar, per_query_path, read_per_query
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
+from r2med_plugin.rules import SettingError
 
 DEFAULT_METRIC = "ndcg_at_10"
 FORMATS = ("md", "csv", "html")
@@ -158,7 +159,7 @@ def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> 
     A metric that no result holds, or that some result of a task lacks while others hold it, raises
     ValueError naming the file and the metrics it has."""
     if not metric:
-        raise UserError("--metric is empty; e.g. --metric ndcg_at_10")
+        raise SettingError("{metric} is empty; e.g. {metric} ndcg_at_10", field="metric")
     sidecars = load_sidecars(folders)
     table: dict[str, dict[str, ModelTask]] = {}
     missing: list[Sidecar] = []
@@ -178,9 +179,9 @@ def load_scores(folders: Sequence[str | Path], metric: str = DEFAULT_METRIC) -> 
         available = sidecar.metrics
         close = difflib.get_close_matches(metric, available, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else "."
-        raise UserError(
-            f"{sidecar.path}: no per-query values of {metric!r}{hint} It holds: {', '.join(available)}; choose one with --metric"
-        )
+        raise SettingError(
+            f"{sidecar.path}: no per-query values of {metric!r}{hint} It holds: {', '.join(available)}; choose one with "
+            "{metric}", field="metric")
     notes = tuple(f"{sidecar.path}: no per-query values of {metric}; left out" for sidecar in missing)
     order = {name: index for index, name in enumerate(our_task_names())}
     tasks = tuple(sorted({task for tasks in table.values() for task in tasks}, key=order.__getitem__))
@@ -222,23 +223,24 @@ def data_difference(scores: PerQueryScores, model: str, baseline: str, task: str
             "means nothing")
 
 
-def resolve_model(scores: PerQueryScores, name: str, what: str = "--baseline") -> str:
-    """The label of ``name`` (a label, or a model name held at one revision)."""
+def resolve_model(scores: PerQueryScores, name: str, what: str = "baseline") -> str:
+    """The label of ``name`` (a label, or a model name held at one revision); ``what``: the setting that gave it."""
     if name in scores.models:
         return name
     matches = [label for label in scores.models if label.split("@", 1)[0] == name]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise UserError(f"{what} {name!r} has several revisions here: {', '.join(matches)}; name one of them")
+        raise SettingError(f"{{{what}}} {name!r} has several revisions here: {', '.join(matches)}; name one of them", field=what)
     close = difflib.get_close_matches(name, scores.models, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     lacking = {label for label, _ in scores.sidecars if label == name or label.split("@", 1)[0] == name} - set(scores.models)
     if lacking:
-        raise UserError(f"{what} {name!r} has results here but none with per-query {scores.metric} (a run shallower than the "
-                        "metric's depth, e.g. --top-k 10 for recall_at_100, has none); choose another --metric, or evaluate "
-                        f"{name} again with a deeper --top-k")
-    raise UserError(f"{what} {name!r} is not among the models in the folders ({', '.join(scores.models)}).{hint}")
+        raise SettingError(f"{{{what}}} {name!r} has results here but none with per-query {scores.metric} (a run shallower "
+                           "than the metric's depth, e.g. {top_k} 10 for recall_at_100, has none); choose another {metric}, "
+                           f"or evaluate {name} again with a deeper {{top_k}}", field=what)
+    raise SettingError(f"{{{what}}} {name!r} is not among the models in the folders ({', '.join(scores.models)}).{hint}",
+                       field=what)
 
 
 def default_baseline(scores: PerQueryScores) -> str:
@@ -326,7 +328,7 @@ def _scope_comparisons(
     for indices in by_length.values():  # one matrix per query count: every model at once
         diffs = np.vstack([pairs[i][1] - pairs[i][2] for i in indices])
         if test == "t-test" and diffs.shape[1] < 2:
-            raise UserError(f"{scope}: a t-test needs at least two queries; use --test randomization")
+            raise SettingError(f"{scope}: a t-test needs at least two queries; use {{test}} randomization", field="test")
         p[indices] = sig.p_values(diffs, test, permutations=permutations, seed=seed)
         intervals[indices] = sig.bootstrap_intervals(diffs, resamples=permutations, seed=seed)
     adjusted, rejected = sig.corrected(p, correction, alpha)
@@ -517,7 +519,8 @@ def plot_report(report: ComparisonReport, path: str | Path) -> Path:
     from r2med_plugin.reporting.plots import PLOT_SUFFIXES, pyplot, save_figure
 
     if Path(path).suffix.lower() not in PLOT_SUFFIXES:
-        raise UserError(f"--plot {path}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. compare.png")
+        raise SettingError(f"{{path}} {path}: the chart is written as {' or '.join(PLOT_SUFFIXES)}; name the file e.g. "
+                           "compare.png", field="path", flags={"path": "--plot"})
     plt = pyplot()
     scopes = list(dict.fromkeys(c.scope for c in report.comparisons))
     models = [m for m in report.models if m != report.baseline]

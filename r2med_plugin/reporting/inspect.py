@@ -19,6 +19,7 @@ import numpy as np
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import described_data
 from r2med_plugin.reporting.compare import DEFAULT_METRIC, aligned, load_scores, load_sidecars, our_task_names, resolve_model
+from r2med_plugin.rules import SettingError
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,16 @@ class QueryView:
     path: Path
 
 
+WORST = {"count": "--worst"}  # worst_queries' count is `r2med inspect --worst`
+
+
 def _check_task(task: str) -> str:
     names = our_task_names()
     if task not in names:
         close = difflib.get_close_matches(task, names, n=2)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise UserError(f"--task {task!r} is not an R2MED or NanoR2MED task.{hint} `r2med tasks` lists them")
+        raise SettingError(f"{{task}} {task!r} is not an R2MED or NanoR2MED task.{hint} `r2med tasks` lists them",
+                           field="task")
     return task
 
 
@@ -79,7 +84,8 @@ def inspect_query(folders: Sequence[str | Path], task: str, query_id: str, metri
         close = difflib.get_close_matches(query_id, sorted(known), n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         example = f" (e.g. {sorted(known)[0]!r})" if known else ""
-        raise UserError(f"--query {query_id!r} is not an evaluated query of {task} in these results{example}.{hint}")
+        raise SettingError(f"{{query_id}} {query_id!r} is not an evaluated query of {task} in these results{example}.{hint}",
+                           field="query_id", flags={"query_id": "--query"})
     return views
 
 
@@ -127,14 +133,15 @@ def worst_queries(
 ) -> dict[str, list[Loss]]:
     """model -> its ``count`` largest losses to ``baseline`` (most negative differences first; only losses)."""
     if isinstance(count, bool) or int(count) != count or count < 1:
-        raise UserError(f"--worst must be a positive number of queries, got {count}")
+        raise SettingError(f"{{count}} must be a positive number of queries, got {count}", field="count", flags=WORST)
     if task is not None:
         _check_task(task)
     scores = load_scores(folders, metric)
     base = resolve_model(scores, baseline)
     others = [model for model in scores.models if model != base]
     if not others:
-        raise UserError(f"--worst compares models with the baseline {base}, and the folders hold no other model: add one")
+        raise SettingError(f"{{count}} compares models with the baseline {base}, and the folders hold no other model: add one",
+                           field="count", flags=WORST)
     tasks = [task] if task is not None else list(scores.tasks)
     if task is not None and scores.get(base, task) is None:
         raise UserError(f"the baseline {base} has no {task} result with {metric}")

@@ -32,6 +32,7 @@ from r2med_plugin.reporting.grouping import (
 from r2med_plugin.reporting.published import published_llm_names, published_reranker_rows, published_rows
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
 from r2med_plugin.reporting.rows import BENCHMARKS, MAIN_METRIC, NANO_EXTRA_METRICS, LeaderboardRow, task_columns
+from r2med_plugin.rules import SettingError
 
 BUILTIN_LABEL = "mteb built-in R2MED*Retrieval"
 
@@ -251,7 +252,7 @@ def _build(records: Sequence[ResultRecord], benchmark: str, compare_published: b
     rows = user_rows(records, benchmark)
     if compare_published:
         if benchmark != "r2med":
-            raise UserError("published rows exist for the full R2MED benchmark only (use --benchmark r2med)")
+            raise SettingError("published rows exist for the full R2MED benchmark only (use {benchmark} r2med)", field="benchmark")
         rows += published_rows() + published_reranker_rows()
     _keep_apart(rows)
     if compare_published:

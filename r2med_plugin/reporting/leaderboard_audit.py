@@ -13,10 +13,13 @@ from pathlib import Path
 
 from r2med_plugin.audit.report import COLUMNS, overlapped, read_audit
 from r2med_plugin.catalog import get_task_spec
-from r2med_plugin.errors import UserError
 from r2med_plugin.reporting.rows import LeaderboardRow
+from r2med_plugin.rules import SettingError
 
 MARK = "†"
+
+
+AUDIT = {"values": "--audit"}  # the [MODEL=]DIR values are `r2med leaderboard --audit`'s
 
 
 def parse_audits(values: Sequence[str]) -> list[tuple[str, str, dict]]:
@@ -27,8 +30,8 @@ def parse_audits(values: Sequence[str]) -> list[tuple[str, str, dict]]:
         summary = read_audit(folder)
         model = model or summary.get("model")
         if not model:
-            raise UserError(f"--audit {value}: the audit names no model; write --audit MODEL={folder} (or audit with "
-                            "`r2med audit TRAIN --model MODEL`)")
+            raise SettingError(f"{{values}} {value}: the audit names no model; write {{values}} MODEL={folder} (or audit "
+                               "with `r2med audit TRAIN --model MODEL`)", field="values", flags=AUDIT)
         audits.append((model, folder, summary))
     return audits
 
@@ -46,8 +49,8 @@ def attach_audits(tables: Mapping[str, Sequence[LeaderboardRow]], values: Sequen
                     found = True
         if not found:
             labels = sorted({row.retriever for rows in out.values() for row in rows})
-            raise UserError(f"--audit {folder}: no row of model {model!r} in the table (rows: {', '.join(labels)}); write "
-                            "--audit MODEL=DIR with the model name as the table shows it")
+            raise SettingError(f"{{values}} {folder}: no row of model {model!r} in the table (rows: {', '.join(labels)}); "
+                               "write {values} MODEL=DIR with the model name as the table shows it", field="values", flags=AUDIT)
     return out
 
 

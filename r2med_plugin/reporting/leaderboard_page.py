@@ -32,6 +32,7 @@ from r2med_plugin.reporting.per_query import per_query_path
 from r2med_plugin.reporting.published import published_sources
 from r2med_plugin.reporting.render import Table, TableLine, leaderboard_table, notes
 from r2med_plugin.reporting.rows import BENCHMARK_TITLES, LeaderboardRow, task_columns
+from r2med_plugin.rules import SettingError
 from r2med_plugin.version import __version__
 
 PAGE_FILE = "index.html"
@@ -67,19 +68,24 @@ def model_family(row: LeaderboardRow) -> str:
     return "dense encoder"
 
 
+HTML = {"folder": "--html"}  # the page's folder is `r2med leaderboard --html`
+
+
 def check_page_folder(folder: str | os.PathLike) -> Path:
     """``folder`` if a page may be written there (new, empty, or an earlier page alone); else a ValueError naming it."""
     path = Path(folder)
     if path.exists() and not path.is_dir():
-        raise UserError(f"--html {path}: this is a file; give a folder for the page (it writes {PAGE_FILE} there)")
+        raise SettingError(f"{{folder}} {path}: this is a file; give a folder for the page (it writes {PAGE_FILE} there)",
+                           field="folder", flags=HTML)
     if not path.is_dir():
         return path
     others = sorted(entry.name for entry in path.iterdir() if entry.name != PAGE_FILE)
     page = path / PAGE_FILE
     if others or (page.exists() and not _is_earlier_page(page)):
         found = ", ".join(others or [PAGE_FILE])
-        raise UserError(f"--html {path}: the folder holds files that are not an earlier leaderboard page ({found}); "
-                        "give a new or empty folder, or the folder of an earlier `r2med leaderboard --html` page")
+        raise SettingError(f"{{folder}} {path}: the folder holds files that are not an earlier leaderboard page ({found}); "
+                           "give a new or empty folder, or the folder of an earlier `r2med leaderboard --html` page",
+                           field="folder", flags=HTML)
     return path
 
 
@@ -116,7 +122,8 @@ def _read_matrix(path: str | os.PathLike) -> Mapping:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise UserError(f"--matrix {path}: cannot read it ({error}); write it with `r2med reproduce --matrix --json FILE`") from error
+        raise SettingError(f"{{matrix}} {path}: cannot read it ({error}); write it with `r2med reproduce --matrix --json FILE`",
+                           field="matrix") from error
 
 
 def matrix_section(matrix: Mapping) -> str:

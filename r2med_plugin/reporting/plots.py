@@ -12,6 +12,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.optional_dependencies import import_extra, require_extra
 from r2med_plugin.reporting.render import row_label
 from r2med_plugin.reporting.rows import LeaderboardRow, task_columns
+from r2med_plugin.rules import SettingError
 
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 NEEDS_MATPLOTLIB = "drawing a chart (--plot, r2med demo, r2med_plugin.reporting.plots)"
@@ -139,7 +140,8 @@ def select_rows(rows: Sequence[LeaderboardRow], selection: Sequence[str]) -> lis
             chosen.append(labels[item])
         else:
             known = "; ".join(f"{number}: {_label(row)}" for number, row in enumerate(rows, start=1))
-            raise UserError(f"--plot-rows: no row {item!r}; give 'all', row numbers or labels: {known}")
+            raise SettingError(f"{{selection}}: no row {item!r}; give 'all', row numbers or labels: {known}", field="selection",
+                               flags={"selection": "--plot-rows"})
     return [row for index, row in enumerate(chosen) if all(row is not other for other in chosen[:index])]
 
 

@@ -17,6 +17,7 @@ from r2med_plugin.reporting.leaderboard import rank_rows, split_model_name, user
 from r2med_plugin.reporting.official_files import official_model_name, write_official_results
 from r2med_plugin.reporting.render import render
 from r2med_plugin.reporting.result_files import read_result_folders
+from r2med_plugin.rules import SettingError
 from r2med_plugin.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,9 @@ def _refuse_drift(ours: dict, model: str) -> None:
     drifted = {name: record for name, record in ours.items() if record.count_drift or DatasetRevision.parse(record.dataset_revision).count_drift}
     if drifted:
         described = "; ".join(f"{name} [{_drift_text(record.count_drift)}] in {record.path}" for name, record in sorted(drifted.items()))
-        raise UserError(f"{model!r} was evaluated on data whose counts differ from the dataset card (--accept-drift): "
-                        f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks")
+        raise SettingError(f"{model!r} was evaluated on data whose counts differ from the dataset card ({{accept_drift}}): "
+                           f"{described}. A submission needs the pinned R2MED data: download it again and re-run these tasks",
+                           field="accept_drift")
 
 
 def _refuse_incomplete(ours: dict, model: str, missing: list[str], unverified: list[str], task_count: int) -> None:
@@ -110,23 +112,24 @@ def _refuse_incomplete(ours: dict, model: str, missing: list[str], unverified: l
     if unverified:
         problems.append(f"{', '.join(unverified)} ran on mirror files that do not prove the pinned commit "
                         f"({'; '.join(str(ours[name].path) for name in unverified)})")
-    raise UserError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
-                    "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
-                    "--allow-incomplete to write it anyway (its README says what it lacks)")
+    raise SettingError(f"the submission of {model!r} is not complete: {'; '.join(problems)}. Run the missing tasks on data "
+                       "downloaded with `huggingface-cli download --local-dir` (which records the commit), or pass "
+                       "{allow_incomplete} to write it anyway (its README says what it lacks)", field="allow_incomplete")
 
 
 def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool) -> None:
     """Refuse to write a submission where it would mix with, or silently delete, what the folder holds."""
     if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; give a folder for the submission (it is created when missing)")
+        raise SettingError(f"{{out_dir}} {out} is a file; give a folder for the submission (it is created when missing)",
+                           field="out_dir")
     present = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
     if not present:
         return
     card = out / "model_card.json"
     if not card.is_file():
-        raise UserError(f"--out {out} is not empty and holds no submission (no model_card.json): {', '.join(present[:5])}"
-                        f"{' ...' if len(present) > 5 else ''}; give an empty or new folder (--force replaces only a "
-                        "submission folder)")
+        raise SettingError(f"{{out_dir}} {out} is not empty and holds no submission (no model_card.json): "
+                           f"{', '.join(present[:5])}{' ...' if len(present) > 5 else ''}; give an empty or new folder "
+                           "({force} replaces only a submission folder)", field="out_dir")
     try:
         previous = json.loads(card.read_text(encoding="utf-8")).get("model_name")
     except (OSError, ValueError, AttributeError):
@@ -136,12 +139,13 @@ def _check_submission_folder(out: Path, model: str, ours: set[str], force: bool)
         return
     if previous != model:
         held = f"the submission of {previous!r}" if previous else "a submission whose model_card.json names no model"
-        raise UserError(f"--out {out} holds {held}; writing {model!r} there would mix the two "
-                        "models' task files: give another --out folder, or add --force to replace that folder whole")
+        raise SettingError(f"{{out_dir}} {out} holds {held}; writing {model!r} there would mix the two "
+                           "models' task files: give another {out_dir} folder, or add {force} to replace that folder whole",
+                           field="out_dir")
     if others:
-        raise UserError(f"--out {out} holds {model!r}'s submission and also {', '.join(others[:5])}"
-                        f"{' ...' if len(others) > 5 else ''}, which are no part of it; move them away, or add --force "
-                        "to replace the folder whole")
+        raise SettingError(f"{{out_dir}} {out} holds {model!r}'s submission and also {', '.join(others[:5])}"
+                           f"{' ...' if len(others) > 5 else ''}, which are no part of it; move them away, or add {{force}} "
+                           "to replace the folder whole", field="out_dir")
 
 
 def _write_submission(out: Path, ours: dict, by_task: dict, model: str, missing: list[str], unverified: list[str],

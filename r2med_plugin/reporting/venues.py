@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from r2med_plugin.catalog import list_tasks
-from r2med_plugin.errors import InputFileError, UserError
+from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import COUNT_DRIFT, DatasetRevision, ResultName
 from r2med_plugin.io import write_json_atomic
 from r2med_plugin.reporting.hakari_files import (
@@ -44,7 +44,7 @@ from r2med_plugin.reporting.hakari_files import (
     write_xz_json,
 )
 from r2med_plugin.reporting.result_files import ResultRecord, read_result_folders
-from r2med_plugin.rules import flag_of
+from r2med_plugin.rules import SettingError, SettingInputError, flag_of
 from r2med_plugin.version import __version__
 
 VENUES = ("r2med", "mteb", "hakari")
@@ -71,8 +71,9 @@ def mteb_path_part(value: str, what: str = "model name") -> str:
     folder (".", "..", empty) or holds a character some file system cannot is refused, naming the fix."""
     text = value.replace("/", "__").replace(" ", "_")
     if text in {"", ".", ".."}:
-        raise UserError(f"the {what} {value!r} makes the folder name {text!r}, which mteb's results layout cannot hold "
-                        f"inside --out; give the results a {what} that is a hub id (org/name) or a plain word")
+        raise SettingError(f"the {what} {value!r} makes the folder name {text!r}, which mteb's results layout cannot hold "
+                           f"inside {{out_dir}}; give the results a {what} that is a hub id (org/name) or a plain word",
+                           field="model" if what == "model name" else "revision")
     return portable_part(text, value, what)
 
 
@@ -115,8 +116,9 @@ def _check_revisions(record: ResultRecord) -> None:
         raise UserError(f"{record.path}: records no dataset_revision, so no venue can say what data it scored; "
                         "re-run the task with `r2med evaluate` (every result it writes records its revision)")
     if not record.revision or record.revision == "no_revision_available":
-        raise UserError(f"{record.path}: records no model revision (folder {record.revision or 'empty'!r}); re-run it "
-                        "with the model's revision known (a hub model records its commit; --model-revision REV)")
+        raise SettingError(f"{record.path}: records no model revision (folder {record.revision or 'empty'!r}); re-run it "
+                           "with the model's revision known (a hub model records its commit; {revision} REV)",
+                           field="revision")
 
 
 def refused_data(record: ResultRecord) -> str | None:
@@ -150,14 +152,14 @@ def check_data(record: ResultRecord, venue: str, allow_incomplete: bool) -> str 
     files are unproven (None: proven), for the venue's files to say."""
     refused = refused_data(record)
     if refused:
-        raise InputFileError(f"{record.path}: {refused}; no venue publishes such numbers, with or without "
-                             "--allow-incomplete: re-run the task on data downloaded with `huggingface-cli download "
-                             "--local-dir` and export that result")
+        raise SettingInputError(f"{record.path}: {refused}; no venue publishes such numbers, with or without "
+                                "{allow_incomplete}: re-run the task on data downloaded with `huggingface-cli download "
+                                "--local-dir` and export that result", field="allow_incomplete")
     why = unproven_data(record)
     if why and not allow_incomplete:
-        raise InputFileError(f"{record.path}: {why}; {venue} records the data a result stands on: download the data with "
-                             "`huggingface-cli download --local-dir` (which records the commit) and re-run, or pass "
-                             "--allow-incomplete to write it marked as unverified")
+        raise SettingInputError(f"{record.path}: {why}; {venue} records the data a result stands on: download the data "
+                                "with `huggingface-cli download --local-dir` (which records the commit) and re-run, or pass "
+                                "{allow_incomplete} to write it marked as unverified", field="allow_incomplete")
     return why
 
 
@@ -169,8 +171,9 @@ def export_mteb(folders: Iterable[str | Path], model: str, out_dir: str | Path, 
     records = []
     for record in _records_of(folders, model, "mteb"):
         if record.candidates_only:
-            raise UserError(f"{record.path}: a --candidates-only result ranks stored lists, not the corpus; mteb's results "
-                            "hold full-corpus task results: move it out of the folders, or export the full-corpus run")
+            raise SettingError(f"{record.path}: a {{candidates_only}} result ranks stored lists, not the corpus; mteb's "
+                               "results hold full-corpus task results: move it out of the folders, or export the full-corpus "
+                               "run", field="candidates_only")
         if record.task not in listed:
             raise UserError(f"{record.path}: task {record.task!r} is neither an R2MED/NanoR2MED task of r2med-plugin nor "
                             "mteb's R2MED<Domain>Retrieval; export it with mteb's own tools")
@@ -199,7 +202,8 @@ def _copy_unchanged(source: Path, target: Path, force: bool, *, marked: bool = F
             payload["r2med_provenance"] = provenance | {"dataset_revision_verified": False}
             data = (json.dumps(payload, indent=2) + "\n").encode("utf-8")
     if target.is_file() and target.read_bytes() != data and not force:
-        raise UserError(f"{target} exists and holds another result; give another --out, or --force to replace it")
+        raise SettingError(f"{target} exists and holds another result; give another {{out_dir}}, or {{force}} to replace it",
+                           field="out_dir")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     return target
@@ -239,7 +243,8 @@ def _settings_lines(path: Path) -> list[str]:
             if not isinstance(json.loads(line), dict):
                 raise ValueError("not an object")
         except ValueError as error:
-            raise UserError(f"{path}, line {number}: not a JSON object ({error}); remove the file or give another --out") from error
+            raise SettingError(f"{path}, line {number}: not a JSON object ({error}); remove the file or give another "
+                               "{out_dir}", field="out_dir") from error
     return lines
 
 
@@ -261,8 +266,8 @@ def export_hakari(folders: Iterable[str | Path], model: str, out_dir: str | Path
             check_data(record, "HAKARI-Bench", allow_incomplete)
             records.append(record)
     if not records:
-        raise UserError(f"no full-corpus NanoR2MED results of {model!r} (a --candidates-only result ranks stored lists only); "
-                        "run `r2med evaluate --task NanoR2MED<Domain> ...`")
+        raise SettingError(f"no full-corpus NanoR2MED results of {model!r} (a {{candidates_only}} result ranks stored lists "
+                           "only); run `r2med evaluate --task NanoR2MED<Domain> ...`", field="candidates_only")
     model_dir = Path(out_dir) / HAKARI_RESULTS / hakari_path_part(model)
     written, payloads = [], {}
     for task, record in _one_per_task(records, "HAKARI-Bench").items():
@@ -424,7 +429,8 @@ def _write_result(path: Path, payload: Mapping, force: bool) -> Path:
     if path.is_file() and not force:
         held = read_xz_json(path).get("model", {}).get("id")
         if held != payload["model"]["id"]:
-            raise UserError(f"{path} holds model {held!r}'s result; give another --out, or --force to replace it")
+            raise SettingError(f"{path} holds model {held!r}'s result; give another {{out_dir}}, or {{force}} to replace it",
+                               field="out_dir")
     return write_xz_json(path, payload)
 
 

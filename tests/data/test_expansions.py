@@ -50,6 +50,7 @@ def test_released_expansion_versions_on_an_unverified_mirror_never_share_a_revis
 def test_a_local_expansion_made_from_other_data_is_refused(mirror_env: Path, mirror_copy: Path, tmp_path: Path, monkeypatch):
     from r2med_plugin.evaluation.runner import evaluate_task
     from r2med_plugin.generation import generate_expansions
+    from r2med_plugin.rules import SettingError
     from tests.support.loopback_openai import LoopbackOpenAI
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -59,8 +60,10 @@ def test_a_local_expansion_made_from_other_data_is_refused(mirror_env: Path, mir
     evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, show_progress=False)  # its own data: fine
     corpus = mirror_copy / "R2MED" / "Bioinformatics" / "corpus.jsonl"
     corpus.write_text(corpus.read_text().replace("the", "a", 1))
-    with pytest.raises(ValueError, match="was generated from R2MEDBioinformatics at dataset revision"):
+    with pytest.raises(SettingError) as refused:
         evaluate_task("R2MEDBioinformatics", "bm25-lucene", expansion=expansion, data_dir=mirror_copy, show_progress=False)
+    assert refused.value.field == "expansion" and "was generated from R2MEDBioinformatics at dataset revision" in str(refused.value)
+    assert refused.value.render("flag").startswith(f"--expansion {expansion}: ")
 
 
 def test_an_expansion_name_is_parsed_once_and_stays_the_text_it_was_parsed_from():
@@ -99,3 +102,16 @@ def test_a_request_carries_the_parsed_expansion_and_its_identity_holds_the_text(
     payload = request.to_dict()
     assert payload["scoring"]["expansion"] == "hyde/o3-mini"
     assert EvaluationRequest.from_dict(json.loads(json.dumps(payload))).identity() == request.identity() == "197d34127612d4c7"
+
+
+def test_a_missing_local_expansion_is_a_missing_file_named_by_the_expansion_setting(tmp_path: Path):
+    from r2med_plugin.catalog import get_task_spec
+    from r2med_plugin.data.expansions import resolve_local_expansion
+    from r2med_plugin.rules import SettingFileError
+
+    expansion = f"local:{tmp_path / 'hyde' / 'some-llm'}"
+    with pytest.raises(SettingFileError) as missing:
+        resolve_local_expansion(get_task_spec("R2MEDBiology"), expansion)
+    assert isinstance(missing.value, FileNotFoundError) and missing.value.field == "expansion"
+    assert missing.value.render("flag").startswith(f"--expansion {expansion}: no ")
+    assert str(missing.value).startswith(f"expansion (--expansion) {expansion}: no ")

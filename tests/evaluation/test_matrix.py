@@ -26,6 +26,7 @@ from r2med_plugin.evaluation.matrix import (
     why_not_run,
 )
 from r2med_plugin.reporting.grouping import DRIFT_LABEL, UNVERIFIED_SET
+from r2med_plugin.rules import SettingError
 from tests.support.official_reference import full_bm25, reference_bm25_file, row_ids
 
 R2MED_TASKS = [spec.name for spec in r2med_plugin.list_tasks("r2med")]
@@ -97,7 +98,9 @@ def test_rows_are_selected_by_a_case_insensitive_glob():
     assert len(select_rows(rows, "hyde/*")) == 36 and len(select_rows(rows, "search-r1/* + bm25")) == 2
     with pytest.raises(UnknownNameError) as refused:
         select_rows(rows, "GPT-5 + *")
-    assert "'GPT-5 + *'" in str(refused.value)
+    assert "'GPT-5 + *'" in str(refused.value) and isinstance(refused.value, SettingError)
+    assert refused.value.field == "pattern" and refused.value.render("flag").startswith("--rows 'GPT-5 + *' selects no row")
+    assert str(refused.value).startswith("pattern (--rows) 'GPT-5 + *'")  # select_rows' parameter, with the CLI's flag
     for row in rows:  # every name it could match
         assert all(f"'{name}'" in str(refused.value) for name in row.names)
 

@@ -258,8 +258,11 @@ def test_a_half_written_last_line_is_cut_off_on_resume(server, mirror_env, tmp_p
 
 def test_another_configuration_is_refused_unless_overwritten(server, mirror_env, tmp_path):
     _generate(server, tmp_path / "exp", "hyde")
-    with pytest.raises(ValueError, match=r"another configuration \(sampling: .*0\.8.*0\.5.*--overwrite"):
+    with pytest.raises(SettingError) as refused:
         _generate(server, tmp_path / "exp", "hyde", temperature=0.5)
+    assert refused.value.field == "out" and "another configuration (sampling: " in str(refused.value)
+    assert "0.8" in str(refused.value) and "0.5" in str(refused.value)
+    assert refused.value.render("flag").endswith("Use another --name or --out, or pass --overwrite to start that folder again")
     server.requests.clear()
     _generate(server, tmp_path / "exp", "hyde", temperature=0.5, overwrite=True)
     assert len(server.completions()) == 5 and server.completions()[0]["temperature"] == 0.5
@@ -491,6 +494,10 @@ def test_endpoint_names_and_sampling_checks():
     with pytest.raises(ValueError, match="http\\(s\\) URL"):
         endpoint_host("localhost:8000")
     assert slug_name("Qwen/Qwen2.5-7B-Instruct") == "Qwen-Qwen2.5-7B-Instruct" and slug_name("llama3:8b") == "llama3-8b"
+    with pytest.raises(SettingError) as unnamed:
+        slug_name("///")
+    assert unnamed.value.field == "name" and unnamed.value.render("flag").endswith("; pass --name NAME")
+    assert str(unnamed.value).endswith("; pass name (--name) NAME")  # GenerationRequest's field, with the CLI's flag
     with pytest.raises(ValueError, match="must be a folder name"):
         check_name("../up")
     assert sampling_parameters("api") == {"temperature": 0.8, "top_p": 0.8, "max_tokens": None, "seed": None}
@@ -523,8 +530,10 @@ def test_two_runs_never_write_one_folder_at_once(server, mirror_env, tmp_path):
 
     other = ExpansionStore(tmp_path / "exp" / "Biology" / "hyde" / "test-llm")
     with other.locked():
-        with pytest.raises(ValueError, match="being written by another r2med generate run"):
+        with pytest.raises(SettingError) as refused:
             _generate(server, tmp_path / "exp", "hyde")
+    assert refused.value.field == "out" and "being written by another r2med generate run" in str(refused.value)
+    assert refused.value.render("flag").endswith("wait for it or use another --name/--out")
     assert not server.requests
     assert _generate(server, tmp_path / "exp", "hyde").generated == 5
 
@@ -659,3 +668,16 @@ def test_a_generation_request_is_the_one_argument_and_the_keyword_form_builds_th
     with pytest.raises(ValueError, match=r"generate_expansions sends requests: give the endpoint, GenerationRequest\(task, config, "
                                          r"Endpoint\(base_url\)\)"):
         generate_expansions(GenerationRequest("R2MEDBiology", config))
+
+
+def test_a_missing_first_stage_run_is_a_missing_file_named_by_its_setting(tmp_path):
+    from r2med_plugin.generation.config import GenerationConfig
+    from r2med_plugin.rules import SettingFileError
+
+    absent = tmp_path / "absent.trec"
+    with pytest.raises(SettingFileError) as refused:
+        GenerationConfig(method="lamer", llm="test-llm", first_stage=str(absent)).first_stage_identity()
+    error = refused.value
+    assert isinstance(error, FileNotFoundError) and error.field == "first_stage"
+    assert error.render("flag").startswith(f"--first-stage {absent}: no such run file")
+    assert str(error).startswith(f"first_stage (--first-stage) {absent}")

@@ -39,6 +39,20 @@ def test_settings_are_checked_with_the_fix():
     assert reranker.revision.startswith("reasoning-prompt-")
 
 
+def test_llm_strategy_and_reranker_stage_refusals_name_their_setting():
+    from r2med_plugin.llm.listwise import ListwiseLLMReranker
+
+    with pytest.raises(SettingError) as unnamed:
+        ListwiseLLMReranker(" ", LLMRerankerConfig(Endpoint("http://127.0.0.1:9/v1")))
+    assert unnamed.value.field == "rerank" and unnamed.value.render("flag").startswith("--rerank llm-listwise:<model> needs")
+    assert str(unnamed.value).startswith("rerank (--rerank) llm-listwise:<model>")
+    with pytest.raises(SettingError) as cross:
+        as_reranker("some/cross-encoder", llm=LLMRerankerConfig(Endpoint("http://127.0.0.1:9/v1")))
+    assert cross.value.field == "llm"
+    assert cross.value.render("flag").startswith("llm (the endpoint settings: --base-url, --window, ...) applies to LLM")
+    assert str(cross.value).startswith("llm (the endpoint settings: base_url (--base-url), window (--window), ...)")
+
+
 def test_an_empty_api_key_env_is_refused():
     from r2med_plugin.endpoints.client import api_key
 

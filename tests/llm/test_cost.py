@@ -31,7 +31,7 @@ from r2med_plugin.llm import (
     SetwiseLLMReranker,
     token_counter,
 )
-from r2med_plugin.llm.cost import CHARS_PER_TOKEN, dollars
+from r2med_plugin.llm.cost import CHARS_PER_TOKEN, check_prices, dollars
 from r2med_plugin.llm.requests import run_coroutine
 from r2med_plugin.llm.reranker_kinds import bubble_top, bubble_windows, heap_question_bound, heap_top
 from tests.support.loopback_openai import LoopbackOpenAI, listwise_passages, logprobs_of
@@ -444,3 +444,17 @@ def test_a_model_name_in_the_local_hugging_face_cache_is_counted_by_its_tokenize
     rule, count = json.loads(done.stdout.strip().splitlines()[-1])
     assert rule == f"the model's tokenizer ({name}), each message's text (it has no chat template)"
     assert count == len(_TOKENIZER.encode("protein folding", add_special_tokens=False))
+
+
+@pytest.mark.parametrize(("prices", "field", "flag"), [
+    ((-1, 2), "price_in", "--price-in must be a price of at least 0"),
+    ((1, None), "price_out", "--price-in needs --price-out too (--price-in/--price-out: "),
+    ((None, 1), "price_in", "--price-out needs --price-in too"),
+])
+def test_a_price_refusal_names_its_setting_per_front_end(prices, field, flag):
+    from r2med_plugin.rules import SettingError
+
+    with pytest.raises(SettingError) as refused:
+        check_prices(*prices)
+    assert refused.value.field == field and refused.value.render("flag").startswith(flag)
+    assert "price_in (--price-in)" in str(refused.value)  # the Python API names the keyword beside its flag

@@ -105,6 +105,22 @@ def test_bad_answers_stop_the_run_with_the_fix(endpoint_env: Path, capsys: pytes
     assert KEY not in error
 
 
+@pytest.mark.parametrize("fault, field, flag", [("baddim", "dimensions", "drop --dimensions (or give 15)"),
+                                               ("fewer", "batch_size", "lower --batch-size")])
+def test_a_bad_answer_names_the_setting_that_fixes_it(endpoint_env: Path, fault: str, field: str, flag: str):
+    from r2med_plugin.models.embedding_endpoint import EndpointError, EndpointSettingError
+    from r2med_plugin.models.registry import load_encoder
+
+    with LoopbackOpenAI(models=("emb",), embedding_dim=16) as server:
+        server.add_faults(fault)
+        encoder = load_encoder("openai:emb", settings={"base_url": server.base_url, "api_key_env": "R2MED_TEST_KEY",
+                                                       "dimensions": 16, "concurrency": 1}, batch_size=4, show_progress=False)
+        with pytest.raises(EndpointSettingError) as raised:
+            encoder.encode([f"text {index}" for index in range(4)], kind="document")
+    assert isinstance(raised.value, EndpointError) and raised.value.field == field
+    assert flag in raised.value.render("flag") and f"{field} (--" in str(raised.value)
+
+
 def test_a_wrong_key_is_never_shown(endpoint_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("R2MED_TEST_KEY", "sk-this-is-secret-42")
     with LoopbackOpenAI(models=("emb",)) as server:

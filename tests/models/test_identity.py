@@ -330,3 +330,13 @@ def test_the_packaged_minilm_alias_is_filed_under_its_hub_name_and_revision(mirr
     assert payload["r2med_provenance"]["model_name"] == packaged.hub_name
     assert main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "minilm-packaged", "--model-revision", "v1"]) == 2
     assert "drop --model-revision" in capsys.readouterr().err
+
+
+def test_a_revision_of_packaged_weights_names_the_revision_setting():
+    from r2med_plugin.models.identity import model_revision
+    from r2med_plugin.rules import SettingError
+
+    with pytest.raises(SettingError) as raised:
+        model_revision("minilm-packaged", "v1")
+    assert raised.value.field == "revision" and raised.value.render("flag").endswith("drop --model-revision")
+    assert str(raised.value).endswith("drop revision (--model-revision)")

@@ -11,6 +11,7 @@ checkpoints, are compared in benchmarks/official_dense_parity.py.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,11 @@ import torch
 
 from r2med_plugin import load_encoder
 from r2med_plugin.catalog import list_tasks
+from r2med_plugin.errors import UserError
 from r2med_plugin.models.official.naming import profile_of_result, published_row_of
 from r2med_plugin.models.official.profiles import profile_source, retriever_profiles
 from r2med_plugin.models.registry import resolve
+from r2med_plugin.rules import SettingError
 from tests.support.tiny_official import build_all
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,8 +229,25 @@ def test_nv_embed_calls_the_checkpoints_own_encode_with_the_instruction(tiny):
     (lambda: resolve("official:bge").load_encoder(devices=["cpu", "cpu"]), r"one device"),
 ])
 def test_wrong_requests_name_the_fix(call, words):
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(ValueError) as raised:
         call()
+    assert re.search(words, raised.value.render("flag") if isinstance(raised.value, UserError) else str(raised.value))
+
+
+@pytest.mark.parametrize(("call", "field", "flag"), [
+    (lambda: resolve("official:openai", "abc"), "revision", "--model-revision reaches no code"),
+    (lambda: resolve("official:openai", settings={"dimensions": 256}), "dimensions", "drop --dimensions"),
+    (lambda: resolve("official:medcpt@a/q+a/d", "abc123"), "revision", "one --model-revision cannot pin two repositories"),
+    (lambda: resolve("official:openai@x"), "retriever", "use openai:<model> --base-url URL"),
+    (lambda: resolve("official:e5").load_cross_encoder(), "rerank", "(--retriever official:e5 or --first-stage official:e5)"),
+    (lambda: resolve("official:monobert").load_encoder(), "retriever", "use it with --rerank, after a first stage (--first-stage)"),
+    (lambda: resolve("official:bge").load_encoder(devices=["cpu", "cpu"]), "device", "--device cpu,cpu: official:bge"),
+])
+def test_refusals_name_their_setting_per_front_end(call, field, flag):
+    with pytest.raises(SettingError) as raised:
+        call()
+    assert raised.value.field == field and flag in raised.value.render("flag")
+    assert "(--" in str(raised.value)  # the Python API names the parameter beside its flag
 
 
 def test_an_unbound_per_task_profile_and_a_prompt_are_refused(tiny):
@@ -493,8 +513,10 @@ def test_official_runs_record_the_instructions_they_used(mirror_env, tiny, tmp_p
 
 def test_official_openai_without_a_key_is_refused_before_any_request(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ValueError, match=r"needs an API key: set \$OPENAI_API_KEY"):
+    with pytest.raises(SettingError) as refused:
         load_encoder("official:openai")
+    assert refused.value.field == "api_key_env" and "needs an API key: set $OPENAI_API_KEY" in str(refused.value)
+    assert "(or name another variable with --api-key-env), or give --base-url for" in refused.value.render("flag")
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
     with pytest.raises(ValueError, match=r"needs an API key: set \$VOYAGE_API_KEY"):
         load_encoder("official:voyage")
@@ -540,5 +562,7 @@ def test_a_plain_cross_encoder_without_a_trained_head_is_refused(tiny):
     """sentence-transformers would draw a random head for a bare encoder, and its scores would change from run to run."""
     from r2med_plugin.models.registry import load_reranker
 
-    with pytest.raises(ValueError, match=r"saved as BertModel, without a trained classification head"):
+    with pytest.raises(SettingError) as refused:
         load_reranker(str(tiny["bert"]))
+    assert refused.value.field == "rerank" and "saved as BertModel, without a trained classification head" in str(refused.value)
+    assert refused.value.render("flag").endswith("use the model as a first stage (--first-stage)")

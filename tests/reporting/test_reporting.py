@@ -14,6 +14,7 @@ from r2med_plugin.reporting.leaderboard import build_leaderboard
 from r2med_plugin.reporting.plots import plot_nano, plot_tasks
 from r2med_plugin.reporting.render import render
 from r2med_plugin.reporting.submission import export_submission, export_trec_runs
+from r2med_plugin.rules import SettingError
 from tests.support import builders
 from tests.support.builders import OFFICIAL_CUTOFFS, official_row
 
@@ -178,8 +179,10 @@ def test_a_submission_never_mixes_two_models(results: Path, tmp_path: Path, caps
     export_submission([results], "org/model-a", out)
     assert set(_submission_files(out).values()) == {"org/model-a"} and len(_submission_files(out)) == 8
     before = {path.name: path.read_bytes() for path in out.iterdir()}
-    with pytest.raises(ValueError, match=r"holds the submission of 'org/model-a'.*--force"):
+    with pytest.raises(SettingError) as refused:
         export_submission([results], "org/model-b", out, allow_incomplete=True)
+    assert refused.value.field == "out_dir" and "the submission of 'org/model-a'" in str(refused.value)
+    assert "add --force" in refused.value.render("flag")
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # nothing written
     argv = ["export", "--submission", str(results), "--model", "org/model-b", "--allow-incomplete", "--out", str(out)]
     assert main(argv) == 2 and "--force" in capsys.readouterr().err
@@ -189,13 +192,15 @@ def test_a_submission_never_mixes_two_models(results: Path, tmp_path: Path, caps
     export_submission([results], "org/model-b", out, allow_incomplete=True)  # its own submission again: replaced
     assert _submission_files(out) == {f"{hub}.json": "org/model-b" for hub in HUB[:6]}
     (out / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match=r"notes\.txt.*--force"):  # a file of the user's is never deleted unasked
+    with pytest.raises(SettingError) as refused:  # a file of the user's is never deleted unasked
         export_submission([results], "org/model-b", out, allow_incomplete=True)
+    assert refused.value.field == "out_dir" and "notes.txt" in str(refused.value) and "force (--force)" in str(refused.value)
     other = tmp_path / "other"
     other.mkdir()
     (other / "results.csv").write_text("x")
-    with pytest.raises(ValueError, match=r"holds no submission \(no model_card\.json\).*empty or new folder"):
+    with pytest.raises(SettingError) as refused:
         export_submission([results], "org/model-a", other, force=True)
+    assert refused.value.field == "out_dir" and "holds no submission (no model_card.json)" in str(refused.value)
     assert [path.name for path in other.iterdir()] == ["results.csv"]
 
 

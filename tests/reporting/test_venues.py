@@ -26,6 +26,7 @@ from r2med_plugin.reporting.venues import (
     hakari_path_part,
     mteb_path_part,
 )
+from r2med_plugin.rules import SettingError
 from tests.support.builders import write_result
 
 NANO = "NanoR2MEDIIYiClinical"
@@ -75,8 +76,10 @@ def test_mteb_folder_names_are_made_as_mteb_makes_them(name, part):
 
 @pytest.mark.parametrize("name", ["..", ".", ""])
 def test_an_mteb_folder_name_that_would_leave_the_folder_is_refused(name):
-    with pytest.raises(UserError, match="cannot hold inside --out"):
+    with pytest.raises(SettingError) as refused:
         mteb_path_part(name)
+    assert refused.value.field == "model" and "cannot hold inside --out" in refused.value.render("flag")
+    assert "out_dir (--out)" in str(refused.value)  # the Python API names export_mteb's parameter
 
 
 @pytest.mark.parametrize(("name", "character"), [
@@ -102,7 +105,8 @@ def test_mteb_export_round_trips_through_mtebs_result_cache(results: dict, tmp_p
     out = tmp_path / "mteb-out"
     with pytest.raises(InputFileError) as refused:
         export_mteb([results["folder"]], "org/hash-64", out)
-    assert str(results["encoder"][1]["mteb"]) in str(refused.value) and "--allow-incomplete" in str(refused.value)
+    assert str(results["encoder"][1]["mteb"]) in str(refused.value) and refused.value.field == "allow_incomplete"
+    assert "or pass --allow-incomplete to write it" in refused.value.render("flag")
     assert not out.exists()
     written = export_mteb([results["folder"]], "org/hash-64", out, allow_incomplete=True)
     result, paths = results["encoder"]
@@ -124,8 +128,10 @@ def test_mteb_export_refuses_what_mteb_cannot_hold(results: dict, tmp_path: Path
     only = results["folder"] / "candidates-only"
     evaluate_copy = evaluate_task(NANO, "bm25-robertson", candidates=["bm25"], candidates_only=True, show_progress=False)
     write_outputs(evaluate_copy, only.parent)
-    with pytest.raises(ValueError, match="--candidates-only result ranks stored lists"):
+    with pytest.raises(SettingError) as refused:
         export_mteb([only], "bm25-robertson", tmp_path / "y", allow_incomplete=True)
+    assert refused.value.field == "candidates_only" and "ranks stored lists" in str(refused.value)
+    assert "a --candidates-only result" in refused.value.render("flag")
 
 
 def test_mteb_export_keeps_another_tasks_run_settings_and_refuses_to_overwrite_another_result(results: dict, tmp_path: Path):
@@ -135,8 +141,10 @@ def test_mteb_export_keeps_another_tasks_run_settings_and_refuses_to_overwrite_a
     folder.mkdir(parents=True)
     (folder / "run_settings.jsonl").write_text(json.dumps({"task": "Other", "splits": ["test"], "subsets": ["default"]}) + "\n")
     (folder / f"{NANO}.json").write_text("{}")
-    with pytest.raises(ValueError, match="holds another result; give another --out, or --force"):
+    with pytest.raises(SettingError) as refused:
         export_mteb([results["folder"]], "bm25-robertson", out, allow_incomplete=True)
+    assert refused.value.field == "out_dir" and "holds another result" in str(refused.value)
+    assert "give another --out, or --force" in refused.value.render("flag")
     export_mteb([results["folder"]], "bm25-robertson", out, allow_incomplete=True, force=True)
     tasks = [json.loads(line)["task"] for line in (folder / "run_settings.jsonl").read_text().splitlines()]
     assert tasks == ["Other", NANO, "R2MEDBiology"]

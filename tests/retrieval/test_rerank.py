@@ -32,6 +32,7 @@ from r2med_plugin.reporting.published import published_reranker_rows
 from r2med_plugin.reporting.render import render
 from r2med_plugin.retrieval.bm25_cache import bm25_run
 from r2med_plugin.retrieval.rerank import rerank_run
+from r2med_plugin.rules import SettingFileError
 
 TASK = "R2MEDBiology"
 
@@ -353,8 +354,11 @@ def test_unknown_ids_and_bad_arguments(data, reranker, tmp_path: Path):
     with pytest.raises(FileNotFoundError, match="no such run file or folder"):
         evaluate_task(TASK, rerank=reranker, first_stage=tmp_path / "absent.trec", show_progress=False)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match="no run file for R2MEDBiology"):
+    with pytest.raises(FileNotFoundError) as missing:
         evaluate_task(TASK, rerank=reranker, first_stage=tmp_path / "empty", show_progress=False)
+    assert isinstance(missing.value, SettingFileError) and missing.value.field == "first_stage"
+    assert "no run file for R2MEDBiology" in str(missing.value)
+    assert missing.value.render("flag").endswith("leave R2MEDBiology out of --task")
 
 
 def test_cli_reranks_a_run_file(data, cross_encoder_dir: Path, tmp_path: Path, capsys):

@@ -97,3 +97,27 @@ def test_the_architecture_pages_refusal_example():
     tail = "must be at least 10: the main score is nDCG@10; got 5; raise it (default 1000)"
     assert (str(error), error.flag_message, error.keyed("`top_k`")) == (f"top_k (--top-k) {tail}", f"--top-k {tail}",
                                                                         f"`top_k` {tail}")
+
+
+def test_a_setting_error_may_name_a_parameters_flag_of_its_own_command():
+    """``flags=``: a parameter whose flag is its command's own (worst_queries' ``count`` is ``--worst``), without a
+    package-wide FLAGS entry that would rename every other ``count``."""
+    error = SettingError("{count} must be positive, got 0 (see {top_k})", field="count", flags={"count": "--worst"})
+    assert str(error) == "count (--worst) must be positive, got 0 (see top_k (--top-k))"
+    assert error.flag_message == "--worst must be positive, got 0 (see --top-k)"
+    assert error.render("key") == "count must be positive, got 0 (see top_k)"
+    assert flag_of("count") == "--count" and flag_of("count", {"count": "--worst"}) == "--worst"
+    assert flag_of("out_dir") == "--out"  # export's folder parameter is the CLI's --out
+
+
+def test_setting_errors_keep_the_builtin_types_callers_catch():
+    from r2med_plugin.errors import InputFileError, MissingFileError, UnknownNameError, UserError
+    from r2med_plugin.rules import SettingFileError, SettingInputError, SettingNameError
+
+    for cls, builtin in ((SettingFileError, FileNotFoundError), (SettingNameError, KeyError),
+                         (SettingInputError, InputFileError)):
+        error = cls("{expansion} local:x: no such folder", field="expansion")
+        assert isinstance(error, (SettingError, UserError, builtin)) and isinstance(error, builtin)
+        assert str(error) == "expansion (--expansion) local:x: no such folder"  # one message, unquoted
+        assert error.flag_message == "--expansion local:x: no such folder" and error.field == "expansion"
+    assert issubclass(SettingFileError, MissingFileError) and issubclass(SettingNameError, UnknownNameError)

@@ -23,6 +23,7 @@ from r2med_plugin.models.official.loading import OfficialEncoder, load_official_
 from r2med_plugin.models.official.profiles import ENDPOINTS, default_weights, parse_weights, retriever_profiles, towers
 from r2med_plugin.models.placement import merged_setting
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
+from r2med_plugin.rules import SettingError
 
 NAME = SCHEME = "official"
 ENDPOINT_SETTINGS = ("base_url", "api_key_env", "concurrency")  # what the two API retrievers take
@@ -86,19 +87,19 @@ class OfficialLoader(ModelLoaderBase):
         checkpoint = parse_weights(profile, weights) if at else default_weights(profile)
         if profile.remote:
             if revision is not None:
-                raise UserError(f"{name} is served by its API: --model-revision reaches no code there; drop it")
+                raise SettingError(f"{name} is served by its API: {{revision}} reaches no code there; drop it", field="revision")
             unknown = sorted(set(settings) - set(ENDPOINT_SETTINGS))
             if unknown:
-                flags = ", ".join("--" + key.replace("_", "-") for key in unknown)
-                raise UserError(f"{flags}: {name} sends the official code's requests, at the official size of "
-                                f"{profile.checkpoint}; drop {flags}")
+                flags = ", ".join("{" + key + "}" for key in unknown)
+                raise SettingError(f"{flags}: {name} sends the official code's requests, at the official size of "
+                                   f"{profile.checkpoint}; drop {flags}", field=unknown[0])
             return RetrieverRef(name, "plugin", str(checkpoint), None, loader=NAME,
                                 settings=(("profile", profile.name), ("role", "retriever"), *sorted(settings.items())))
         _no_settings(name, settings, "an official retriever that loads locally")
         if revision is not None and isinstance(checkpoint, tuple) and checkpoint[0] != checkpoint[1]:
-            raise UserError(f"{name}: one --model-revision cannot pin two repositories (the query and the article tower); "
-                            "download each at its revision (huggingface-cli download REPO --revision SHA --local-dir DIR) "
-                            "and name the two folders after '@'")
+            raise SettingError(f"{name}: one {{revision}} cannot pin two repositories (the query and the article tower); "
+                               "download each at its revision (huggingface-cli download REPO --revision SHA --local-dir DIR) "
+                               "and name the two folders after '@'", field="revision")
         source = "+".join(checkpoint) if isinstance(checkpoint, tuple) else checkpoint
         return RetrieverRef(name, "plugin", source, revision, loader=NAME,
                             settings=(("profile", profile.name), ("role", "retriever")))
@@ -125,8 +126,8 @@ class OfficialLoader(ModelLoaderBase):
         """``requests``: ``timeout`` and ``max_retries`` of the API profiles' requests."""
         settings = dict(ref.settings)
         if settings["role"] == "reranker":
-            raise UserError(f"{ref.name} is a reranker (it scores query-document pairs): use it with --rerank, "
-                            "after a first stage (--first-stage)")
+            raise SettingError(f"{ref.name} is a reranker (it scores query-document pairs): use it with {{rerank}}, "
+                               "after a first stage ({first_stage})", field="retriever")
         profile = retriever_profiles()[settings["profile"]]
         setting = merged_setting(device, devices)  # a list is checked by the profile's recipe (load_official_encoder)
         endpoint = None
@@ -135,7 +136,8 @@ class OfficialLoader(ModelLoaderBase):
             raise TypeError(f"unexpected options for {ref.name}: {', '.join(sorted(requests))}")
         if profile.remote:
             if setting not in (None, "cpu", "auto"):
-                raise UserError(f"{ref.name} runs on its API's servers: a --device reaches no code there; drop it")
+                raise SettingError(f"{ref.name} runs on its API's servers: a {{device}} reaches no code there; drop it",
+                                   field="device")
             endpoint = _endpoint(profile.checkpoint, settings, batch_size or int(profile.arguments["batch_size"]), show_progress,
                                  requests)
         return load_official_encoder(profile, _checkpoint(ref, profile), revision=ref.revision, device=setting,
@@ -147,8 +149,9 @@ class OfficialLoader(ModelLoaderBase):
                            **options: Any) -> reranker_model.OfficialReranker:
         settings = dict(ref.settings)
         if settings["role"] == "retriever":
-            raise UserError(f"{ref.name} is a dense retriever of the official code: use it as the first stage "
-                            f"(--retriever {ref.name} or --first-stage {ref.name}) and rerank with a reranker")
+            raise SettingError(f"{ref.name} is a dense retriever of the official code: use it as the first stage "
+                               f"({{retriever}} {ref.name} or {{first_stage}} {ref.name}) and rerank with a reranker",
+                               field="rerank")
         if options:
             raise TypeError(f"unexpected options for an official reranker: {', '.join(sorted(options))}")
         return reranker_model.OfficialReranker(settings["mode"], ref.source, profile=settings["profile"], base=settings.get("base"),
@@ -181,8 +184,8 @@ def _endpoint(model: Any, settings: Mapping[str, Any], batch_size: int, show_pro
     key_env = settings.get("api_key_env") or default_env
     own_server = bool(settings.get("base_url")) and endpoint_host(settings["base_url"]) != endpoint_host(url)
     if not os.environ.get(key_env) and not own_server:  # the public API needs a key; a server of your own may not
-        raise UserError(f"{model} at {url} needs an API key: set ${key_env} (or name another variable with --api-key-env), "
-                        "or give --base-url for a server of your own")
+        raise SettingError(f"{model} at {url} needs an API key: set ${key_env} (or name another variable with {{api_key_env}}), "
+                           "or give {base_url} for a server of your own", field="api_key_env")
     return EndpointEncoder(str(model), settings.get("base_url") or url, api_key_env=key_env if os.environ.get(key_env) or settings.get("api_key_env") else None,
                            concurrency=settings.get("concurrency") or 8, batch_size=batch_size, show_progress=show_progress,
                            encoding_format="base64" if str(model).startswith("voyage") else "float", **requests)

@@ -35,6 +35,7 @@ from r2med_plugin.models.official.recipes import (
 )
 from r2med_plugin.models.placement import official_device, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+from r2med_plugin.rules import SettingError
 
 # --- the encoders ---------------------------------------------------------------------------------------------
 
@@ -126,9 +127,9 @@ def load_official_encoder(profile: RetrieverProfile, checkpoint: str | tuple[str
                                identity=endpoint.cache_identity)
     placed = placement(device)
     if placed.pooled and profile.model_class != "InstructorModel":  # the one recipe that encodes with sentence-transformers
-        raise UserError(f"--device {','.join(placed.devices)}: official:{profile.name} encodes with the official code's own "
-                        f"loop ({profile.model_class}) in one process, which sentence-transformers' multi-process pool "
-                        "cannot run; give one device (or auto)")
+        raise SettingError(f"{{device}} {','.join(placed.devices)}: official:{profile.name} encodes with the official code's "
+                           f"own loop ({profile.model_class}) in one process, which sentence-transformers' multi-process pool "
+                           "cannot run; give one device (or auto)", field="device")
     query_tower, document_tower = towers(checkpoint)
     local = Path(document_tower).expanduser().is_dir()
     hub_revision = None if local else revision

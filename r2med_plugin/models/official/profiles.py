@@ -19,6 +19,7 @@ from typing import Any
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.rules import SettingError
 
 PROFILE_FILE = "profiles.json"
 ENDPOINTS = {  # the public endpoints of the two API profiles, and where their key is read from by default
@@ -79,8 +80,8 @@ def retriever_profiles() -> dict[str, RetrieverProfile]:
 def parse_weights(profile: RetrieverProfile, weights: str) -> str | tuple[str, str]:
     """The checkpoint of ``official:<name>@<weights>``: a folder or hub id (MedCPT: ``<query tower>+<article tower>``)."""
     if profile.remote:
-        raise UserError(f"official:{profile.name} is an API model ({profile.checkpoint}); it has no weights to replace "
-                        "after '@': use openai:<model> --base-url URL for another endpoint model")
+        raise SettingError(f"official:{profile.name} is an API model ({profile.checkpoint}); it has no weights to replace "
+                           "after '@': use openai:<model> {base_url} URL for another endpoint model", field="retriever")
     if isinstance(profile.checkpoint, tuple):
         query, plus, article = weights.partition("+")
         if not plus or not query.strip() or not article.strip():
