@@ -148,9 +148,9 @@ def _endpoint_options(evaluate: argparse.ArgumentParser) -> None:
 
 
 def _llm_options(evaluate: argparse.ArgumentParser) -> None:
-    """One flag per setting the kinds' settings classes declare (r2med_plugin.llm.settings): its help, its check as the
+    """One flag per setting the kinds' settings classes declare (r2med_plugin.llm_settings): its help, its check as the
     flag's type or choices, and its default, from the declaration."""
-    from r2med_plugin.llm.settings import declaration, declared_settings
+    from r2med_plugin.llm_settings import declaration, declared_settings
     from r2med_plugin.rules import flag_of
 
     llm = evaluate.add_argument_group("LLM reranker settings (each kind reads its own)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from r2med_plugin.endpoints.extra_body import extra_body_of, refuse_reserved
-from r2med_plugin.llm.settings import KIND_SETTINGS, S, declaration, declared_settings
+from r2med_plugin.llm_settings import KIND_SETTINGS, S, declaration, declared_settings
 from r2med_plugin.rules import RequestError, SettingError, neutral, seconds_problem, whole_number
 
 # what an LLM reranker's requests carry themselves: an extra body may not replace them
@@ -88,7 +88,7 @@ class LLMRerankerConfig:
     options such as ``{"chat_template_kwargs": {"enable_thinking": false}}``; part of the reranker's name and of every
     answer's cache key), where answers are cached (default: ``$R2MED_CACHE_DIR/llm-responses``) and the kinds' settings
     given as keywords (``settings``: ``window=10``, ``set_size=5``, ...). Each kind reads its own through its settings
-    class (r2med_plugin.llm.settings: ``ListwiseSettings``, ``SetwiseSettings``, ...), where each setting is declared,
+    class (r2med_plugin.llm_settings: ``ListwiseSettings``, ``SetwiseSettings``, ...), where each setting is declared,
     with its default and its check; every given value is checked here. ``config.window`` reads a setting (its default
     where it was not given)."""
 

@@ -12,8 +12,8 @@ from typing import Any
 from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import groupwise_messages, groupwise_scale, parse_group_scores
-from r2med_plugin.llm.settings import GroupwiseSettings
 from r2med_plugin.llm.strategy import LLMReranker, split_reasoning
+from r2med_plugin.llm_settings import GroupwiseSettings
 from r2med_plugin.types import Run
 
 

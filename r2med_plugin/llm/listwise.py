@@ -8,8 +8,8 @@ from typing import Any
 from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter, longest_first
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import apply_permutation, listwise_messages, llm_prompts, parse_permutation, score_format, windows
-from r2med_plugin.llm.settings import ListwiseSettings
 from r2med_plugin.llm.strategy import LLMReranker, positional_scores, split_reasoning
+from r2med_plugin.llm_settings import ListwiseSettings
 
 
 class ListwiseLLMReranker(LLMReranker):

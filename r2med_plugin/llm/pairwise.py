@@ -11,8 +11,8 @@ from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import answer_tokens, graded_label, pair_messages, two_way_probability, word_answer
 from r2med_plugin.llm.report import UNDECIDED
-from r2med_plugin.llm.settings import DEFAULT_REASONING_TOKENS, PointwiseSettings, ReasoningSettings
 from r2med_plugin.llm.strategy import TOP_LOGPROBS, LLMReranker, own_logprobs
+from r2med_plugin.llm_settings import DEFAULT_REASONING_TOKENS, PointwiseSettings, ReasoningSettings
 from r2med_plugin.types import Run
 
 PairScore = Callable[[str, str], Questions]  # (query id, doc id) -> questions returning the pair's score (None: failed)

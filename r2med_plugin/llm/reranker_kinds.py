@@ -56,7 +56,6 @@ from r2med_plugin.llm.report import (
     out_of_scale_warning,
     trace_order,
 )
-from r2med_plugin.llm.settings import add_kind_settings
 from r2med_plugin.llm.setwise import (
     SetwiseLLMReranker,
     bubble_sets,
@@ -67,6 +66,7 @@ from r2med_plugin.llm.setwise import (
     heap_top,
 )
 from r2med_plugin.llm.strategy import TOP_LOGPROBS, LLMReranker, own_logprobs, split_reasoning
+from r2med_plugin.llm_settings import add_kind_settings
 from r2med_plugin.rules import SettingError
 
 __all__ = [
@@ -86,7 +86,7 @@ LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
 
 def register_llm_reranker(kind: type[LLMReranker]) -> type[LLMReranker]:
     """Add ``kind`` (an ``LLMReranker`` subclass with its ``kind``, ``questions`` and, where it reads settings, its
-    ``settings_class``: r2med_plugin.llm.settings) as ``llm-<kind>:<model>``; returns it, so it can decorate the class.
+    ``settings_class``: r2med_plugin.llm_settings) as ``llm-<kind>:<model>``; returns it, so it can decorate the class.
     Its settings become CLI flags, ``build_reranker_config`` keywords and sweep-spec keys, refused for the other kinds.
     Registering a name twice with another class is refused."""
     if not (isinstance(kind, type) and issubclass(kind, LLMReranker)) or kind.questions is LLMReranker.questions:

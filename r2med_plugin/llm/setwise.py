@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter, longest_first
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import parse_pick, setwise_messages
-from r2med_plugin.llm.settings import SetwiseSettings
 from r2med_plugin.llm.strategy import LLMReranker, positional_scores
+from r2med_plugin.llm_settings import SetwiseSettings
 
 Item = TypeVar("Item")
 Sort = Generator[list, Any, Any]  # yields a set (list of items), receives the position picked (None: failed)

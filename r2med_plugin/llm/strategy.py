@@ -11,6 +11,7 @@ here, once. A kind is registered in one place: ``r2med_plugin.llm.reranker_kinds
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -26,7 +27,7 @@ from r2med_plugin.llm.execution import Questions, RerankTask, drive
 from r2med_plugin.llm.prompting import answer_tokens, prompts_sha256
 from r2med_plugin.llm.report import RerankReport, fallback_warning, out_of_scale_warning, trace_order
 from r2med_plugin.llm.requests import Requester, ResponseCache, run_coroutine
-from r2med_plugin.llm.settings import AnswerSettings, KindSettings
+from r2med_plugin.llm_settings import AnswerSettings, KindSettings
 from r2med_plugin.models.protocols import RerankerBase
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.types import Run
@@ -47,7 +48,7 @@ class LLMReranker(RerankerBase):
     progress bar's length), ``_asked`` (what it asked, for the usage) and ``request_plan`` have defaults."""
 
     kind = ""
-    settings_class: ClassVar[type[KindSettings]] = KindSettings  # what it reads of the config (llm.settings): none by default
+    settings_class: ClassVar[type[KindSettings]] = KindSettings  # what it reads of the config (r2med_plugin.llm_settings): none by default
     prompt_names: tuple[str, ...] = ()
     own_prompts: ClassVar[Mapping[str, Any]] = {}  # prompts it writes itself (name -> text), hashed into its revision
     counted: tuple[str, ...] = ()  # how its answers are counted (report.ANSWER_COUNTS), each reported even when 0
@@ -86,8 +87,10 @@ class LLMReranker(RerankerBase):
                                              "the same whatever the answers")
 
     def _settings(self) -> str:
-        """What this kind asks with, beyond the prompt (window and step, budget), for its name."""
-        return ""
+        """What this kind asks with, beyond the prompt (window and step, budget), for its name. The default: each of its
+        settings as ``name=value`` ("answer_tokens=2"; none for a kind without settings); the built-in kinds write their
+        own short forms ("w20s10")."""
+        return " ".join(f"{item.name}={getattr(self.settings, item.name)}" for item in dataclasses.fields(self.settings))
 
     def _shown(self) -> dict[str, Any]:
         """What the prompts showed beyond the texts, for the usage (InsertRank: the first-stage scores' format)."""

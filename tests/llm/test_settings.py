@@ -1,4 +1,4 @@
-"""Each LLM reranker kind's settings class (r2med_plugin.llm.settings) drives everything about its settings: which kind
+"""Each LLM reranker kind's settings class (r2med_plugin.llm_settings) drives everything about its settings: which kind
 reads which (``LLM_SETTING_USERS``), the "reaches no code" refusal for the other kinds, the keywords
 ``build_reranker_config`` takes, the CLI's flags and a sweep spec's keys, and the checks of each value."""
 
@@ -17,7 +17,8 @@ from r2med_plugin.evaluation.specs import EndpointSpec, LlmRerankerSpec
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig
 from r2med_plugin.llm.config import LLM_SETTING_USERS, build_reranker_config, settings_unused_by
 from r2med_plugin.llm.reranker_kinds import LLM_RERANKER_KINDS, llm_reranker, register_llm_reranker
-from r2med_plugin.llm.settings import (
+from r2med_plugin.llm.strategy import LLMReranker
+from r2med_plugin.llm_settings import (
     KIND_SETTINGS,
     AnswerSettings,
     GroupwiseSettings,
@@ -26,7 +27,6 @@ from r2med_plugin.llm.settings import (
     SetwiseSettings,
     setting,
 )
-from r2med_plugin.llm.strategy import LLMReranker
 from r2med_plugin.rules import SettingError
 from r2med_plugin.sweep.entries import read_rerankers
 
@@ -67,8 +67,7 @@ def _how(action: argparse.Action) -> object:
 @pytest.fixture
 def yesno():
     """A throwaway kind, llm-yesno, whose settings class declares one setting of its own (``answer_tokens``),
-    registered for the test and removed after it."""
-    kinds, settings = dict(LLM_RERANKER_KINDS), dict(KIND_SETTINGS)
+    registered for the test (removed after it by the conftest's ``registered_llm_kinds_restored``)."""
 
     @dataclasses.dataclass(frozen=True)
     class YesNoSettings(KindSettings):
@@ -83,14 +82,11 @@ def yesno():
             yield from ()
             return {}
 
-        def _settings(self) -> str:
-            return f"t{self.settings.answer_tokens}"
+    return register_llm_reranker(YesNoLLMReranker)
 
-    register_llm_reranker(YesNoLLMReranker)
-    yield YesNoLLMReranker
-    for registry, saved in ((LLM_RERANKER_KINDS, kinds), (KIND_SETTINGS, settings)):
-        registry.clear()
-        registry.update(saved)
+
+def test_a_registered_kind_is_gone_after_its_test(yesno):
+    assert "yesno" in KIND_SETTINGS and "llm-yesno" in LLM_RERANKER_KINDS
 
 
 def test_the_derived_table_is_the_hand_written_one():
@@ -155,7 +151,7 @@ def test_a_kinds_new_setting_reaches_every_front_end(yesno, tmp_path: Path):
     # build_reranker_config takes it, checks it, and the kind reads it
     config = build_reranker_config(URL, what="x", check_key=False, answer_tokens=5)
     reranker = llm_reranker("llm-yesno:m", config)
-    assert reranker.settings.answer_tokens == 5 and reranker.name == "m (yesno @127.0.0.1-9 t5)"
+    assert reranker.settings.answer_tokens == 5 and reranker.name == "m (yesno @127.0.0.1-9 answer_tokens=5)"
     assert reranker.revision.startswith("yesno-prompt-")
     with pytest.raises(SettingError) as bad:
         build_reranker_config(URL, what="x", check_key=False, answer_tokens=17)

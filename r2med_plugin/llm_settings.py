@@ -7,8 +7,10 @@ fields and its own rules between them (``check``). Everything else is derived fr
 (r2med_plugin.llm.config): which kinds read which setting (``LLM_SETTING_USERS``), the "reaches no code" refusal of a
 setting a kind does not read, the keywords ``build_reranker_config`` takes, and the CLI's flags (``--window``, ...).
 
-``KIND_SETTINGS`` is the index the front ends read, kind -> its settings class, without importing the rerankers: the
-built-in kinds' here, and ``register_llm_reranker`` adds a new kind's (its class's ``settings_class``).
+``KIND_SETTINGS`` is the index the front ends read, kind -> its settings class: the built-in kinds' here, and
+``register_llm_reranker`` adds a new kind's (its class's ``settings_class``). This module sits beside, not in,
+r2med_plugin.llm so that the CLI's parser reads the declarations without importing the rerankers (``r2med --help``
+loads neither numpy nor polars).
 """
 
 from __future__ import annotations
