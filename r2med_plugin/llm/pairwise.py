@@ -117,7 +117,7 @@ class ReasoningLLMReranker(LLMReranker):
 
     @property
     def budget(self) -> int:
-        return self.settings.max_tokens or DEFAULT_REASONING_TOKENS
+        return self.settings.budget
 
     def questions(self, task: RerankTask) -> Questions:
         return (yield from scored_pairs(task, lambda query_id, doc_id: self._score(task, query_id, doc_id)))

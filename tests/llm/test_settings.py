@@ -5,7 +5,9 @@ reads which (``LLM_SETTING_USERS``), the "reaches no code" refusal for the other
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
@@ -134,6 +136,9 @@ def test_the_config_keeps_its_keywords_and_each_kind_reads_its_own():
         LLMRerankerConfig(Endpoint(URL), windows=6)
     with pytest.raises(AttributeError):
         config.not_a_setting  # noqa: B018
+    # replace, copies and pickles keep the settings (a sweep ships its rerankers to worker processes)
+    assert dataclasses.replace(config, step=2).settings == {"window": 6, "step": 2, "set_size": 4}
+    assert pickle.loads(pickle.dumps(config)) == config == copy.deepcopy(config)
 
 
 def test_a_kinds_new_setting_reaches_every_front_end(yesno, tmp_path: Path):
