@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,19 @@ def demo_run(fresh_python: Path, tmp_path_factory: pytest.TempPathFactory):
     out = subprocess.run([str(fresh_python), "-m", "r2med_plugin.cli", "demo", "--out", str(folder / "demo"), "--quiet"],
                          env=env, cwd=folder, capture_output=True, text=True, timeout=600)
     return out, folder / "demo"
+
+
+@pytest.fixture(autouse=True)
+def registered_llm_kinds_restored():
+    """A kind a test or a page's example registers (``register_llm_reranker``) is gone after it: its settings would
+    otherwise be flags, sweep keys and refusals in every later test of the session."""
+    from r2med_plugin.llm_settings import KIND_SETTINGS
+
+    before = dict(KIND_SETTINGS)
+    yield
+    module = sys.modules.get("r2med_plugin.llm.reranker_kinds")
+    if module is not None:
+        for name in [name for name in module.LLM_RERANKER_KINDS if name.removeprefix("llm-") not in before]:
+            del module.LLM_RERANKER_KINDS[name]
+    KIND_SETTINGS.clear()
+    KIND_SETTINGS.update(before)

@@ -146,32 +146,22 @@ def _endpoint_options(evaluate: argparse.ArgumentParser) -> None:
 
 
 def _llm_options(evaluate: argparse.ArgumentParser) -> None:
+    """One flag per setting the kinds' settings classes declare (r2med_plugin.llm_settings): its help, its check as the
+    flag's type or choices, and its default, from the declaration."""
+    from r2med_plugin.llm_settings import declaration, declared_settings
+    from r2med_plugin.rules import flag_of
+
     llm = evaluate.add_argument_group("LLM reranker settings (each kind reads its own)")
-    llm.add_argument("--window", type=positive_int, default=20, help="llm-listwise: passages per window (RankGPT: 20)")
-    llm.add_argument("--step", type=positive_int, default=10, help="llm-listwise: how far the window moves up (RankGPT: 10)")
-    llm.add_argument("--max-tokens", type=positive_int, default=None,
-                     help="llm-reasoning: the reasoning budget (default 8192); llm-listwise, llm-setwise, llm-groupwise: "
-                          "the answer's budget, a reasoning model's reasoning included (default: the server's)")
-    llm.add_argument("--set-size", type=positive_int, default=None,
-                     help="llm-setwise: passages per question, from 2 to 23 (default 3, the paper's c; llm-rankers' "
-                          "num_child is one less)")
-    llm.add_argument("--setwise-method", choices=["heapsort", "bubblesort"], default=None,
-                     help="llm-setwise: how the picks sort the list (default heapsort)")
-    llm.add_argument("--setwise-k", type=positive_int, default=None,
-                     help="llm-setwise: documents sorted to the top, in order (default 10; at most --rerank-depth); "
-                          "the rest keep the first stage's order")
-    llm.add_argument("--group-size", type=positive_int, default=None,
-                     help="llm-groupwise: documents scored per request, at most (default 20, GroupRank's)")
-    llm.add_argument("--grouping", choices=["random", "first-stage"], default=None,
-                     help="llm-groupwise: groups drawn at random with --group-seed (default) or cut from the first stage's order")
-    llm.add_argument("--group-seed", type=int, default=None, help="llm-groupwise: the seed of --grouping random (default 0)")
-    llm.add_argument("--regroup", type=positive_int, default=None,
-                     help="llm-groupwise: average each document's scores over this many random groupings (default 1)")
-    llm.add_argument("--show-scores", action="store_true", default=None,
-                     help="llm-listwise: show each passage's first-stage score in the prompt, 4 decimals (InsertRank)")
-    llm.add_argument("--reasoning-effort", choices=["none", "minimal", "low", "medium", "high", "xhigh"], default=None,
-                     help="llm-listwise, llm-setwise, llm-groupwise, llm-reasoning: sent as reasoning_effort with every "
-                          "request (left out, with a warning, where the endpoint refuses it)")
+    for name, item in declared_settings().items():
+        declared = declaration(item)
+        how: dict[str, Any] = {}
+        if declared.switch:
+            how = {"action": "store_true"}
+        elif declared.choices:
+            how = {"choices": list(declared.choices)}
+        elif declared.minimum is not None:
+            how = {"type": positive_int if declared.minimum >= 1 else int}
+        llm.add_argument(flag_of(name), **how, default=declared.flag_default, help=declared.help)
 
 
 def _cost_options(evaluate: argparse.ArgumentParser) -> None:

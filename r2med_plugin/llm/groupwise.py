@@ -13,6 +13,7 @@ from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import groupwise_messages, groupwise_scale, parse_group_scores
 from r2med_plugin.llm.strategy import LLMReranker, split_reasoning
+from r2med_plugin.llm_settings import GroupwiseSettings
 from r2med_plugin.types import Run
 
 
@@ -35,25 +36,27 @@ class GroupwiseLLMReranker(LLMReranker):
     """
 
     kind = "groupwise"
+    settings_class = GroupwiseSettings
+    settings: GroupwiseSettings
     prompt_names = ("groupwise",)
     counted = ("unparsed_answers", "empty_answers", "missing_scores", "out_of_scale_scores")
     traces_name = "groupwise"
 
     def _settings(self) -> str:
-        grouping = f"random seed{self.config.seed}" if self.config.grouping == "random" else "first-stage"
-        regroup = f" regroup{self.config.regroup}" if self.config.regroup > 1 else ""
-        return f"g{self.config.group_size} {grouping}{regroup}{self._budget_label()}"
+        grouping = f"random seed{self.settings.seed}" if self.settings.grouping == "random" else "first-stage"
+        regroup = f" regroup{self.settings.regroup}" if self.settings.regroup > 1 else ""
+        return f"g{self.settings.group_size} {grouping}{regroup}{self._budget_label()}"
 
     def groupings(self, query_id: str, doc_ids: list[str]) -> list[list[list[str]]]:
         """The ``regroup`` groupings of one query's documents, each a list of groups (lists of document ids)."""
         if not doc_ids:
-            return [[] for _ in range(self.config.regroup)]
-        count = math.ceil(len(doc_ids) / self.config.group_size)
+            return [[] for _ in range(self.settings.regroup)]
+        count = math.ceil(len(doc_ids) / self.settings.group_size)
         groupings = []
-        for regrouping in range(self.config.regroup):
+        for regrouping in range(self.settings.regroup):
             order = list(doc_ids)
-            if self.config.grouping == "random":
-                random.Random(f"{self.config.seed}:{regrouping}:{query_id}").shuffle(order)
+            if self.settings.grouping == "random":
+                random.Random(f"{self.settings.seed}:{regrouping}:{query_id}").shuffle(order)
             groupings.append([order[index * len(order) // count:(index + 1) * len(order) // count] for index in range(count)])
         return groupings
 
@@ -69,8 +72,8 @@ class GroupwiseLLMReranker(LLMReranker):
 
     def request_plan(self, asked: list[PlannedRequest], task: RerankTask, counter: TokenCounter) -> RequestPlan:
         """The groups do not depend on the answers (first-stage order, or seeded random groupings): exact."""
-        groupings = f" x {self.config.regroup} groupings" if self.config.regroup > 1 else ""
-        return RequestPlan(asked, count_rule=f"exact: ceil(depth / {self.config.group_size}) groups per query{groupings}, "
+        groupings = f" x {self.settings.regroup} groupings" if self.settings.regroup > 1 else ""
+        return RequestPlan(asked, count_rule=f"exact: ceil(depth / {self.settings.group_size}) groups per query{groupings}, "
                                              "the same whatever the answers", answer_sketch=_groupwise_answer)
 
     def questions(self, task: RerankTask) -> Questions:

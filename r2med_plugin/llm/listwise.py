@@ -9,6 +9,7 @@ from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter, lon
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import apply_permutation, listwise_messages, llm_prompts, parse_permutation, score_format, windows
 from r2med_plugin.llm.strategy import LLMReranker, positional_scores, split_reasoning
+from r2med_plugin.llm_settings import ListwiseSettings
 
 
 class ListwiseLLMReranker(LLMReranker):
@@ -17,21 +18,23 @@ class ListwiseLLMReranker(LLMReranker):
     ranking is read, and kept (one trace per window)."""
 
     kind = "listwise"
+    settings_class = ListwiseSettings
+    settings: ListwiseSettings
     counted = ("unparsed_answers", "empty_answers", "no_ranking_after_reasoning")
 
     @property
     def prompt_names(self) -> tuple[str, ...]:  # type: ignore[override]
-        return ("listwise", "listwise_scores") if self.config.show_scores else ("listwise",)
+        return ("listwise", "listwise_scores") if self.settings.show_scores else ("listwise",)
 
     def _settings(self) -> str:
-        scores = f" scores{score_format()}" if self.config.show_scores else ""
-        return f"w{self.config.window}s{self.config.step}{scores}{self._budget_label()}"
+        scores = f" scores{score_format()}" if self.settings.show_scores else ""
+        return f"w{self.settings.window}s{self.settings.step}{scores}{self._budget_label()}"
 
     def _shown(self) -> dict[str, Any]:
-        return {"first_stage_scores": score_format()} if self.config.show_scores else {}
+        return {"first_stage_scores": score_format()} if self.settings.show_scores else {}
 
     def _spans(self, count: int) -> list[tuple[int, int]]:
-        return [(start, end) for start, end in windows(count, self.config.window, self.config.step) if end - start > 1]
+        return [(start, end) for start, end in windows(count, self.settings.window, self.settings.step) if end - start > 1]
 
     def _total(self, task: RerankTask) -> int:
         return sum(len(self._spans(len(doc_ids))) for doc_ids in task.lists.values())
@@ -42,10 +45,10 @@ class ListwiseLLMReranker(LLMReranker):
     def window_messages(self, query: str, doc_ids: list[str], documents: Mapping[str, str],
                         scores: Mapping[str, float] | None = None) -> list[dict[str, str]]:
         """The messages of one window's request (``scores``: the first-stage scores, shown when ``show_scores``)."""
-        shown = [scores[doc_id] for doc_id in doc_ids] if self.config.show_scores and scores is not None else None
-        if self.config.show_scores and shown is None:
+        shown = [scores[doc_id] for doc_id in doc_ids] if self.settings.show_scores and scores is not None else None
+        if self.settings.show_scores and shown is None:
             raise ValueError("show_scores needs the first stage's scores of the window's documents")
-        return listwise_messages(query, [documents[doc_id] for doc_id in doc_ids], self.config.window, shown)
+        return listwise_messages(query, [documents[doc_id] for doc_id in doc_ids], self.settings.window, shown)
 
     def questions(self, task: RerankTask) -> Questions:
         """Each query's windows in turn, from the bottom up; the queries concurrently."""
@@ -91,7 +94,7 @@ class ListwiseLLMReranker(LLMReranker):
         for query_id, doc_ids in task.lists.items():
             ranked: dict[int, list[str]] = {}  # words kept per passage -> the query's documents, longest passage first
             for start, end in self._spans(len(doc_ids)):
-                words = llm_prompts()["listwise"]["words_per_passage"] * max(1, self.config.window // (end - start))
+                words = llm_prompts()["listwise"]["words_per_passage"] * max(1, self.settings.window // (end - start))
                 if words not in ranked:
                     cut = [" ".join(task.documents[doc_id].strip().split()[:words]) for doc_id in doc_ids]
                     ranked[words] = [doc_ids[index] for index in longest_first(cut, counter)]
@@ -100,7 +103,7 @@ class ListwiseLLMReranker(LLMReranker):
                                                                  task.first_stage.get(query_id)), parameters))
         return RequestPlan(asked, count_exact=True, messages_exact=False, assumption="each window keeps its order",
                            bound=bound, bound_rule="each window holding its query's longest passages",
-                           count_rule=f"exact: RankGPT's windows ({self.config.window}, step {self.config.step}) over each "
+                           count_rule=f"exact: RankGPT's windows ({self.settings.window}, step {self.settings.step}) over each "
                                       "query's top depth; which passages a window holds depends on the answers before it",
                            answer_sketch=_listwise_answer)
 

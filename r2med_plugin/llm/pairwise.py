@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_plugin.llm.config import DEFAULT_REASONING_TOKENS
 from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import answer_tokens, graded_label, pair_messages, two_way_probability, word_answer
 from r2med_plugin.llm.report import UNDECIDED
 from r2med_plugin.llm.strategy import TOP_LOGPROBS, LLMReranker, own_logprobs
+from r2med_plugin.llm_settings import DEFAULT_REASONING_TOKENS, PointwiseSettings, ReasoningSettings
 from r2med_plugin.types import Run
 
 PairScore = Callable[[str, str], Questions]  # (query id, doc id) -> questions returning the pair's score (None: failed)
@@ -43,6 +43,8 @@ class PointwiseLLMReranker(LLMReranker):
     """P(Yes) of a yes/no relevance question; a 0-3 label / 3 where the endpoint returns no log-probabilities."""
 
     kind = "pointwise"
+    settings_class = PointwiseSettings
+    settings: PointwiseSettings
     prompt_names = ("pointwise", "pointwise_graded")
     counted = ("scored_by_logprobs", "scored_by_label", "undecided")
     YES_NO = {"temperature": 0, "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
@@ -104,24 +106,26 @@ class ReasoningLLMReranker(LLMReranker):
     """Rank1: reasoning, then true/false; P(true) from the answer token's log-probabilities."""
 
     kind = "reasoning"
+    settings_class = ReasoningSettings
+    settings: ReasoningSettings
     prompt_names = ("reasoning",)
     counted = ("scored_by_logprobs", "scored_by_answer", "undecided")
 
     def _settings(self) -> str:
-        effort = f" effort-{self.config.reasoning_effort}" if self.config.reasoning_effort else ""
+        effort = f" effort-{self.settings.reasoning_effort}" if self.settings.reasoning_effort else ""
         return f"max{self.budget}{effort}"
 
     @property
     def budget(self) -> int:
-        return self.config.max_tokens or DEFAULT_REASONING_TOKENS
+        return self.settings.budget
 
     def questions(self, task: RerankTask) -> Questions:
         return (yield from scored_pairs(task, lambda query_id, doc_id: self._score(task, query_id, doc_id)))
 
     def _score(self, task: RerankTask, query_id: str, doc_id: str) -> Questions:
         parameters: dict[str, Any] = {"temperature": 0, "max_tokens": self.budget, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
-        if self.config.reasoning_effort:
-            parameters["reasoning_effort"] = self.config.reasoning_effort
+        if self.settings.reasoning_effort:
+            parameters["reasoning_effort"] = self.settings.reasoning_effort
         answer = yield Ask(pair_messages("reasoning", task.queries[query_id], task.documents[doc_id]), parameters)
         if answer is None:
             return None

@@ -7,7 +7,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -21,9 +21,10 @@ def llm_prompts() -> dict[str, dict[str, Any]]:
     return json.loads((resources.files("r2med_plugin") / "llm" / "prompts.json").read_text(encoding="utf-8"))
 
 
-def prompts_sha256(*names: str) -> str:
-    """A hash of the named prompts (what a reranker's revision records: another prompt, another revision)."""
-    chosen = {name: llm_prompts()[name] for name in names}
+def prompts_sha256(*names: str, own: Mapping[str, Any] | None = None) -> str:
+    """A hash of the named prompts and a kind's ``own`` ones (name -> text; what a reranker's revision records: another
+    prompt, another revision)."""
+    chosen = {name: llm_prompts()[name] for name in names} | dict(own or {})
     return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode("utf-8")).hexdigest()
 
 

@@ -66,6 +66,7 @@ from r2med_plugin.llm.setwise import (
     heap_top,
 )
 from r2med_plugin.llm.strategy import TOP_LOGPROBS, LLMReranker, own_logprobs, split_reasoning
+from r2med_plugin.llm_settings import add_kind_settings
 from r2med_plugin.rules import SettingError
 
 __all__ = [
@@ -84,8 +85,10 @@ LLM_RERANKER_KINDS: dict[str, type[LLMReranker]] = {
 
 
 def register_llm_reranker(kind: type[LLMReranker]) -> type[LLMReranker]:
-    """Add ``kind`` (an ``LLMReranker`` subclass with its ``kind`` and ``questions``) as ``llm-<kind>:<model>``;
-    returns it, so it can decorate the class. Registering a name twice with another class is refused."""
+    """Add ``kind`` (an ``LLMReranker`` subclass with its ``kind``, ``questions`` and, where it reads settings, its
+    ``settings_class``: r2med_plugin.llm_settings) as ``llm-<kind>:<model>``; returns it, so it can decorate the class.
+    Its settings become CLI flags, ``build_reranker_config`` keywords and sweep-spec keys, refused for the other kinds.
+    Registering a name twice with another class is refused."""
     if not (isinstance(kind, type) and issubclass(kind, LLMReranker)) or kind.questions is LLMReranker.questions:
         raise TypeError(f"register_llm_reranker takes an LLMReranker subclass that defines questions(task), got {kind!r}")
     if not kind.kind or not kind.kind.replace("-", "").replace("_", "").isalnum() or kind.kind != kind.kind.lower():
@@ -94,6 +97,7 @@ def register_llm_reranker(kind: type[LLMReranker]) -> type[LLMReranker]:
     if LLM_RERANKER_KINDS.get(name, kind) is not kind:
         raise UserError(f"{name} is already registered to {LLM_RERANKER_KINDS[name].__name__}: give {kind.__name__} "
                         "another kind")
+    add_kind_settings(kind.kind, kind.settings_class)  # its settings: flags, keywords and refusals follow from them
     LLM_RERANKER_KINDS[name] = kind
     return kind
 

@@ -11,6 +11,7 @@ from r2med_plugin.llm.cost import PlannedRequest, RequestPlan, TokenCounter, lon
 from r2med_plugin.llm.execution import TICK, Ask, Questions, RerankTask, Together
 from r2med_plugin.llm.prompting import parse_pick, setwise_messages
 from r2med_plugin.llm.strategy import LLMReranker, positional_scores
+from r2med_plugin.llm_settings import SetwiseSettings
 
 Item = TypeVar("Item")
 Sort = Generator[list, Any, Any]  # yields a set (list of items), receives the position picked (None: failed)
@@ -35,11 +36,13 @@ class SetwiseLLMReranker(LLMReranker):
     """
 
     kind = "setwise"
+    settings_class = SetwiseSettings
+    settings: SetwiseSettings
     prompt_names = ("setwise",)
     counted = ("unparsed_answers", "empty_answers")
 
     def _settings(self) -> str:
-        return f"{self.config.setwise_method} c{self.config.set_size} k{self.config.setwise_k}{self._budget_label()}"
+        return f"{self.settings.setwise_method} c{self.settings.set_size} k{self.settings.setwise_k}{self._budget_label()}"
 
     def _total(self, task: RerankTask) -> int | None:
         return None  # how many questions a sort asks depends on the answers
@@ -54,10 +57,10 @@ class SetwiseLLMReranker(LLMReranker):
 
     def _sort(self, order: list[str]) -> Sort:
         """The sort of ``order`` for the best ``setwise_k``, as the sets it asks about."""
-        k = min(self.config.setwise_k, len(order))
-        if self.config.setwise_method == "heapsort":
-            return heap_sets(order, k, self.config.set_size - 1)
-        return bubble_sets(order, k, self.config.set_size)
+        k = min(self.settings.setwise_k, len(order))
+        if self.settings.setwise_method == "heapsort":
+            return heap_sets(order, k, self.settings.set_size - 1)
+        return bubble_sets(order, k, self.settings.set_size)
 
     def _query_sorted(self, task: RerankTask, query_id: str, parameters: dict[str, Any]) -> Questions:
         first_stage = list(task.lists[query_id])
@@ -95,21 +98,21 @@ class SetwiseLLMReranker(LLMReranker):
         parameters = self._sent_parameters(self._answer_parameters())
         bound = []
         for query_id, doc_ids in task.lists.items():
-            count, k = len(doc_ids), min(self.config.setwise_k, len(doc_ids))
+            count, k = len(doc_ids), min(self.settings.setwise_k, len(doc_ids))
             texts = [task.documents[doc_id] for doc_id in doc_ids]
             passages = [texts[index] for index in longest_first(texts, counter)]
-            if self.config.setwise_method == "heapsort":
-                sizes = [min(self.config.set_size, count)] * heap_question_bound(count, k, self.config.set_size - 1)
+            if self.settings.setwise_method == "heapsort":
+                sizes = [min(self.settings.set_size, count)] * heap_question_bound(count, k, self.settings.set_size - 1)
             else:
-                sizes = [end - start for start, end in bubble_windows(count, k, self.config.set_size)]
+                sizes = [end - start for start, end in bubble_windows(count, k, self.settings.set_size)]
             bound += [PlannedRequest(setwise_messages(task.queries[query_id], passages[:size]), parameters) for size in sizes]
         worst = ("every window of the bubble sort asked"
-                 if self.config.setwise_method == "bubblesort" else
+                 if self.settings.setwise_method == "bubblesort" else
                  "every sift of the heap sort going down to the bottom of the heap")
         return RequestPlan(asked, count_exact=False, messages_exact=False,
                            assumption="each question picks its set's first passage (the list is never reordered)",
                            bound=bound, bound_rule=f"{worst}, each set holding its query's longest passages",
-                           count_rule=f"how many questions the {self.config.setwise_method} asks depends on the picks",
+                           count_rule=f"how many questions the {self.settings.setwise_method} asks depends on the picks",
                            answer_sketch=_setwise_answer)
 
 

@@ -11,9 +11,10 @@ here, once. A kind is registered in one place: ``r2med_plugin.llm.reranker_kinds
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from tqdm import tqdm
 
@@ -26,6 +27,7 @@ from r2med_plugin.llm.execution import Questions, RerankTask, drive
 from r2med_plugin.llm.prompting import answer_tokens, prompts_sha256
 from r2med_plugin.llm.report import RerankReport, fallback_warning, out_of_scale_warning, trace_order
 from r2med_plugin.llm.requests import Requester, ResponseCache, run_coroutine
+from r2med_plugin.llm_settings import AnswerSettings, KindSettings
 from r2med_plugin.models.protocols import RerankerBase
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.rules import SettingError
@@ -47,7 +49,9 @@ class LLMReranker(RerankerBase):
     progress bar's length), ``_asked`` (what it asked, for the usage) and ``request_plan`` have defaults."""
 
     kind = ""
+    settings_class: ClassVar[type[KindSettings]] = KindSettings  # what it reads of the config (r2med_plugin.llm_settings): none by default
     prompt_names: tuple[str, ...] = ()
+    own_prompts: ClassVar[Mapping[str, Any]] = {}  # prompts it writes itself (name -> text), hashed into its revision
     counted: tuple[str, ...] = ()  # how its answers are counted (report.ANSWER_COUNTS), each reported even when 0
     traces_name = "reasoning"  # the traces file beside the result: <Task>.<traces_name>.jsonl
 
@@ -59,6 +63,7 @@ class LLMReranker(RerankerBase):
             raise TypeError("config must be an LLMRerankerConfig(Endpoint(base_url), ...)")
         self.model = model.strip()
         self.config = config
+        self.settings = config.for_kind(self.settings_class)
         # what it is names it: the model, how it asks, and where (one model id on two servers, or with another window,
         # is another reranker, a row of its own); the revision is the prompts' version
         setup = " ".join(part for part in (self.kind, f"@{host_label(config.endpoint.sending().base_url)}", self._settings(),
@@ -83,8 +88,10 @@ class LLMReranker(RerankerBase):
                                              "the same whatever the answers")
 
     def _settings(self) -> str:
-        """What this kind asks with, beyond the prompt (window and step, budget), for its name."""
-        return ""
+        """What this kind asks with, beyond the prompt (window and step, budget), for its name. The default: each of its
+        settings as ``name=value`` ("answer_tokens=2"; none for a kind without settings); the built-in kinds write their
+        own short forms ("w20s10")."""
+        return " ".join(f"{item.name}={getattr(self.settings, item.name)}" for item in dataclasses.fields(self.settings))
 
     def _shown(self) -> dict[str, Any]:
         """What the prompts showed beyond the texts, for the usage (InsertRank: the first-stage scores' format)."""
@@ -102,21 +109,23 @@ class LLMReranker(RerankerBase):
 
     def _revision(self) -> str:
         """The prompts' version (their hash)."""
-        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names)[:8]}"
+        return f"{self.kind}-prompt-{prompts_sha256(*self.prompt_names, own=self.own_prompts)[:8]}"
 
     def _budget_label(self) -> str:
         """The completion budget and reasoning effort as name parts (" max64 effort-high"), "" for neither."""
-        budget = f" max{self.config.max_tokens}" if self.config.max_tokens else ""
-        effort = f" effort-{self.config.reasoning_effort}" if self.config.reasoning_effort else ""
+        if not isinstance(self.settings, AnswerSettings):
+            return ""
+        budget = f" max{self.settings.max_tokens}" if self.settings.max_tokens else ""
+        effort = f" effort-{self.settings.reasoning_effort}" if self.settings.reasoning_effort else ""
         return budget + effort
 
     def _answer_parameters(self) -> dict[str, Any]:
         """Greedy, with the completion budget (``max_tokens``) and the reasoning effort where they are given."""
         parameters: dict[str, Any] = {"temperature": 0}
-        if self.config.max_tokens:
-            parameters["max_tokens"] = self.config.max_tokens
-        if self.config.reasoning_effort:
-            parameters["reasoning_effort"] = self.config.reasoning_effort
+        if isinstance(self.settings, AnswerSettings) and self.settings.max_tokens:
+            parameters["max_tokens"] = self.settings.max_tokens
+        if isinstance(self.settings, AnswerSettings) and self.settings.reasoning_effort:
+            parameters["reasoning_effort"] = self.settings.reasoning_effort
         return parameters
 
     def _sent_parameters(self, parameters: Mapping[str, Any]) -> dict[str, Any]:

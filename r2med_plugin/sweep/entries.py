@@ -15,6 +15,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.evaluation.request import RequestError
 from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec, check_retriever_name
 from r2med_plugin.identifiers import BM25_NAMES
+from r2med_plugin.llm.config import LLM_SETTING_USERS
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.placement import DTYPES
 from r2med_plugin.rules import neutral_fields
@@ -28,15 +29,18 @@ MODEL_KEYS = {"model", "revision", "batch_size", "devices", "dtype", "instructio
 LOADING_KEYS = ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
 
 
-# An LLM reranker's settings (llm-listwise:<model>, ...): what it asks (in a job's identity), and how its requests go (not)
-LLM_RERANKER_KEYS = ("base_url", "window", "step", "max_tokens", "extra_body", "set_size", "setwise_method", "setwise_k",
-                     "group_size", "grouping", "group_seed", "regroup", "show_scores", "reasoning_effort")
-
-
 LLM_REQUEST_KEYS = neutral_fields(EndpointSpec)  # how its requests go
 
 
-RERANKER_KEYS = {"model", "first_stage", "depth", "batch_size", *LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS}
+def llm_reranker_keys() -> tuple[str, ...]:
+    """What an LLM reranker (llm-listwise:<model>, ...) asks, in a job's identity: its endpoint, extra body and the
+    settings the kinds' settings classes declare (llm.config.LLM_SETTING_USERS: a registered kind's too)."""
+    return ("base_url", *LLM_SETTING_USERS, "extra_body")
+
+
+def reranker_keys() -> set[str]:
+    """Every key a rerankers entry may hold (a cross-encoder's or an LLM reranker's)."""
+    return {"model", "first_stage", "depth", "batch_size", *llm_reranker_keys(), *LLM_REQUEST_KEYS}
 
 
 def _looks_like_path(name: str) -> bool:
@@ -141,9 +145,10 @@ def _read_reranker(path: Path, key: str, entry: Any) -> dict[str, Any]:
     entry = {"model": entry} if plain else entry
     if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
         raise spec_error(path, key, f"is {entry!r}", "write {model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}")
-    unknown = sorted(set(entry) - RERANKER_KEYS)
+    known = reranker_keys()
+    unknown = sorted(set(entry) - known)
     if unknown:
-        raise spec_error(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(RERANKER_KEYS)}")
+        raise spec_error(path, f"{key}.{unknown[0]}", "is not a reranker setting", f"use only {sorted(known)}")
     check_model_path(path, key if plain else f"{key}.model", entry["model"])
     kwargs: dict[str, Any] = {"rerank": entry["model"], "rerank_depth": as_int(path, f"{key}.depth", entry.get("depth"), 10, 1)}
     if entry.get("first_stage") is not None:
@@ -175,7 +180,7 @@ def _built(path: Path, key: str, model: str, build: Callable[[], Any]) -> Any:
 def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     """{"llm_reranker": what it asks, "llm_requests": how} for an LLM reranker entry; {} for a cross-encoder, which
     refuses LLM settings (the shorthand's flat entry mixes both kinds' keys, so this is where a key meets its kind)."""
-    given = [name for name in (*LLM_RERANKER_KEYS, *LLM_REQUEST_KEYS) if entry.get(name) is not None]
+    given = [name for name in (*llm_reranker_keys(), *LLM_REQUEST_KEYS) if entry.get(name) is not None]
     if not is_llm_reranker_name(entry["model"]):
         if given:
             raise spec_error(path, f"{key}.{given[0]}", f"is set, but {entry['model']} is a cross-encoder",
@@ -187,7 +192,7 @@ def _llm_reranker_settings(path: Path, key: str, entry: Mapping[str, Any]) -> di
                          "its requests go `concurrency` at a time: drop batch_size")
     if not entry.get("base_url"):
         raise spec_error(path, f"{key}.base_url", "is missing", "an LLM reranker needs its endpoint: base_url: http://localhost:8000/v1")
-    return {"llm_reranker": {name: entry[name] for name in LLM_RERANKER_KEYS if entry.get(name) is not None},
+    return {"llm_reranker": {name: entry[name] for name in llm_reranker_keys() if entry.get(name) is not None},
             "llm_requests": {name: entry[name] for name in LLM_REQUEST_KEYS if entry.get(name) is not None}}
 
 

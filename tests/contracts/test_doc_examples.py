@@ -154,7 +154,7 @@ class PageRun:
         for key, value in self.env.items():
             monkeypatch.setenv(key, value)
         monkeypatch.chdir(self.cwd)
-        exec(compile(code, where, "exec"), self.namespace)
+        exec(compile(code, where, "exec", dont_inherit=True), self.namespace)  # as a reader runs it: not under this module's __future__ imports
 
 
 def _environment(tmp_path: Path, mirror: Path) -> dict[str, str]:
