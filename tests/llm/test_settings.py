@@ -11,9 +11,9 @@ import pickle
 from pathlib import Path
 
 import pytest
-from r2med_plugin.cli.options import positive_int
 
 from r2med_plugin.cli import build_parser
+from r2med_plugin.cli.options import positive_int
 from r2med_plugin.evaluation.request import RequestError, option_owner
 from r2med_plugin.evaluation.specs import EndpointSpec, LlmRerankerSpec
 from r2med_plugin.llm import Endpoint, LLMRerankerConfig
@@ -56,8 +56,16 @@ HAND_WRITTEN_FLAGS = {
 def _llm_flags() -> dict[str, argparse.Action]:
     parser = build_parser()
     commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    group = next(group for group in commands.choices["evaluate"]._action_groups if group.title and group.title.startswith("LLM reranker settings"))
+    evaluate = commands.choices["evaluate"]
+    group = next(group for group in evaluate._action_groups if group.title and group.title.startswith("LLM reranker settings"))
     return {action.option_strings[0]: action for action in group._group_actions}
+
+
+def _default(action: argparse.Action) -> object:
+    """An option's default, as the command's parser keeps it (cli.options.CommandParser)."""
+    parser = build_parser()
+    commands = next(item for item in parser._actions if isinstance(item, argparse._SubParsersAction))
+    return commands.choices["evaluate"].option_defaults[action.dest]
 
 
 def _how(action: argparse.Action) -> object:
@@ -104,7 +112,7 @@ def test_the_cli_flags_are_generated_with_their_spelling_type_and_default():
     flags = _llm_flags()
     assert set(flags) == set(HAND_WRITTEN_FLAGS)
     for flag, (how, default) in HAND_WRITTEN_FLAGS.items():
-        assert (_how(flags[flag]), flags[flag].default) == (how, default), flag
+        assert (_how(flags[flag]), _default(flags[flag])) == (how, default), flag
     assert flags["--window"].help == "llm-listwise: passages per window (RankGPT: 20)"
 
 
@@ -165,7 +173,7 @@ def test_a_kinds_new_setting_reaches_every_front_end(yesno, tmp_path: Path):
     assert spec.uses("answer_tokens") and not spec.uses("window")
     # its flag and its sweep-spec key
     flag = _llm_flags()["--answer-tokens"]
-    assert (flag.type, flag.default, flag.help) == (positive_int, None, "llm-yesno: the answer's budget in tokens (default 2)")
+    assert (flag.type, _default(flag), flag.help) == (positive_int, None, "llm-yesno: the answer's budget in tokens (default 2)")
     entry = {"model": "llm-yesno:m", "base_url": URL, "answer_tokens": 4}
     read = read_rerankers(tmp_path / "spec.yaml", {"rerankers": [entry]})
     assert read[0]["llm_reranker"]["answer_tokens"] == 4
