@@ -19,13 +19,6 @@ from r2med_plugin.errors import UserError
 if TYPE_CHECKING:
     from r2med_plugin.data.expansions import ExpansionName
 
-# the options a part of a request takes (the others: the task list, the first stage and reranker names, the scoring
-# and output settings, where the data lives) -- each either reaches the part that uses it or is refused
-REQUEST_OPTIONS = ("model_revision", "model_name", "loader", "instruction", "device", "dtype", "batch_size", "base_url",
-                   "api_key_env", "dimensions", "concurrency", "extra_body", "max_retries", "timeout", "rerank_depth",
-                   "rerank_revision", "first_stage_name", "workers", "top_k", "depth")
-
-
 def add_evaluate_command(commands: Any) -> None:
     evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks; rerank with a "
                                    "cross-encoder or an LLM")
@@ -289,7 +282,7 @@ def task_expansions(tasks: Sequence[str], expansion: str | None) -> list[tuple[s
 
 def requests_from_args(args: argparse.Namespace) -> list:
     """One EvaluationRequest per task (and expansion), each checked as it is built; options no part uses are refused."""
-    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, RequestError, Scoring
+    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, RequestError, Scoring, request_options
 
     repeated = sorted({task for task in args.task if args.task.count(task) > 1})
     if repeated:
@@ -311,7 +304,7 @@ def requests_from_args(args: argparse.Namespace) -> list:
     if args.workers is not None and requests[0].computes_bm25_lucene:
         requests = [replace(request, bm25_workers=args.workers) for request in requests]
     refuse_unreached(args, {option: requests[0].why_not(option)
-                            for option in (*REQUEST_OPTIONS, *llm_settings()) if not requests[0].uses(option)})
+                            for option in (*request_options(), *llm_settings()) if not requests[0].uses(option)})
     return requests
 
 

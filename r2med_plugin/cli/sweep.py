@@ -27,7 +27,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
         silence_libraries()
     spec = load_spec(args.spec)
-    devices = [device.strip() for device in args.devices.split(",")] if args.devices else None
+    devices = [device.strip() for device in args.device.split(",")] if args.device else None
     if args.estimate_cost:  # what the LLM reranker jobs still to run would cost; nothing is sent
         return _estimate_sweep(args, spec, devices)
     if args.dry_run:
@@ -64,7 +64,9 @@ def _add_sweep(commands: Any) -> None:
     sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")
     sweep.add_argument("--address", default=None, help="Ray cluster: auto, or ray://HEAD:10001 (default: start a local Ray)")
     sweep.add_argument("--workers", type=positive_int, default=1, help="local: jobs at once (processes); ray: CPUs of a local Ray")
-    sweep.add_argument("--devices", default=None, help="encode each model on these devices, e.g. cuda:0,cuda:1 or cpu,cpu")
+    sweep.add_argument("--device", "--devices", dest="device", default=None,
+                       help="encode each model on this device or these devices (one process each), as r2med evaluate "
+                            "--device: cuda:1, cuda:0,cuda:1 or cpu,cpu (--devices: its earlier name); default: the spec's")
     sweep.add_argument("--retries", type=int, default=None, help="extra attempts for a failed job (default: the spec's, else 1)")
     sweep.add_argument("--dry-run", action="store_true", help="list the jobs and which are already done; run nothing")
     sweep.add_argument("--quiet", action="store_true", help="no progress bars and no library warnings, in every job (errors still print)")

@@ -360,6 +360,20 @@ for _name in ("api_key_env", "concurrency", "extra_body", "max_retries", "timeou
     OPTION_OWNERS[_name] = OPTION_OWNERS["base_url"]
 
 
+REQUEST_LEVEL_OPTIONS = ("first_stage_name", "workers", "top_k", "depth")  # the request's own, beside its parts'
+
+
+def request_options() -> tuple[str, ...]:
+    """Every option a part of a request has a field for (a CLI option's name, a sweep spec's key), from the parts'
+    own declarations (``OPTIONS`` of the model and cross-encoder specs, the LLM reranker spec's options less the kinds'
+    settings) and the request's: each reaches the part that uses it, or the front end refuses it."""
+    from r2med_plugin.evaluation.specs import CrossEncoderSpec, LlmRerankerSpec, ModelSpec
+    from r2med_plugin.llm.config import LLM_SETTING_USERS
+
+    llm = [option for option in LlmRerankerSpec.options() if option not in LLM_SETTING_USERS]
+    return tuple(dict.fromkeys([*ModelSpec.OPTIONS, *CrossEncoderSpec.OPTIONS, *llm, *REQUEST_LEVEL_OPTIONS]))
+
+
 def option_owner(option: str) -> str:
     """What ``option`` configures, in the words of a refusal."""
     if option in OPTION_OWNERS:

@@ -19,9 +19,9 @@ from r2med_plugin.llm.config import LLM_SETTING_USERS
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.placement import DTYPES
 from r2med_plugin.rules import neutral_fields
-from r2med_plugin.sweep.shorthand import SpecError, as_bool, as_int, as_list, read_devices, spec_error
+from r2med_plugin.sweep.shorthand import SpecError, as_bool, as_int, as_list, read_device_setting, spec_error
 
-MODEL_KEYS = {"model", "revision", "batch_size", "devices", "dtype", "instruction", "loader", "base_url", "api_key_env",
+MODEL_KEYS = {"model", "revision", "batch_size", "device", "devices", "dtype", "instruction", "loader", "base_url", "api_key_env",
               "dimensions", "concurrency", "extra_body"}
 
 
@@ -96,7 +96,7 @@ def read_retriever(path: Path, index: int, entry: Any, raw: Mapping[str, Any]) -
         "model": entry["model"],
         "revision": revision,
         "batch_size": as_int(path, f"{key}.batch_size", entry.get("batch_size"), as_int(path, "batch_size", raw.get("batch_size"), 32, 1), 1),
-        "devices": read_devices(path, f"{key}.devices", entry.get("devices")) or read_devices(path, "devices", raw.get("devices")),
+        "devices": read_device_setting(path, key, entry) or read_device_setting(path, "", raw),
         "instruction": instruction,
         **loading,
         **({"dtype": dtype} if dtype else {}),  # auto is left out: a job's id stays what it was

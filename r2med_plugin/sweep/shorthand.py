@@ -35,7 +35,9 @@ TOP_KEYS = {
     "trec": "true: also write TREC run files",
     "rerankers": "[{model: CROSS_ENCODER, first_stage: bm25-lucene, depth: 10}, {model: llm-listwise:<model>, base_url: URL, ...}]",
     "retries": "extra attempts for a failed job (default 1)",
-    "devices": "default devices of every model, e.g. [cuda:0, cuda:1] or [cpu, cpu]",
+    "device": "default device(s) of every model, as r2med evaluate --device: cuda:1, or a list, e.g. [cuda:0, cuda:1] or "
+              "[cpu, cpu] (one process per device)",
+    "devices": "the same setting as device (its earlier name)",
     "batch_size": "default encoding batch size (default 32)",
     "dtype": "default compute dtype of every model: auto (default), float32, bfloat16, float16",
     "data_dir": "local mirror (default: $R2MED_DATA_DIR, else the hub)",
@@ -98,6 +100,16 @@ def read_tasks(path: Path, raw: Mapping[str, Any]) -> list[str]:
     if not chosen:
         raise spec_error(path, "tasks", "is missing", "name tasks (tasks: [NanoR2MEDBiology]) or benchmarks (benchmarks: [NanoR2MED])")
     return list(dict.fromkeys(chosen))
+
+
+def read_device_setting(path: Path, key: str, entry: Any) -> list[str] | None:
+    """The device setting of a spec's mapping (``key`` is its path, "" at the top): ``device``, or ``devices``, its
+    earlier name; both at once are refused."""
+    where = f"{key}." if key else ""
+    if entry.get("device") is not None and entry.get("devices") is not None:
+        raise spec_error(path, f"{where}devices", "repeats device", "give one of the two (they are the same setting)")
+    name = "device" if entry.get("device") is not None else "devices"
+    return read_devices(path, f"{where}{name}", entry.get(name))
 
 
 def read_devices(path: Path, key: str, value: Any) -> list[str] | None:

@@ -101,7 +101,7 @@ def parse_spec(raw: Any, path: str | os.PathLike = "<spec>") -> SweepSpec:
     candidates, candidates_only = list(scoring.candidates), scoring.candidates_only
     check_candidates(path, tasks, candidates)
     models = [entry for entry in retrievers if "model" in entry] + rerankers
-    for key in ("batch_size", "devices", "dtype"):
+    for key in ("batch_size", "device", "devices", "dtype"):
         if raw.get(key) is not None and not models:
             raise spec_error(path, key, "reaches no job", "every retriever is BM25 and no reranker is given: drop it")
     spec = SweepSpec(

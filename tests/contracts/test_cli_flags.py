@@ -280,7 +280,7 @@ REACHES: dict[tuple[str, str], tuple[list[str], list[str]]] = {
     ("sweep", "engine"): (SWEEP, SWEEP + ["--engine", "ray"]),
     ("sweep", "address"): (SWEEP + ["--engine", "ray"], SWEEP + ["--engine", "ray", "--address", "auto"]),
     ("sweep", "workers"): (SWEEP, SWEEP + ["--workers", "2"]),
-    ("sweep", "devices"): (SWEEP, SWEEP + ["--devices", "cpu,cpu"]),
+    ("sweep", "device"): (SWEEP, SWEEP + ["--device", "cpu,cpu"]),
     ("sweep", "retries"): (SWEEP, SWEEP + ["--retries", "3"]),
     ("sweep", "dry_run"): (SWEEP, SWEEP + ["--dry-run"]),
     ("sweep", "quiet"): (SWEEP, SWEEP + ["--quiet"]),

@@ -345,3 +345,23 @@ def test_evaluate_task_keywords_are_task_arguments_fields():
     fields = {item.name: item.default for item in dataclasses.fields(TaskArguments)}
     assert list(parameters)[:2] == ["task", "retriever"]
     assert keywords == fields and list(keywords) == list(fields)
+
+
+def test_the_options_a_front_end_checks_are_the_parts_own_declarations():
+    """r2med evaluate refuses an option that no part uses; the list it checks is derived from the specs' OPTIONS (and the
+    request's own), so a field a spec declares is checked without a second list to edit. Each has an evaluate flag and
+    words that say what it configures."""
+    import argparse
+
+    from r2med_plugin.cli import build_parser
+    from r2med_plugin.evaluation.request import OPTION_OWNERS, request_options
+    from r2med_plugin.evaluation.specs import CrossEncoderSpec, ModelSpec
+
+    options = request_options()
+    assert set(ModelSpec.OPTIONS) | set(CrossEncoderSpec.OPTIONS) <= set(options)
+    assert set(options) == {"model_revision", "model_name", "loader", "instruction", "device", "dtype", "batch_size",
+                            "base_url", "api_key_env", "dimensions", "concurrency", "extra_body", "max_retries", "timeout",
+                            "rerank_depth", "rerank_revision", "first_stage_name", "workers", "top_k", "depth"}
+    commands = next(item for item in build_parser()._actions if isinstance(item, argparse._SubParsersAction))
+    assert set(options) <= set(commands.choices["evaluate"].option_defaults)
+    assert set(options) - {"top_k", "depth"} <= set(OPTION_OWNERS)

@@ -290,3 +290,33 @@ def test_a_sweep_spec_with_a_near_miss_bm25_name_is_refused(tmp_path):
     spec.write_text("output: out\ntasks: [R2MEDBiology]\nretrievers: [bm25-lucene]\ntop_k: 5\n", encoding="utf-8")
     with pytest.raises(SpecError, match="top_k"):
         load_spec(spec)
+
+
+def test_the_device_setting_is_one_setting_under_either_name(tmp_path: Path):
+    """`device` (as r2med evaluate --device spells it) and `devices` (its earlier name) are the same key, at the top and
+    per model; both at once are refused; the job id leaves the device out either way."""
+    from r2med_plugin.sweep.spec import SpecError, expand_jobs, parse_spec
+
+    base = {"output": str(tmp_path / "out"), "tasks": ["NanoR2MEDBiology"]}
+    model = {"model": "minilm-packaged"}
+    jobs = {name: expand_jobs(parse_spec(raw, tmp_path / "sweep.yaml")) for name, raw in {
+        "device": {**base, "retrievers": [model], "device": "cpu,cpu"},
+        "devices": {**base, "retrievers": [model], "devices": ["cpu", "cpu"]},
+        "entry": {**base, "retrievers": [{**model, "device": ["cpu", "cpu"]}]},
+        "none": {**base, "retrievers": [model]},
+    }.items()}
+    assert {job.retriever["devices"] == ["cpu", "cpu"] for name in ("device", "devices", "entry") for job in jobs[name]} == {True}
+    assert len({job.job_id for name in jobs for job in jobs[name]}) == 1
+    with pytest.raises(SpecError, match="repeats device"):
+        parse_spec({**base, "retrievers": [model], "device": "cpu", "devices": ["cpu"]}, tmp_path / "sweep.yaml")
+    with pytest.raises(SpecError, match="`device` reaches no job"):
+        parse_spec({**base, "retrievers": ["bm25-robertson"], "device": "cpu"}, tmp_path / "sweep.yaml")
+
+
+def test_sweep_takes_device_as_evaluate_spells_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from r2med_plugin.cli import build_parser
+
+    parser = build_parser()
+    spec = str(_spec(tmp_path, tasks=["NanoR2MEDBiology"], retrievers=["bm25-robertson"]))
+    assert parser.parse_args(["sweep", spec, "--device", "cuda:0,cuda:1"]).device == "cuda:0,cuda:1"
+    assert parser.parse_args(["sweep", spec, "--devices", "cpu,cpu"]).device == "cpu,cpu"
