@@ -211,6 +211,10 @@ def _search_stage(request: EvaluationRequest) -> Bm25 | Dense | SearchStage:
     if isinstance(value, str):
         index = request.first_stage.loaded if isinstance(request.first_stage, Bm25Spec) else None
         return Bm25(value, expansion, request.data_dir, request.bm25_workers, index=index)
+    if isinstance(value, (Bm25, Dense, StoredCandidates)):  # the package's own stage: its settings belong in the request
+        raise UserError(f"{type(value).__name__}({value.name!r}) is one of the package's own first stages: give its name "
+                        "(a BM25 name) or its encoder as the retriever, and its expansion and workers as expansion= and "
+                        "bm25_workers=, so that the result is named and fused by them")
     if isinstance(value, SearchStage) and not isinstance(value, PlainEncoder):  # a first stage of the user's own
         if expansion is not None:
             raise SettingError(f"{{expansion}} is applied by the package's own BM25 and encoders; {value.name} searches "

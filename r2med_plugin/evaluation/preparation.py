@@ -30,10 +30,10 @@ def prepare(requests: Sequence[EvaluationRequest], *, sends: bool = True,
     if encoder is not None and loaded is not None:
         loaded(encoder.name, encoder)
     reranker = llm
-    if llm is None and first.reranker is not None:
+    if llm is None and isinstance(first.reranker, CrossEncoderSpec):
         reranker = first.reranker.load()
         if loaded is not None:
-            loaded(first.reranker.name if isinstance(first.reranker, CrossEncoderSpec) else first.reranker.label, reranker)
+            loaded(first.reranker.name, reranker)
     return [request.with_loaded(encoder, reranker) for request in requests]
 
 

@@ -69,6 +69,8 @@ def with_loaded(spec: Any, value: Any) -> Any:
         return spec
     if not any(item.metadata.get("loaded") for item in dataclasses.fields(spec)):
         raise TypeError(f"{type(spec).__name__} loads nothing: it takes no loaded value")
+    if isinstance(spec, Bm25Spec) and spec.variant != "bm25-lucene":
+        raise TypeError(f"{spec.variant} takes no loaded value: a shared index is bm25-lucene's")
     copied = copy.copy(spec)
     object.__setattr__(copied, "loaded", value)
     return copied

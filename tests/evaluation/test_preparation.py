@@ -48,3 +48,23 @@ def test_every_task_run_file_is_checked_first(tmp_path: Path):
     with pytest.raises(MissingFileError):
         prepare([request])
     assert prepare([EvaluationRequest("NanoR2MEDBiology", Bm25Spec("bm25-hakari"))])[0].first_stage == Bm25Spec("bm25-hakari")
+
+
+def test_a_python_object_reranker_is_kept_as_given_and_a_bm25_index_is_bm25_lucene_only():
+    from r2med_plugin.evaluation.specs import PrebuiltReranker
+
+    scorer = SimpleNamespace(name="scorer")
+    request = EvaluationRequest("NanoR2MEDBiology", Bm25Spec("bm25-hakari"), PrebuiltReranker(scorer))
+    assert prepare([request])[0].reranker.value is scorer  # nothing to load, nothing refused
+    with pytest.raises(TypeError, match="bm25-lucene"):
+        EvaluationRequest("NanoR2MEDBiology", Bm25Spec("bm25-robertson")).with_loaded(object())
+
+
+def test_the_package_own_first_stage_objects_are_named_not_passed(mirror_env: Path):
+    """A Bm25 object would search with its own expansion while the result named none (and fused with itself)."""
+    from r2med_plugin.errors import UserError
+    from r2med_plugin.evaluation.first_stages import Bm25
+    from r2med_plugin.evaluation.runner import evaluate_task
+
+    with pytest.raises(UserError, match="give its name"):
+        evaluate_task("R2MEDBiology", Bm25("bm25-robertson", expansion="hyde/gpt4"), show_progress=False)
