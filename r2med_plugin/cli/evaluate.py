@@ -56,6 +56,7 @@ def _first_options(evaluate: argparse.ArgumentParser) -> None:
     first = evaluate.add_argument_group("first stage: BM25 or a model (--retriever; with --rerank, --first-stage)")
     first.add_argument("--retriever", default=None,
                        help="bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
+                            "minilm-packaged (the packaged MiniLM, offline), official:<name> (an official R2MED profile), "
                             "or openai:<model> with --base-url (required without --rerank)")
     first.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
     first.add_argument("--model-revision", default=None,

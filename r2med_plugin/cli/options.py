@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.rules import flag_of, integer_option
@@ -51,6 +53,11 @@ class CommandParser(argparse.ArgumentParser):
         self.option_flags[action.dest] = tuple(action.option_strings)
         return action
 
+    def error(self, message: str) -> NoReturn:
+        """A mistake on the command line as one line, like every other refusal (``r2med: error: ...``), with a
+        did-you-mean for a mistyped choice and where the options are listed (not argparse's usage block)."""
+        self.exit(2, f"r2med: error: {message}{_closest_choice(message)} (`{self.prog} --help` lists the options)\n")
+
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, rest = super().parse_known_args(args, namespace)
         given = {dest for dest in self.option_defaults if hasattr(parsed, dest)}
@@ -59,6 +66,19 @@ class CommandParser(argparse.ArgumentParser):
                 setattr(parsed, dest, default)
         parsed.given = given
         return parsed, rest
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def _closest_choice(message: str) -> str:
+    """"; did you mean 'bfloat16'?" for argparse's invalid-choice message, when a choice is close to what was given."""
+    found = _INVALID_CHOICE.search(message)
+    if not found:
+        return ""
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class _TrackedGroup:

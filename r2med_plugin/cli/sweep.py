@@ -60,7 +60,7 @@ def _estimate_sweep(args: argparse.Namespace, spec, devices: list[str] | None) -
 
 def _add_sweep(commands: Any) -> None:
     sweep = commands.add_parser("sweep", help="run a YAML spec of tasks x retrievers x expansions, locally or on Ray, resumably")
-    sweep.add_argument("spec", help="the sweep spec (YAML); see README, 'Sweeps and clusters'")
+    sweep.add_argument("spec", help="the sweep spec (YAML); its keys: docs/how-to/sweeps.md and docs/reference/file-formats.md")
     sweep.add_argument("--engine", choices=["local", "ray"], default="local", help="local: this machine (default); ray: Ray tasks (needs r2med-plugin[ray])")
     sweep.add_argument("--address", default=None, help="Ray cluster: auto, or ray://HEAD:10001 (default: start a local Ray)")
     sweep.add_argument("--workers", type=positive_int, default=1, help="local: jobs at once (processes); ray: CPUs of a local Ray")

@@ -23,7 +23,7 @@ from r2med_plugin.types import TaskSpec
 class R2MEDTaskMetadata(TaskMetadata):
     """TaskMetadata whose descriptive statistics live with this package, never in mteb's own folder.
 
-    Statistics shipped in r2med_plugin/integrations/descriptive_stats/ (see README "Descriptive statistics")
+    Statistics shipped in r2med_plugin/integrations/descriptive_stats/ (see integrations/descriptive_statistics.py)
     are read from there while the task's dataset revision is the one they were made for (the pinned commit;
     'main' for NanoR2MED). Statistics a user computes (``task.calculate_descriptive_statistics()``) go to the
     r2med_plugin cache folder, under the dataset revision loaded (a mirror's marked revision included), and

@@ -43,7 +43,8 @@ class SentenceTransformerCrossEncoder(PairScorerBase):
             self.model = CrossEncoder(model_name_or_path, revision=revision, device=chosen, max_length=max_length)
         except OSError as error:
             raise UserError(
-                f"could not load the cross-encoder {model_name_or_path!r} ({error}); give a local folder or a hub name "
+                f"could not load the cross-encoder {model_name_or_path!r} ({' '.join(str(error).split())}); give a local "
+                "folder or a hub name "
                 "that is in the Hugging Face cache (HF_HUB_OFFLINE=1 needs it cached)"
             ) from error
         if batch_size < 1:

@@ -150,7 +150,7 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep spec YAML file."""
     path = Path(path)
     if not path.is_file():
-        raise MissingFileError(f"sweep spec {path} does not exist; write one (see README, 'Sweeps and clusters')")
+        raise MissingFileError(f"sweep spec {path} does not exist; write one (docs/how-to/sweeps.md; `r2med sweep --help`)")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:

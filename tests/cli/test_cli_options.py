@@ -44,3 +44,17 @@ def test_every_option_default_is_kept_by_the_command_parser():
     assert command.option_defaults == {"count": 3, "switch": False, "name": "x"}
     assert command.option_flags["name"] == ("--name",)
     assert evaluate.given == {"task"}
+
+
+def test_a_parse_error_is_one_line_with_a_did_you_mean(capsys):
+    from r2med_plugin.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-hakari", "--dtype", "bf16"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "usage:" not in err
+    assert err.startswith("r2med: error: argument --dtype: invalid choice: 'bf16'") and "did you mean 'bfloat16'?" in err
+    assert "`r2med evaluate --help` lists the options" in err
+    with pytest.raises(SystemExit):
+        main(["export", "out1", "--submission"])
+    assert capsys.readouterr().err.startswith("r2med: error: argument --submission: expected at least one argument")
