@@ -92,7 +92,8 @@ def notes(rows: Sequence[LeaderboardRow]) -> list[str]:
     for row in rows:
         partial = _partial_extras(row)
         if partial:
-            held = "; ".join(f"{EXTRA_LABELS[key]} on {count} of {len(task_columns())} tasks" for key, count in partial.items())
+            held = "; ".join(f"{EXTRA_LABELS[key]}, found on {count} of {len(task_columns())} tasks only"
+                             for key, count in partial.items())
             lines.append(f"{row_label(row)}: no average for {held} (averages need every task)")
     lines += [row.significance for row in rows if row.significance]
     lines += [row.audit_note for row in rows if row.audit_note]

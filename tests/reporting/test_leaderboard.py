@@ -284,6 +284,6 @@ def test_nano_columns_held_on_some_tasks_show_each_tasks_value(tmp_path: Path, c
         write_result(tmp_path, "org/partial", spec.name, score_row(0.30, **extra))
     assert main(["leaderboard", str(tmp_path), "--benchmark", "nano"]) == 0
     out = capsys.readouterr().out
-    assert "org/partial: no average for Hybrid on 2 of 8 tasks (averages need every task)" in out
+    assert "org/partial: no average for Hybrid, found on 2 of 8 tasks only (averages need every task)" in out
     (line,) = [line for line in out.splitlines() if line.startswith("| org/partial | Hybrid |")]
     assert line.split(" | ")[2:4] == ["41.00", "42.00"] and line.count("| - ") == 6

@@ -123,7 +123,7 @@ def test_partial_nano_row_keeps_its_extra_columns_and_says_why_there_is_no_avera
     text = render([row], "md")
     header, _, cells = text.splitlines()[:3]
     assert header.endswith("| Hybrid | Cand. BM25 |") and cells.endswith("| - | - |")
-    assert "no average for Hybrid on 1 of 8 tasks; Cand. BM25 on 1 of 8 tasks (averages need every task)" in text
+    assert "no average for Hybrid, found on 1 of 8 tasks only; Cand. BM25, found on 1 of 8 tasks only (averages need every task)" in text
 
 
 def test_plots(results: Path, tmp_path: Path):
