@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from r2med_plugin.request_options import DECLARED
 from r2med_plugin.rules import SettingError, whole_number
 
 DEFAULT_WINDOW = 20  # RankGPT's sliding window (Sun et al., 2023) and rank-llm's defaults
@@ -244,8 +245,8 @@ KIND_SETTINGS: dict[str, type[KindSettings]] = {
 }
 
 # what build_reranker_config and LLMRerankerConfig take besides the settings: no setting may be named so
-NOT_SETTING_NAMES = frozenset({"base_url", "what", "api_key_env", "concurrency", "max_retries", "timeout", "extra_body",
-                               "check_key", "sends", "endpoint", "cache_dir", "settings", "dimensions"})
+NOT_SETTING_NAMES = frozenset({"what", "check_key", "sends", "endpoint", "cache_dir", "settings",
+                               *(name for name, declared in DECLARED.items() if declared.group == "endpoint")})
 
 
 def declared_settings() -> dict[str, dataclasses.Field]:

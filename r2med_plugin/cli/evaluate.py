@@ -18,6 +18,7 @@ from r2med_plugin.errors import UserError
 
 if TYPE_CHECKING:
     from r2med_plugin.data.expansions import ExpansionName
+    from r2med_plugin.request_options import Group, Option
 
 def add_evaluate_command(commands: Any) -> None:
     evaluate = commands.add_parser("evaluate", help="evaluate BM25 or a sentence-transformers model on tasks; rerank with a "
@@ -58,23 +59,7 @@ def _first_options(evaluate: argparse.ArgumentParser) -> None:
                        help="bm25-lucene, bm25-hakari[:<tokenizer>], bm25-robertson, a model name (mteb's registry, else sentence-transformers) or folder, "
                             "minilm-packaged (the packaged MiniLM, offline), official:<name> (an official R2MED profile), "
                             "or openai:<model> with --base-url (required without --rerank)")
-    first.add_argument("--instruction", action="store_true", help="prepend the official 'Instruct: ...\\nQuery: ' prompt to queries")
-    first.add_argument("--model-revision", default=None,
-                       help="hub revision of the model (default: what the cache holds); for a folder, a label filed with its fingerprint")
-    first.add_argument("--model-name", default=None,
-                       help="the name results are filed under (default: the hub name, or the folder's path), e.g. my-org/minilm-ft")
-    first.add_argument("--device", default="auto",
-                       help="where the model runs: auto (default: as sentence-transformers and mteb choose, CUDA when there "
-                            "is one), cpu, cuda, cuda:1, mps; a list encodes in one process per device (cuda:0,cuda:1; "
-                            "cpu,cpu), all = every CUDA device")
-    first.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-                       help="compute dtype the model's weights load in (default auto: the checkpoint's own); another than "
-                            "the model's own is filed apart (+bfloat16)")
-    first.add_argument("--batch-size", type=positive_int, default=32, help="encoder (and cross-encoder) batch size (default 32)")
-    first.add_argument("--workers", type=positive_int, default=None, help="processes for bm25-lucene corpus analysis (default: all cores)")
-    first.add_argument("--loader", default=None, choices=LazyChoices(_loader_choices), metavar=_loader_metavar(),
-                       help="how --retriever / --rerank models load (default auto: through mteb when mteb's registry has the "
-                            "name, with its prompts and revision; else sentence-transformers)")
+    _declared_options(first, "first")
 
 
 def _scoring_options(evaluate: argparse.ArgumentParser) -> None:
@@ -90,15 +75,14 @@ def _scoring_options(evaluate: argparse.ArgumentParser) -> None:
     scoring.add_argument("--expansion", default=None,
                          help="a released LLM expansion, e.g. hyde/o3-mini, or 'all' for every released one (R2MED tasks), "
                               "or one from r2med generate: local:<folder>/<method>/<llm>")
-    scoring.add_argument("--top-k", type=int, default=1000,
-                         help="documents retrieved per query (default 1000, at least 10); deeper metrics are left out below 1000")
+    _declared_options(scoring, "scoring")
 
 
 def _outputs_options(evaluate: argparse.ArgumentParser) -> None:
     outputs = evaluate.add_argument_group("outputs")
     outputs.add_argument("--output", default=None, help="folder for MTEB-format results and the official R2MED JSON")
     outputs.add_argument("--trec", action="store_true", help="also write TREC run files")
-    outputs.add_argument("--depth", type=int, default=1000, help="documents per query in TREC run files (default 1000)")
+    _declared_options(outputs, "outputs")
 
 
 def _rerank_options(evaluate: argparse.ArgumentParser) -> None:
@@ -110,33 +94,36 @@ def _rerank_options(evaluate: argparse.ArgumentParser) -> None:
                              "llm-groupwise:<model>")
     rerank.add_argument("--first-stage", default=None,
                         help="what --rerank reranks: bm25-lucene, bm25-hakari, bm25-robertson, a model, a TREC run or official topk_docs .jsonl, or a folder of <Task> run files")
-    rerank.add_argument("--rerank-depth", type=positive_int, default=10, help="documents reranked per query, at least 10 (official: 10 or 100; default 10)")
-    rerank.add_argument("--rerank-revision", default=None, help="the cross-encoder's hub revision (default: what the cache holds)")
-    rerank.add_argument("--first-stage-name", default=None, help="the first stage's name in result names (default: the retriever, or the run folder)")
+    _declared_options(rerank, "rerank")
 
 
 def _endpoint_options(evaluate: argparse.ArgumentParser) -> None:
     endpoint = evaluate.add_argument_group("endpoints: openai:<model> retrievers and LLM rerankers")
-    endpoint.add_argument("--base-url", default=None,
-                          help="the OpenAI-compatible endpoint of --retriever openai:<model> (embeddings) or of an LLM reranker "
-                               "(--rerank llm-...), e.g. http://localhost:8000/v1")
-    endpoint.add_argument("--api-key-env", default=None,
-                          help="openai:<model> / LLM rerankers: environment variable holding the API key (default OPENAI_API_KEY)")
-    endpoint.add_argument("--dimensions", type=int, default=None,
-                          help="openai:<model>: ask the endpoint for embeddings of this many dimensions (checked in every answer)")
-    endpoint.add_argument("--concurrency", type=positive_int, default=None,
-                          help="openai:<model> / LLM rerankers: requests in flight at once (default 8); --batch-size texts per "
-                               "embeddings request")
-    endpoint.add_argument("--max-retries", type=non_negative_int, default=None,
-                          help="openai:<model>, official:openai/voyage and LLM rerankers: retries per request on 429, 5xx, "
-                               "timeouts and dropped connections (default 6)")
-    endpoint.add_argument("--timeout", type=positive_seconds, default=None,
-                          help="openai:<model>, official:openai/voyage and LLM rerankers: seconds per request before it is "
-                               "retried (default: 120 for embeddings, 600 for LLM rerankers)")
-    endpoint.add_argument("--extra-body", default=None, metavar="JSON",
-                          help="openai:<model> / LLM rerankers: a JSON object merged into every request body (server "
-                               "options; part of the results' identity), e.g. vLLM embeddings: '{\"truncate_prompt_tokens\": 256}', "
-                               "Qwen3: '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
+    _declared_options(endpoint, "endpoint")
+
+
+def _declared_options(group: Any, name: Group) -> None:
+    """The flags of the request options declared for this group (r2med_plugin.request_options): help, default and the
+    command line's check from each declaration."""
+    from r2med_plugin.request_options import DECLARED
+    from r2med_plugin.rules import flag_of
+
+    for declared in DECLARED.values():
+        if declared.group == name:
+            group.add_argument(flag_of(declared.name), default=declared.flag_default, help=declared.help, **_reading(declared))
+
+
+def _reading(declared: Option) -> dict[str, Any]:
+    """How the command line reads a declared option's text (its argparse action, type or choices)."""
+    if declared.parse == "switch":
+        return {"action": "store_true"}
+    if declared.parse == "choice":
+        return {"choices": list(declared.choices)}
+    if declared.parse == "loader":
+        return {"choices": LazyChoices(_loader_choices), "metavar": _loader_metavar()}
+    types = {"int": int, "positive": positive_int, "count": non_negative_int, "seconds": positive_seconds}
+    how: dict[str, Any] = {"type": types[declared.parse]} if declared.parse in types else {}
+    return how | ({"metavar": declared.metavar} if declared.metavar else {})
 
 
 def _llm_options(evaluate: argparse.ArgumentParser) -> None:
@@ -240,7 +227,7 @@ def _device(args: argparse.Namespace) -> str | None:
 
 
 def _reranker(args: argparse.Namespace):
-    from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec
+    from r2med_plugin.evaluation.specs import LLM_ENDPOINT_OPTIONS, CrossEncoderSpec, EndpointSpec, LlmRerankerSpec
     from r2med_plugin.llm.config import llm_reranker_kind, settings_unused_by
     from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 
@@ -251,7 +238,7 @@ def _reranker(args: argparse.Namespace):
                                 device=_device(args), batch_size=args.batch_size)
     unused = settings_unused_by(llm_reranker_kind(args.rerank))
     settings = {name: getattr(args, name) for name in llm_settings() if name not in unused}
-    endpoint = _endpoint(args, ("base_url", "api_key_env", "concurrency", "extra_body", "max_retries", "timeout"))
+    endpoint = _endpoint(args, LLM_ENDPOINT_OPTIONS)
     return LlmRerankerSpec(args.rerank, endpoint or EndpointSpec(), depth=args.rerank_depth, settings=settings)
 
 

@@ -28,6 +28,7 @@ from r2med_plugin.data.expansions import ExpansionName, expansion_name, released
 from r2med_plugin.errors import UnknownNameError, UserError
 from r2med_plugin.identifiers import BM25_NAMES, CANDIDATE_SUBSETS
 from r2med_plugin.metrics import MIN_TOP_K
+from r2med_plugin.request_options import DECLARED, DEPTH, FIRST_STAGE_NAME, TOP_K, WORKERS, configures, option_field
 from r2med_plugin.rules import RequestError, SettingError, neutral, neutral_fields, whole_number_problem
 from r2med_plugin.types import TaskSpec
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # specs imports this module
 class Scoring:
     """What a retriever's result is scored on; refused at construction when no task could run it."""
 
-    top_k: int = 1000
+    top_k: int = option_field(TOP_K, 1000)
     hybrid: bool = False
     candidates: tuple[str, ...] = ()
     candidates_only: bool = False
@@ -131,7 +132,7 @@ class Outputs:
 
     folder: str | None = None
     trec: bool = False
-    trec_depth: int = TREC_DEFAULT_DEPTH
+    trec_depth: int = option_field(DEPTH, TREC_DEFAULT_DEPTH)
 
     def __post_init__(self) -> None:
         if self.trec and not self.folder:
@@ -165,8 +166,8 @@ class EvaluationRequest:
     reranker: RerankerSpec | None = None
     scoring: Scoring = field(default_factory=Scoring)
     outputs: Outputs = field(default_factory=Outputs)
-    first_stage_name: str | None = None  # the reranked first stage's name in result names
-    bm25_workers: int | None = neutral()
+    first_stage_name: str | None = option_field(FIRST_STAGE_NAME)  # the reranked first stage's name in result names
+    bm25_workers: int | None = option_field(WORKERS, neutral=True)
     data_dir: str | None = neutral()
     accept_drift: bool | None = neutral()
     show_progress: bool = neutral(True)
@@ -338,46 +339,18 @@ class EvaluationRequest:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-# Each request option (a CLI option name, a sweep spec's key) and what it configures: the generic half of the reason an
-# option reaches no code, when no part of the request has words of its own for it.
-OPTION_OWNERS = {
-    "model_revision": "it names an encoder's weights (a model first stage)",
-    "model_name": "it names a model first stage's results",
-    "loader": "it chooses how a model loads (a model first stage or a cross-encoder)",
-    "instruction": "it is the official prompt of an encoder first stage",
-    "device": "it places a local model (an encoder first stage or a cross-encoder)",
-    "dtype": "it sets the compute dtype of a model first stage's weights",
-    "batch_size": "it batches a local model's inputs (an encoder first stage or a cross-encoder)",
-    "rerank_depth": "it configures --rerank, which is not given",
-    "rerank_revision": "it configures --rerank, which is not given",
-    "first_stage_name": "it names what --rerank reranks, and no --rerank is given",
-    "base_url": "it configures an endpoint: an embedding endpoint (--retriever openai:<model>) or an LLM reranker "
-                "(--rerank llm-listwise:<model>, ...)",
-    "dimensions": "it configures an embedding endpoint (--retriever openai:<model>)",
-    "workers": "it sets the processes of bm25-lucene's corpus analysis",
-}
-for _name in ("api_key_env", "concurrency", "extra_body", "max_retries", "timeout"):
-    OPTION_OWNERS[_name] = OPTION_OWNERS["base_url"]
-
-
-REQUEST_LEVEL_OPTIONS = ("first_stage_name", "workers", "top_k", "depth")  # the request's own, beside its parts'
-
-
 def request_options() -> tuple[str, ...]:
-    """Every option a part of a request has a field for (a CLI option's name, a sweep spec's key), from the parts'
-    own declarations (``OPTIONS`` of the model and cross-encoder specs, the LLM reranker spec's options less the kinds'
-    settings) and the request's: each reaches the part that uses it, or the front end refuses it."""
-    from r2med_plugin.evaluation.specs import CrossEncoderSpec, LlmRerankerSpec, ModelSpec
-    from r2med_plugin.llm.config import LLM_SETTING_USERS
-
-    llm = [option for option in LlmRerankerSpec.options() if option not in LLM_SETTING_USERS]
-    return tuple(dict.fromkeys([*ModelSpec.OPTIONS, *CrossEncoderSpec.OPTIONS, *llm, *REQUEST_LEVEL_OPTIONS]))
+    """Every option a part of a request holds (a CLI option's name, a sweep spec's key): each declared once
+    (r2med_plugin.request_options) on the field that holds it. Each reaches the part that uses it, or the front end
+    refuses it; the LLM rerankers' settings are checked beside these (llm.config.LLM_SETTING_USERS)."""
+    return tuple(DECLARED)
 
 
 def option_owner(option: str) -> str:
     """What ``option`` configures, in the words of a refusal."""
-    if option in OPTION_OWNERS:
-        return OPTION_OWNERS[option]
+    declared = configures(option)
+    if declared is not None:
+        return declared
     from r2med_plugin.llm.config import LLM_SETTING_USERS
 
     if option in LLM_SETTING_USERS:

@@ -36,6 +36,25 @@ from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.placement import DTYPES
 from r2med_plugin.models.protocols import PlainEncoder  # what a user's encoder needs
 from r2med_plugin.models.registry import endpoint_options_of, resolve, scheme_loader
+from r2med_plugin.request_options import (
+    BASE_URL,
+    BATCH_SIZE,
+    DEVICE,
+    DIMENSIONS,
+    DTYPE,
+    EMBEDDING_ENDPOINT_OPTIONS,
+    EXTRA_BODY,
+    INSTRUCTION,
+    LOADER,
+    MAX_RETRIES,
+    MODEL_NAME,
+    MODEL_REVISION,
+    RERANK_DEPTH,
+    RERANK_REVISION,
+    TIMEOUT,
+    option_field,
+    options_of,
+)
 from r2med_plugin.retrieval.rerank import check_depth
 from r2med_plugin.rules import RequestError, SettingError, neutral, whole_number
 
@@ -108,18 +127,17 @@ def check_retriever_name(name: str) -> None:
 
 # --- endpoints --------------------------------------------------------------------------------------------------------
 
-ENDPOINT_OPTIONS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")  # what an embedding loader takes
-REQUEST_OPTIONS = ("max_retries", "timeout")  # of every endpoint's requests
-
-
 EndpointSpec = Endpoint  # the one endpoint type (r2med_plugin.llm.config), by the name the other specs go by
+
+# what an embedding loader takes (models.registry: an endpoint's settings), and how every endpoint's requests go
+ENDPOINT_OPTIONS = EMBEDDING_ENDPOINT_OPTIONS
+REQUEST_OPTIONS = (MAX_RETRIES.name, TIMEOUT.name)
+# an LLM reranker's endpoint: every endpoint option but the size of embedding vectors (an LLM answers in text)
+LLM_ENDPOINT_OPTIONS = tuple(name for name in options_of(EndpointSpec) if name != DIMENSIONS.name)
 
 
 # --- first stages -----------------------------------------------------------------------------------------------------
 
-MODEL_OPTIONS = ("model_revision", "loader", "instruction", "model_name", "device", "dtype", "batch_size", *ENDPOINT_OPTIONS,
-                 *REQUEST_OPTIONS)
-OMIT_DEFAULT = {"omit_default": True}  # field metadata: left out of a spec's dict at its default (see spec_dict)
 
 
 @dataclass(frozen=True)
@@ -156,17 +174,18 @@ class ModelSpec:
     endpoint ``openai:<model>``, an official profile ``official:<name>``, sentence-transformers); nothing loads yet."""
 
     KIND: ClassVar[str] = "model"
-    OPTIONS: ClassVar[tuple[str, ...]] = MODEL_OPTIONS
+    OPTIONS: ClassVar[tuple[str, ...]]  # its fields' options and its endpoint's (set below the class)
     name: str
-    revision: str | None = None
-    loader: str | None = None
+    revision: str | None = option_field(MODEL_REVISION)
+    loader: str | None = option_field(LOADER)
     endpoint: EndpointSpec | None = None
-    instruction: bool = False  # the task's official instruction as the query prompt
-    display_name: str | None = None  # the results' model name (--model-name)
-    # the compute dtype the weights load in (auto: the checkpoint's own); another than the model's own is "+<dtype>"
-    dtype: str = field(default="auto", metadata=OMIT_DEFAULT)
-    device: str | None = neutral()  # auto (None), one device, a list ("cuda:0,cuda:1", "cpu,cpu") or "all"
-    batch_size: int | None = neutral()
+    instruction: bool = option_field(INSTRUCTION, False)  # the task's official instruction as the query prompt
+    display_name: str | None = option_field(MODEL_NAME)  # the results' model name
+    # the compute dtype the weights load in (auto: the checkpoint's own); another than the model's own is "+<dtype>".
+    # Left out of a spec's dict at its default (spec_dict): identities stay what they were before the setting existed
+    dtype: str = option_field(DTYPE, "auto", omit_default=True)
+    device: str | None = option_field(DEVICE, neutral=True)  # auto (None), one device, a list ("cuda:0,cuda:1") or "all"
+    batch_size: int | None = option_field(BATCH_SIZE, neutral=True)
     ref: Any = field(default=None, init=False, repr=False, compare=False)
     loaded: Any = loaded_field()
 
@@ -230,7 +249,7 @@ class ModelSpec:
     def _endpoint_reason(self, option: str) -> str:
         if not self.is_endpoint:
             return "it configures an embedding endpoint (--retriever openai:<model>), and an encoder first stage is not one"
-        return (f"{self.name} sends the official code's requests as they are" if option == "extra_body"
+        return (f"{self.name} sends the official code's requests as they are" if option == EXTRA_BODY.name
                 else f"{self.name} embeds at its model's official size")
 
     def load(self, *, show_progress: bool = True) -> Any:
@@ -243,6 +262,9 @@ class ModelSpec:
                                    "show_progress": show_progress, "name": self.display_name, **requests,
                                    **({"dtype": self.dtype} if self.dtype != "auto" else {})}
         return self.ref.load_encoder(device=None if self.is_endpoint else self.device, **options)
+
+
+ModelSpec.OPTIONS = options_of(ModelSpec, EndpointSpec)
 
 
 @dataclass(frozen=True)
@@ -316,13 +338,13 @@ class CrossEncoderSpec:
     """A cross-encoder (or an official reranker profile) by name, reranking the first stage's top ``depth``."""
 
     KIND: ClassVar[str] = "cross_encoder"
-    OPTIONS: ClassVar[tuple[str, ...]] = ("rerank_depth", "rerank_revision", "loader", "device", "batch_size")
+    OPTIONS: ClassVar[tuple[str, ...]]  # its fields' options (set below the class)
     name: str
-    revision: str | None = None
-    loader: str | None = None
-    depth: int = 10
-    device: str | None = neutral()
-    batch_size: int | None = neutral()
+    revision: str | None = option_field(RERANK_REVISION)
+    loader: str | None = option_field(LOADER)
+    depth: int = option_field(RERANK_DEPTH, 10)
+    device: str | None = option_field(DEVICE, neutral=True)
+    batch_size: int | None = option_field(BATCH_SIZE, neutral=True)
     ref: Any = field(default=None, init=False, repr=False, compare=False)
     loaded: Any = loaded_field()
 
@@ -351,6 +373,9 @@ class CrossEncoderSpec:
         return self.ref.load_cross_encoder(device=self.device, batch_size=32 if self.batch_size is None else self.batch_size)
 
 
+CrossEncoderSpec.OPTIONS = options_of(CrossEncoderSpec)
+
+
 @dataclass(frozen=True)
 class LlmRerankerSpec:
     """``llm-<kind>:<model>`` behind an OpenAI-compatible endpoint; ``settings`` are the kind's (window, step,
@@ -359,7 +384,7 @@ class LlmRerankerSpec:
     KIND: ClassVar[str] = "llm"
     name: str
     endpoint: EndpointSpec
-    depth: int = 10
+    depth: int = option_field(RERANK_DEPTH, 10)
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     loaded: Any = loaded_field()
 
@@ -386,7 +411,7 @@ class LlmRerankerSpec:
 
     @classmethod
     def options(cls) -> tuple[str, ...]:
-        return ("rerank_depth", "base_url", "api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS, *LLM_SETTING_USERS)
+        return (*options_of(cls), *LLM_ENDPOINT_OPTIONS, *LLM_SETTING_USERS)
 
     def uses(self, option: str) -> bool:
         return option in self.options() and option not in settings_unused_by(self.kind)
@@ -399,7 +424,7 @@ class LlmRerankerSpec:
 
     def config(self, *, check_key: bool = True, sends: bool | None = None) -> Any:
         """The LLMRerankerConfig (llm.config.build_reranker_config: the one way it is built)."""
-        endpoint = self.endpoint.given(("api_key_env", "concurrency", "extra_body", *REQUEST_OPTIONS))
+        endpoint = self.endpoint.given(tuple(name for name in LLM_ENDPOINT_OPTIONS if name != BASE_URL.name))
         return build_reranker_config(self.endpoint.base_url, what=f"--rerank {self.name}", check_key=check_key,
                                      sends=sends, **endpoint, **self.settings)
 

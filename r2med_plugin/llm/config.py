@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 
 from r2med_plugin.endpoints.extra_body import extra_body_of, refuse_reserved
 from r2med_plugin.llm_settings import KIND_SETTINGS, S, declaration, declared_settings
-from r2med_plugin.rules import RequestError, SettingError, neutral, seconds_problem, whole_number
+from r2med_plugin.request_options import API_KEY_ENV, BASE_URL, CONCURRENCY, DIMENSIONS, EXTRA_BODY, MAX_RETRIES, TIMEOUT, option_field
+from r2med_plugin.rules import RequestError, SettingError, seconds_problem, whole_number
 
 # what an LLM reranker's requests carry themselves: an extra body may not replace them
 RERANKER_REQUEST_FIELDS = {
@@ -34,13 +35,13 @@ class Endpoint:
     retries, timeout: neutral). Unset sending settings take their defaults where requests are sent (``with_defaults``)."""
 
     KIND: ClassVar[str] = "endpoint"
-    base_url: str | None = None
-    extra_body: Mapping[str, Any] | None = field(default=None, hash=False)
-    dimensions: int | None = None
-    api_key_env: str | None = neutral()
-    concurrency: int | None = neutral()
-    max_retries: int | None = neutral()
-    timeout: float | None = neutral()
+    base_url: str | None = option_field(BASE_URL)
+    extra_body: Mapping[str, Any] | None = option_field(EXTRA_BODY, hash=False)
+    dimensions: int | None = option_field(DIMENSIONS)
+    api_key_env: str | None = option_field(API_KEY_ENV, neutral=True)
+    concurrency: int | None = option_field(CONCURRENCY, neutral=True)
+    max_retries: int | None = option_field(MAX_RETRIES, neutral=True)
+    timeout: float | None = option_field(TIMEOUT, neutral=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_body", extra_body_of(self.extra_body))

@@ -37,10 +37,11 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
+from r2med_plugin.request_options import EMBEDDING_ENDPOINT_OPTIONS
 from r2med_plugin.rules import SettingError
 
 NAME = SCHEME = "openai"
-SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
+SETTINGS = EMBEDDING_ENDPOINT_OPTIONS
 # what every embeddings request carries itself: an extra body may not replace it
 REQUEST_FIELDS = {"model": "{retriever} openai:<model> names it", "input": "the texts", "encoding_format": "float",
                   "dimensions": "set it with {dimensions}"}

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import BM25_VARIANTS
 from r2med_plugin.models.identity import PACKAGED_MODELS, packaged_model_folder
+from r2med_plugin.request_options import EMBEDDING_ENDPOINT_OPTIONS
 from r2med_plugin.rules import SettingError
 from r2med_plugin.version import __version__
 
@@ -33,7 +34,7 @@ RetrieverKind = Literal["bm25", "packaged", "folder", "hub", "plugin"]
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 AUTO = "auto"
 ENTRY_POINT_GROUP = "r2med_plugin.model_loaders"
-ENDPOINT_SETTINGS = ("base_url", "api_key_env", "dimensions", "concurrency", "extra_body")  # what an endpoint loader takes
+ENDPOINT_SETTINGS = EMBEDDING_ENDPOINT_OPTIONS  # what an endpoint loader takes
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import r2med_plugin
 PACKAGE = Path(r2med_plugin.__file__).parent
 # Lower numbers are lower layers; a module may import its own layer or lower ones.
 LAYERS = {
-    "version": 0, "types": 0, "io": 0, "errors": 0, "rules": 0, "quiet": 0, "identifiers": 0, "optional_dependencies": 0, "significance": 1, "llm_settings": 1, "cache": 1, "catalog": 1, "metrics": 1,
+    "version": 0, "types": 0, "io": 0, "errors": 0, "rules": 0, "quiet": 0, "identifiers": 0, "optional_dependencies": 0, "significance": 1, "llm_settings": 1, "request_options": 0, "cache": 1, "catalog": 1, "metrics": 1,
     "data": 2, "endpoints": 2, "models": 3, "retrieval": 3, "llm": 3, "reporting": 4, "audit": 4, "evaluation": 5,
     "integrations": 6, "generation": 6, "sweep": 7, "cli": 8, "": 9,
 }

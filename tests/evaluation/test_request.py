@@ -348,20 +348,36 @@ def test_evaluate_task_keywords_are_task_arguments_fields():
 
 
 def test_the_options_a_front_end_checks_are_the_parts_own_declarations():
-    """r2med evaluate refuses an option that no part uses; the list it checks is derived from the specs' OPTIONS (and the
-    request's own), so a field a spec declares is checked without a second list to edit. Each has an evaluate flag and
-    words that say what it configures."""
+    """r2med evaluate refuses an option that no part uses; the list it checks is the options declared on the parts'
+    fields (r2med_plugin.request_options), so a field's option is checked, flagged and worded without a second list to
+    edit. Every declaration is held by a field of a part, and its flag's help and default come from it."""
     import argparse
 
     from r2med_plugin.cli import build_parser
-    from r2med_plugin.evaluation.request import OPTION_OWNERS, request_options
-    from r2med_plugin.evaluation.specs import CrossEncoderSpec, ModelSpec
+    from r2med_plugin.evaluation.request import EvaluationRequest, Outputs, Scoring, option_owner, request_options
+    from r2med_plugin.evaluation.specs import CrossEncoderSpec, EndpointSpec, LlmRerankerSpec, ModelSpec
+    from r2med_plugin.request_options import DECLARED, options_of
 
     options = request_options()
-    assert set(ModelSpec.OPTIONS) | set(CrossEncoderSpec.OPTIONS) <= set(options)
     assert set(options) == {"model_revision", "model_name", "loader", "instruction", "device", "dtype", "batch_size",
                             "base_url", "api_key_env", "dimensions", "concurrency", "extra_body", "max_retries", "timeout",
                             "rerank_depth", "rerank_revision", "first_stage_name", "workers", "top_k", "depth"}
+    held = options_of(ModelSpec, CrossEncoderSpec, LlmRerankerSpec, EndpointSpec, EvaluationRequest, Scoring, Outputs)
+    assert sorted(held) == sorted(options)  # no declaration without its field, no field's option undeclared
+    assert set(ModelSpec.OPTIONS) == {*options_of(ModelSpec), *options_of(EndpointSpec)}
+    assert "dimensions" not in LlmRerankerSpec.options()  # an LLM answers in text: --dimensions is refused for it
     commands = next(item for item in build_parser()._actions if isinstance(item, argparse._SubParsersAction))
-    assert set(options) <= set(commands.choices["evaluate"].option_defaults)
-    assert set(options) - {"top_k", "depth"} <= set(OPTION_OWNERS)
+    evaluate = commands.choices["evaluate"]
+    assert set(options) <= set(evaluate.option_defaults)
+    helps = {action.dest: action.help for action in evaluate._actions}
+    for name, declared in DECLARED.items():
+        assert helps[name] == declared.help and evaluate.option_defaults[name] == declared.flag_default
+        assert option_owner(name) == declared.configures
+    assert evaluate.option_defaults["device"] == "auto" and evaluate.option_defaults["batch_size"] == 32
+
+
+def test_an_option_is_declared_once():
+    from r2med_plugin.request_options import declare
+
+    with pytest.raises(TypeError, match="declared twice"):
+        declare("device", "again", "it places a model", "first")
