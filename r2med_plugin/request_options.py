@@ -70,6 +70,12 @@ def options_of(*classes: type) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def option_fields(cls: type) -> tuple[str, ...]:
+    """The names of the fields of ``cls`` that hold an option (a sweep entry's keys: ``revision``, not
+    ``model_revision``)."""
+    return tuple(item.name for item in dataclasses.fields(cls) if OPTION in item.metadata)
+
+
 def configures(name: str) -> str | None:
     """What the option ``name`` configures, in a refusal's words; None for a name that is not a declared option."""
     declared = DECLARED.get(name)

@@ -18,15 +18,15 @@ from r2med_plugin.identifiers import BM25_NAMES
 from r2med_plugin.llm.config import LLM_SETTING_USERS
 from r2med_plugin.llm.reranker_kinds import is_llm_reranker_name
 from r2med_plugin.models.placement import DTYPES
-from r2med_plugin.request_options import BASE_URL, EMBEDDING_ENDPOINT_OPTIONS, EXTRA_BODY, LOADER
+from r2med_plugin.request_options import BASE_URL, EMBEDDING_ENDPOINT_OPTIONS, EXTRA_BODY, LOADER, option_fields
 from r2med_plugin.rules import neutral_fields
 from r2med_plugin.sweep.shorthand import SpecError, as_bool, as_int, as_list, read_device_setting, spec_error
 
 # How a model loads: --loader, and an openai:<model> endpoint's settings; kept in a job only when given
 LOADING_KEYS = (LOADER.name, *EMBEDDING_ENDPOINT_OPTIONS)
-# a retrievers entry's keys: the model, its ModelSpec fields by their field names (revision, not model_revision; the
-# results' name is the sweep's own) and the device under its earlier spelling (devices)
-MODEL_KEYS = {"model", "revision", "batch_size", "device", "devices", "dtype", "instruction", *LOADING_KEYS}
+# a retrievers entry's keys: the model, the ModelSpec fields that hold an option, by their field names (revision, not
+# model_revision; not display_name: a sweep names its results itself), the device under its earlier spelling (devices)
+MODEL_KEYS = {"model", "devices", *(name for name in option_fields(ModelSpec) if name != "display_name"), *LOADING_KEYS}
 
 
 LLM_REQUEST_KEYS = neutral_fields(EndpointSpec)  # how its requests go

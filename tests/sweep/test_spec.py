@@ -320,3 +320,14 @@ def test_sweep_takes_device_as_evaluate_spells_it(tmp_path: Path, capsys: pytest
     spec = str(_spec(tmp_path, tasks=["NanoR2MEDBiology"], retrievers=["bm25-robertson"]))
     assert parser.parse_args(["sweep", spec, "--device", "cuda:0,cuda:1"]).device == "cuda:0,cuda:1"
     assert parser.parse_args(["sweep", spec, "--devices", "cpu,cpu"]).device == "cpu,cpu"
+
+
+def test_a_retrievers_entry_takes_the_model_specs_options_by_field_name():
+    """A retrievers entry's keys come from the options ModelSpec's fields hold (r2med_plugin.request_options), under
+    the fields' names; the set is what it was when it was written by hand."""
+    from r2med_plugin.sweep.entries import LOADING_KEYS, MODEL_KEYS, reranker_keys
+
+    assert MODEL_KEYS == {"model", "revision", "batch_size", "device", "devices", "dtype", "instruction", "loader",
+                          "base_url", "api_key_env", "dimensions", "concurrency", "extra_body"}
+    assert LOADING_KEYS == ("loader", "base_url", "api_key_env", "dimensions", "concurrency", "extra_body")
+    assert {"base_url", "extra_body", "window", "max_retries", "timeout", "depth"} <= reranker_keys()
