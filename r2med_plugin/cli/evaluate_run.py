@@ -24,7 +24,7 @@ def _announce(args: argparse.Namespace, what: str) -> float:
     return time.perf_counter()
 
 
-def _from_cache(before: Counter, after: Counter) -> str:
+def cache_note(before: Counter, after: Counter) -> str:
     """What of a task came from the on-disk cache between two ``cache.lookups()`` snapshots, for its --quiet finished
     line: "" (nothing looked up), else " (embeddings from the cache)", " (BM25 run partly from the cache)"..."""
     outcomes: dict[str, set[str]] = {}
@@ -78,7 +78,7 @@ def run_requests(args: argparse.Namespace, requests: list) -> int:
         result = execute(request, data)
         del data
         if args.quiet:  # a run served from the cache says so: its "0.0 s" measured no encoding
-            print(f"{request.task}: finished in {time.perf_counter() - started:.1f} s{_from_cache(before, lookups())}",
+            print(f"{request.task}: finished in {time.perf_counter() - started:.1f} s{cache_note(before, lookups())}",
                   flush=True)
         if len(requests) > 1:
             print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)

@@ -54,19 +54,19 @@ def test_the_cache_note_names_embeddings_and_a_partly_cached_encode(own_cache: P
     import numpy as np
 
     from r2med_plugin.cache import cached_array, lookups, read_cached_array, store_array
-    from r2med_plugin.cli.evaluate_run import _from_cache
+    from r2med_plugin.cli.evaluate_run import cache_note
 
     start = lookups()
     cached_array("embeddings", "corpus", lambda: np.zeros((2, 3), dtype=np.float32))  # a miss: encoded
-    assert _from_cache(start, lookups()) == ""
+    assert cache_note(start, lookups()) == ""
     again = lookups()
     cached_array("embeddings", "corpus", lambda: np.ones((2, 3), dtype=np.float32))
-    assert _from_cache(again, lookups()) == " (embeddings from the cache)"
+    assert cache_note(again, lookups()) == " (embeddings from the cache)"
     resumed = lookups()  # a killed encode resumed: its first chunk stored, the second not
     store_array("embedding-chunks", "part-1", np.zeros((1, 3), dtype=np.float32))
     assert read_cached_array("embeddings", "queries") is None
     assert read_cached_array("embedding-chunks", "part-1") is not None and read_cached_array("embedding-chunks", "part-2") is None
-    assert _from_cache(resumed, lookups()) == " (embeddings partly from the cache)"
+    assert cache_note(resumed, lookups()) == " (embeddings partly from the cache)"
 
 
 def test_cli_depth_flag_reaches_both_writers(mirror_env: Path, tmp_path: Path):
