@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,19 @@ from r2med_plugin.types import Run
 
 CACHE_DIR_ENV = "R2MED_CACHE_DIR"
 DISABLE_ENV = "R2MED_NO_CACHE"
+
+# Every lookup this process made, as (kind, "hit" or "miss"): `r2med evaluate --quiet` compares two snapshots to
+# say that a task's result came from the cache (its "finished in 0.0 s" would otherwise look like a measurement).
+_LOOKUPS: Counter[tuple[str, str]] = Counter()
+
+
+def lookups() -> Counter[tuple[str, str]]:
+    """A snapshot of the cache lookups so far: (kind, "hit" or "miss") -> count (the cache switched off: none)."""
+    return Counter(_LOOKUPS)
+
+
+def _count(kind: str, hit: bool) -> None:
+    _LOOKUPS[(kind, "hit" if hit else "miss")] += 1
 
 
 def cache_dir() -> Path:
@@ -61,9 +75,13 @@ def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
     if cache_enabled() and path.is_file():
         try:
             with gzip.open(path, "rt", encoding="utf-8") as stream:
-                return json.load(stream)
+                found = json.load(stream)
+            _count(kind, hit=True)
+            return found
         except (OSError, ValueError, EOFError, zlib.error):
             pass  # unreadable (or removed meanwhile): recompute and replace it below
+    if cache_enabled():
+        _count(kind, hit=False)
     run = compute()
     if cache_enabled():
         def write(temporary: Path) -> None:
@@ -77,11 +95,16 @@ def cached_run(kind: str, key: str, compute: Callable[[], Run]) -> Run:
 def read_cached_array(kind: str, key: str) -> np.ndarray | None:
     """The array stored under (kind, key), or None (a miss, an unreadable entry, or the cache switched off)."""
     path = cache_dir() / kind / f"{key}.npy"
-    if cache_enabled() and path.is_file():
+    if not cache_enabled():
+        return None
+    if path.is_file():
         try:
-            return np.load(path, allow_pickle=False)
+            found = np.load(path, allow_pickle=False)
+            _count(kind, hit=True)
+            return found
         except (OSError, ValueError, EOFError):
-            return None  # unreadable (or removed meanwhile): the caller recomputes and stores it again
+            pass  # unreadable (or removed meanwhile): the caller recomputes and stores it again
+    _count(kind, hit=False)
     return None
 
 

@@ -31,13 +31,21 @@ _saved: list[tuple[dict[str, str | None], dict[str, int], list, dict[str, bool]]
 
 
 def _progress_switches() -> dict[str, tuple[Callable[[], bool], Callable[[bool], object]]]:
-    """(is enabled, enable/disable) of the progress bars of transformers and huggingface_hub when already imported:
-    they read their environment switches at import only (transformers' "Loading weights" bar, hub downloads)."""
+    """(is enabled, enable/disable) of the progress bars of transformers, huggingface_hub and datasets when already
+    imported: they read their environment switches at import only (transformers' "Loading weights" bar, hub
+    downloads, a dataset's map)."""
     switches: dict[str, tuple[Callable[[], bool], Callable[[bool], object]]] = {}
     if "huggingface_hub" in sys.modules:
         from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
         switches["huggingface_hub"] = (lambda: not are_progress_bars_disabled(), lambda on: enable_progress_bars() if on else disable_progress_bars())
+    if "datasets" in sys.modules:  # its bars (a dataset's map: mteb's "Standardizing text corpus format")
+        from datasets.utils import are_progress_bars_disabled as datasets_bars_disabled
+        from datasets.utils import disable_progress_bars as disable_datasets_bars
+        from datasets.utils import enable_progress_bars as enable_datasets_bars
+
+        switches["datasets"] = (lambda: not datasets_bars_disabled(),
+                                lambda on: enable_datasets_bars() if on else disable_datasets_bars())
     if "transformers" in sys.modules:
         from transformers.utils import logging as transformers_logging
 
@@ -120,3 +128,18 @@ def no_loading_bar() -> Iterator[None]:
         yield
     finally:
         switch(was)
+
+
+@contextmanager
+def no_library_bars() -> Iterator[None]:
+    """The progress bars of the libraries already imported (``_progress_switches``) off for the duration of a block,
+    then as they were: for output that is not a terminal, where a bar is only escape codes in a file."""
+    switches = _progress_switches()
+    was = {name: is_enabled() for name, (is_enabled, _) in switches.items()}
+    for _, switch in switches.values():
+        switch(False)
+    try:
+        yield
+    finally:
+        for name, (_, switch) in switches.items():
+            switch(was[name])

@@ -125,7 +125,8 @@ def render() -> str:
         "`r2med <command> --help` prints: every subcommand, every option, its default and its choices. "
         "Rules between options (which combinations are refused, and why) are in the "
         "how-to guides ([models](../how-to/models.md), [rerankers](../how-to/rerankers.md)) and in the "
-        "[evaluation semantics](../explanation/evaluation-semantics.md).",
+        "[evaluation semantics](../explanation/evaluation-semantics.md). Options are written in full: a prefix "
+        "(`--batch` for `--batch-size`) is refused as an unknown option, with a did-you-mean.",
         "",
         "| command | what it does |",
         "| --- | --- |",

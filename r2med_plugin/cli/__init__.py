@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from r2med_plugin.cli.options import CommandParser
+from r2med_plugin.cli.options import CommandParser, OneLineParser
 from r2med_plugin.errors import UserError
 
 
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     from r2med_plugin.cli.generate import add_generate_command
     from r2med_plugin.version import __version__
 
-    parser = argparse.ArgumentParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
+    parser = OneLineParser(prog="r2med", description="R2MED and NanoR2MED retrieval evaluation.")
     parser.add_argument("--version", action="version", version=f"r2med-plugin {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for add in (tasks.add_commands, add_evaluate_command, add_generate_command, results.add_commands, reproduce.add_commands,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,19 @@ def _announce(args: argparse.Namespace, what: str) -> float:
     if args.quiet:
         print(f"{what}: started", flush=True)
     return time.perf_counter()
+
+
+def cache_note(before: Counter, after: Counter) -> str:
+    """What of a task came from the on-disk cache between two ``cache.lookups()`` snapshots, for its --quiet finished
+    line: "" (nothing looked up), else " (embeddings from the cache)", " (BM25 run partly from the cache)"..."""
+    outcomes: dict[str, set[str]] = {}
+    for (kind, outcome), count in (after - before).items():
+        if count:
+            label = "BM25 run" if kind.startswith("bm25-") else "embeddings" if kind.startswith("embedding") else kind
+            outcomes.setdefault(label, set()).add(outcome)
+    parts = [f"{label} {'from' if found == {'hit'} else 'partly from'} the cache" for label, found in outcomes.items()
+             if "hit" in found]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _duration(seconds: float) -> str:
@@ -49,6 +63,7 @@ def _keys_of(result, reranked: bool) -> list[str]:
 
 def run_requests(args: argparse.Namespace, requests: list) -> int:
     """Execute each request, print its scores and write its files."""
+    from r2med_plugin.cache import lookups
     from r2med_plugin.catalog import get_task_spec
     from r2med_plugin.evaluation.runner import execute, validate_inputs
     from r2med_plugin.evaluation.writers import write_outputs
@@ -59,10 +74,12 @@ def run_requests(args: argparse.Namespace, requests: list) -> int:
     for index, request in enumerate(requests):
         started = _announce(args, _label(request))
         data, preloaded[index] = preloaded[index], None  # held no longer than its request needs it
+        before = lookups()
         result = execute(request, data)
         del data
-        if args.quiet:
-            print(f"{request.task}: finished in {time.perf_counter() - started:.1f} s", flush=True)
+        if args.quiet:  # a run served from the cache says so: its "0.0 s" measured no encoding
+            print(f"{request.task}: finished in {time.perf_counter() - started:.1f} s{cache_note(before, lookups())}",
+                  flush=True)
         if len(requests) > 1:
             print(progress_line(index + 1, sizes, time.perf_counter() - command_started), flush=True)
         print_scores(result, _keys_of(result, request.reranker is not None))

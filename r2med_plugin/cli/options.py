@@ -6,7 +6,7 @@ import argparse
 import difflib
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 from r2med_plugin.errors import UserError
@@ -16,12 +16,27 @@ from r2med_plugin.rules import flag_of, integer_option
 IMPLICIT_DEFAULTS = {"store_true": False, "store_false": True}
 
 
-class CommandParser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose mistakes print as one line, like every other refusal (``r2med: error: ...``), with a
+    did-you-mean for a mistyped choice or option, and where the options are listed (not argparse's usage block).
+    Options are written in full: a prefix (--dev for --device) is an unknown option, never a guess (allow_abbrev)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        hint = _closest_choice(message) or _closest_option(message, self._option_string_actions)
+        self.exit(2, f"r2med: error: {message}{hint} (`{self.prog} --help` lists the options)\n")
+
+
+class CommandParser(OneLineParser):
     """The parser of one `r2med` command. It keeps each option's default itself and gives argparse none, so that an
-    option is in the parsed namespace only when the command line wrote it (also with a value equal to the default, or
-    as a unique prefix such as --batch for --batch-size); after parsing, ``args.given`` holds those options' dests and
-    the others take their defaults. ``option_defaults`` (dest -> default) and ``option_flags`` (dest -> its flags) list
-    the command's options (the CLI reference and the flag contract read them)."""
+    option is in the parsed namespace only when the command line wrote it (also with a value equal to the default);
+    after parsing, ``args.given`` holds those options' dests and the others take their defaults. ``option_defaults``
+    (dest -> default) and ``option_flags`` (dest -> its flags) list the command's options (the CLI reference and the
+    flag contract read them). An argument the command does not know is refused by it (not left to the top-level
+    parser), so that its did-you-mean draws on the command's own options."""
 
     built = False  # argparse's own groups (positionals, options), made while __init__ runs, are not wrapped
 
@@ -53,13 +68,10 @@ class CommandParser(argparse.ArgumentParser):
         self.option_flags[action.dest] = tuple(action.option_strings)
         return action
 
-    def error(self, message: str) -> NoReturn:
-        """A mistake on the command line as one line, like every other refusal (``r2med: error: ...``), with a
-        did-you-mean for a mistyped choice and where the options are listed (not argparse's usage block)."""
-        self.exit(2, f"r2med: error: {message}{_closest_choice(message)} (`{self.prog} --help` lists the options)\n")
-
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, rest = super().parse_known_args(args, namespace)
+        if rest:
+            self.error(f"unrecognized arguments: {' '.join(rest)}")
         given = {dest for dest in self.option_defaults if hasattr(parsed, dest)}
         for dest, default in self.option_defaults.items():
             if dest not in given:
@@ -79,6 +91,26 @@ def _closest_choice(message: str) -> str:
     choices = re.findall(r"'([^']*)'", found.group(2))
     close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.5)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
+
+
+def _closest_option(message: str, actions: Mapping[str, argparse.Action]) -> str:
+    """"; did you mean '--device'?" for argparse's unrecognized-arguments message: for the first unknown option, the
+    options it begins (a prefix, not accepted), else the closest one; an option with two names (--device, --devices)
+    is named once, by its first."""
+    found = _UNRECOGNIZED.search(message)
+    written = next((word.split("=", 1)[0] for word in found.group(1).split() if word.startswith("-")), None) if found else None
+    if not written:
+        return ""
+    names = {option: next(name for name in action.option_strings if name.startswith("--"))
+             for option, action in actions.items() if option.startswith("--")}
+    longer = sorted({names[option] for option in names if option.startswith(written)})
+    if longer:
+        return f"; did you mean {' or '.join(map(repr, longer[:3]))}? (options are written in full)"
+    close = difflib.get_close_matches(written, list(names), n=1, cutoff=0.6)
+    return f"; did you mean {names[close[0]]!r}?" if close else ""
 
 
 class _TrackedGroup:

@@ -9,7 +9,9 @@ NanoR2MED hub layout (scripts/make_demo_sample.py): it is not R2MED data.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
+from contextlib import nullcontext
 from importlib import resources
 from pathlib import Path
 
@@ -93,13 +95,16 @@ def run_demo(out_dir: str | Path = "r2med-demo", *, show_progress: bool = True) 
     else:
         import mteb
 
+        from r2med_plugin.quiet import no_library_bars
+
         print(f"[2/3] {MINILM_NAME} through mteb.evaluate on {len(tasks)} NanoR2MED tasks")
-        if not show_progress:
+        bars = show_progress and sys.stderr.isatty()  # bars on a terminal only: piped or in a file they are escape codes
+        if not bars:
             _cache_hybrid_partner_runs(tasks)
-        with warnings.catch_warnings():  # mteb's notes on renamed sentence-transformers methods: not the user's concern
-            warnings.simplefilter("ignore", FutureWarning)
+        with warnings.catch_warnings(), nullcontext() if bars else no_library_bars():
+            warnings.simplefilter("ignore", FutureWarning)  # mteb's notes on renamed sentence-transformers methods
             # one bar for the tasks; the encoder's per-batch bars would nest inside it
-            mteb.evaluate(model, mteb.get_tasks(tasks=tasks), cache=mteb.ResultCache(out), show_progress_bar=show_progress,
+            mteb.evaluate(model, mteb.get_tasks(tasks=tasks), cache=mteb.ResultCache(out), show_progress_bar=bars,
                           encode_kwargs={"show_progress_bar": False}, overwrite_strategy="always")
     print("[3/3] leaderboard\n")
     rows = build_leaderboard([results], benchmark="nano")

@@ -86,20 +86,36 @@ def as_int(path: Path, key: str, value: Any, default: int, minimum: int) -> int:
     return value
 
 
+def _refuse_repeats(path: Path, key: str, names: list) -> None:
+    """A name given twice in one list is refused (as `r2med evaluate --task X X`), never dropped silently."""
+    repeated = sorted({str(name) for name in names if names.count(name) > 1})
+    if repeated:
+        raise spec_error(path, key, f"names {', '.join(repeated)} more than once", "each runs once: give it once")
+
+
 def read_tasks(path: Path, raw: Mapping[str, Any]) -> list[str]:
     known_tasks, benchmarks = task_names(), list_benchmarks()
     chosen: list[str] = []
-    for name in as_list(path, "benchmarks", raw.get("benchmarks")):
-        if name not in benchmarks:
+    covered: dict[str, str] = {}  # task -> the listed benchmark that runs it
+    listed = as_list(path, "benchmarks", raw.get("benchmarks"))
+    _refuse_repeats(path, "benchmarks", listed)
+    for name in listed:
+        if not isinstance(name, str) or name not in benchmarks:
             raise spec_error(path, "benchmarks", f"names {name!r}", unknown_name_message("benchmark", str(name), list(benchmarks)))
         chosen += benchmarks[name]
-    for name in as_list(path, "tasks", raw.get("tasks")):
+        covered.update(dict.fromkeys(benchmarks[name], name))
+    listed = as_list(path, "tasks", raw.get("tasks"))
+    _refuse_repeats(path, "tasks", listed)
+    for name in listed:
         if name not in known_tasks:
             raise spec_error(path, "tasks", f"names {name!r}", unknown_name_message("task", str(name), known_tasks))
+        if name in covered:
+            raise spec_error(path, "tasks", f"names {name}, which benchmark {covered[name]} in `benchmarks` already runs",
+                             "give it once: remove it from `tasks`")
         chosen.append(name)
     if not chosen:
         raise spec_error(path, "tasks", "is missing", "name tasks (tasks: [NanoR2MEDBiology]) or benchmarks (benchmarks: [NanoR2MED])")
-    return list(dict.fromkeys(chosen))
+    return chosen
 
 
 def read_device_setting(path: Path, key: str, entry: Any) -> list[str] | None:

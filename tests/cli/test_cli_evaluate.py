@@ -39,6 +39,36 @@ def test_quiet_prints_one_line_per_task_start_and_end(mirror_env: Path, capsys):
     assert started == ["NanoR2MEDBiology: started", "NanoR2MEDMedQADiag: started"] and len(finished) == 2
 
 
+def test_quiet_says_when_a_task_came_from_the_cache(mirror_env: Path, own_cache: Path, capsys):
+    """A second run is served from the cache: its "finished in 0.0 s" says so instead of passing for a measurement."""
+    command = ["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-robertson", "--quiet"]
+    assert main(command) == 0
+    (first,) = [line for line in capsys.readouterr().out.splitlines() if ": finished in " in line]
+    assert "cache" not in first  # computed: a plain elapsed time
+    assert main(command) == 0
+    (second,) = [line for line in capsys.readouterr().out.splitlines() if ": finished in " in line]
+    assert second.startswith("NanoR2MEDBiology: finished in ") and second.endswith("(BM25 run from the cache)")
+
+
+def test_the_cache_note_names_embeddings_and_a_partly_cached_encode(own_cache: Path):
+    import numpy as np
+
+    from r2med_plugin.cache import cached_array, lookups, read_cached_array, store_array
+    from r2med_plugin.cli.evaluate_run import cache_note
+
+    start = lookups()
+    cached_array("embeddings", "corpus", lambda: np.zeros((2, 3), dtype=np.float32))  # a miss: encoded
+    assert cache_note(start, lookups()) == ""
+    again = lookups()
+    cached_array("embeddings", "corpus", lambda: np.ones((2, 3), dtype=np.float32))
+    assert cache_note(again, lookups()) == " (embeddings from the cache)"
+    resumed = lookups()  # a killed encode resumed: its first chunk stored, the second not
+    store_array("embedding-chunks", "part-1", np.zeros((1, 3), dtype=np.float32))
+    assert read_cached_array("embeddings", "queries") is None
+    assert read_cached_array("embedding-chunks", "part-1") is not None and read_cached_array("embedding-chunks", "part-2") is None
+    assert cache_note(resumed, lookups()) == " (embeddings partly from the cache)"
+
+
 def test_cli_depth_flag_reaches_both_writers(mirror_env: Path, tmp_path: Path):
     from r2med_plugin.cli import main
 

@@ -19,8 +19,8 @@ def test_a_command_parser_knows_which_options_were_written_without_argparse_inte
     from r2med_plugin.cli import build_parser
 
     parser = build_parser()
-    written = parser.parse_args(["evaluate", "--task", "NanoR2MEDBiology", "--batch", "32", "--top-k", "1000", "--hybrid"])
-    assert written.given == {"task", "batch_size", "top_k", "hybrid"}  # a prefix counts, a value equal to the default too
+    written = parser.parse_args(["evaluate", "--task", "NanoR2MEDBiology", "--batch-size", "32", "--top-k", "1000", "--hybrid"])
+    assert written.given == {"task", "batch_size", "top_k", "hybrid"}  # a value equal to the default counts too
     assert (written.batch_size, written.top_k, written.hybrid) == (32, 1000, True)
     assert (written.device, written.dtype, written.rerank_depth, written.trec, written.candidates) == ("auto", "auto", 10, False, None)
     export = parser.parse_args(["export", "--trec", "runs", "--out", "x"])
@@ -58,3 +58,36 @@ def test_a_parse_error_is_one_line_with_a_did_you_mean(capsys):
     with pytest.raises(SystemExit):
         main(["export", "out1", "--submission"])
     assert capsys.readouterr().err.startswith("r2med: error: argument --submission: expected at least one argument")
+
+
+@pytest.mark.parametrize(
+    ("argv", "written", "meant"),
+    [
+        (["sweep", "s.yaml", "--dev", "cpu"], "--dev", "did you mean '--device'?"),  # a prefix of --device and --devices (one setting)
+        (["evaluate", "--task", "NanoR2MEDBiology", "--batch", "8"], "--batch", "did you mean '--batch-size'?"),  # a unique prefix too
+        (["evaluate", "--task", "NanoR2MEDBiology", "--retreiver", "bm25-lucene"], "--retreiver", "did you mean '--retriever'?"),
+        (["sweep", "s.yaml", "--devicess", "cpu"], "--devicess", "did you mean '--device'?"),
+    ],
+)
+def test_an_abbreviated_or_unknown_option_is_refused_in_one_line_with_a_did_you_mean(capsys, argv, written, meant):
+    """Options are written in full: a prefix silently picking a flag (or refused as ambiguous between two names of one
+    setting) is a trap; an unknown option names the one meant, in the one-line form of every refusal."""
+    from r2med_plugin.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "usage:" not in err
+    assert err.startswith(f"r2med: error: unrecognized arguments: {written}") and meant in err
+    assert f"`r2med {argv[0]} --help` lists the options" in err
+    assert ("options are written in full" in err) is (written in ("--dev", "--batch"))
+
+
+def test_a_mistyped_command_is_one_line_with_a_did_you_mean(capsys):
+    from r2med_plugin.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluat", "--task", "NanoR2MEDBiology"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and "usage:" not in err
+    assert err.startswith("r2med: error: argument command: invalid choice: 'evaluat'") and "did you mean 'evaluate'?" in err

@@ -343,7 +343,7 @@ REFUSED: list[tuple[list[str], str]] = [
     (MODEL + ["--candidates", "bm25", "--candidates-only", "--top-k", "100"], "--top-k"),
     (RERANK + ["--top-k", "100"], "--top-k"),
     (RERANK + ["--output", "{tmp}/o", "--trec", "--depth", "5"], "--depth"),
-    (RERANK + ["--batch", "8", "--model-revision", "v"], "--model-revision"),  # a BM25 first stage loads no encoder
+    (RERANK + ["--batch-size", "8", "--model-revision", "v"], "--model-revision"),  # a BM25 first stage loads no encoder
     (["evaluate", "--task", TASK, "--rerank", "org/ce", "--first-stage", "{tmp}/run.trec", "--instruction"], "--instruction"),
     (RERANK + ["--window", "30"], "--window"),  # a cross-encoder has no window
     (RERANK + ["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),

@@ -1,5 +1,5 @@
 """The demo (r2med_plugin.integrations.demo) as scripts/demo.sh starts it: a complete .venv is kept, an
-incomplete one rebuilt; the demo's output folder is git-ignored."""
+incomplete one rebuilt; the demo's output folder is git-ignored; piped, it prints no progress bar."""
 
 from __future__ import annotations
 
@@ -48,3 +48,16 @@ def test_demo_output_folder_is_git_ignored(tmp_path: Path):
     ignored = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "-q", "r2med-demo/leaderboard.md"], check=False, timeout=30)
     kept = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "-q", "r2med_plugin/cli.py"], check=False, timeout=30)
     assert (ignored.returncode, kept.returncode) == (0, 1)
+
+
+@pytest.mark.slow
+def test_the_demo_piped_to_a_file_prints_no_progress_bar(tmp_path: Path):
+    """Without --quiet, but not on a terminal: no bar (mteb's, the tasks' BM25, a dataset's map) writes escape codes."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("R2MED_")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", R2MED_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-m", "r2med_plugin.cli", "demo", "--out", str(tmp_path / "demo")], check=False,
+                         capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "[2/3] sentence-transformers/all-MiniLM-L6-v2 through mteb.evaluate" in out.stdout  # the part with the bars ran
+    for stream in (out.stdout, out.stderr):
+        assert "\x1b[" not in stream and "\r" not in stream and "Evaluating task" not in stream

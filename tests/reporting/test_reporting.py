@@ -250,6 +250,7 @@ def test_demo_command(demo_run):
     out, folder = demo_run  # the demo runs once per session (from the installed wheel: tests/conftest.py)
     tmp_path = folder.parent
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "\x1b[" not in out.stdout + out.stderr  # no progress bar's escape codes in piped output
     table = out.stdout.split("[3/3] leaderboard")[1]
     assert "SYNTHETIC SAMPLE" in out.stdout
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| Rank")]

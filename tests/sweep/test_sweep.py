@@ -82,6 +82,28 @@ def test_benchmarks_and_all_expansions(tmp_path: Path):
     assert len(jobs) == len(list_expansions("R2MEDPMCClinical"))
 
 
+def test_a_task_or_benchmark_given_twice_is_refused_not_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """As `r2med evaluate --task X X`: a repeat is a mistake to point at, never silently one job."""
+    base = {"output": "o", "retrievers": ["bm25-robertson"]}
+    cases = [
+        ({"tasks": ["NanoR2MEDBiology", "R2MEDBiology", "NanoR2MEDBiology"]}, ("`tasks`", "NanoR2MEDBiology", "more than once")),
+        ({"benchmarks": ["NanoR2MED", "NanoR2MED"]}, ("`benchmarks`", "NanoR2MED ", "more than once")),
+        ({"benchmarks": ["NanoR2MED"], "tasks": ["NanoR2MEDMedQADiag"]}, ("`tasks`", "NanoR2MEDMedQADiag", "benchmark NanoR2MED")),
+    ]
+    for fields, named in cases:
+        with pytest.raises(SpecError) as raised:
+            parse_spec({**base, **fields}, tmp_path / "s.yaml")
+        assert all(part in str(raised.value) for part in named), str(raised.value)
+    with pytest.raises(SpecError, match="`benchmarks` names .*'a': 1"):  # not a TypeError (a mapping is no name)
+        parse_spec({**base, "benchmarks": [{"a": 1}]}, tmp_path / "s.yaml")
+    spec_path = tmp_path / "sweep.yaml"  # through the command: one r2med: error line, nothing run
+    spec_path.write_text(yaml.safe_dump({**base, "output": str(tmp_path / "out"), "tasks": ["NanoR2MEDBiology"] * 2}))
+    assert main(["sweep", str(spec_path), "--dry-run"]) == 2
+    error = capsys.readouterr().err
+    assert "`tasks` names NanoR2MEDBiology more than once" in error and "Traceback" not in error
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

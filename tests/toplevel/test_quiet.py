@@ -31,3 +31,15 @@ def test_quiet_silences_library_bars_and_warnings(mirror_env: Path, tmp_path: Pa
     assert shown[1:] == loud.stdout.splitlines()[1:]  # same scores
     through_mteb = subprocess.run([*command[:-2], "--quiet"], check=False, capture_output=True, text=True, timeout=300, env=env)  # mteb's loader
     assert through_mteb.returncode == 0 and through_mteb.stderr.splitlines() == quiet.stderr.splitlines(), through_mteb.stderr
+
+
+def test_no_library_bars_turns_the_datasets_bars_off_for_a_block_then_back():
+    """The demo off a terminal: a dataset's map (mteb's "Standardizing text corpus format") would print a bar."""
+    import datasets.utils
+
+    from r2med_plugin.quiet import no_library_bars
+
+    datasets.utils.enable_progress_bars()
+    with no_library_bars():
+        assert datasets.utils.are_progress_bars_disabled()
+    assert not datasets.utils.are_progress_bars_disabled()  # as it was
