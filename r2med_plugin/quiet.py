@@ -27,6 +27,17 @@ _ENVIRONMENT = {
 }
 
 
+def bar_disabled(show_progress: bool) -> bool | None:
+    """tqdm's ``disable`` for a bar a step shows unless told not to: None (tqdm's own rule: shown on a terminal only, as
+    a piped or logged run would hold its escape codes and carriage returns) or True."""
+    return None if show_progress else True
+
+
+def bar_shown(show_progress: bool) -> bool:
+    """A library's ``show_progress_bar`` under the same rule as ``bar_disabled``: on a terminal only."""
+    return bool(show_progress) and sys.stderr.isatty()
+
+
 _saved: list[tuple[dict[str, str | None], dict[str, int], list, dict[str, bool]]] = []
 
 

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from r2med_plugin.catalog import list_tasks, metadata_dir
 from r2med_plugin.errors import UserError
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.types import TaskData
 
 if TYPE_CHECKING:  # the evaluation modules load when a row is computed
@@ -302,7 +303,7 @@ def run_matrix(
     _check_matrix_inputs([outcome.row for outcome in outcomes if not outcome.not_run], options)
     bm25 = [outcome for outcome in outcomes if not outcome.not_run and outcome.row.on_cpu]
     for spec in tqdm(list_tasks("r2med") if bm25 else (), desc=f"matrix: {len(bm25)} BM25 rows", unit="task",
-                     disable=not show_progress):
+                     disable=bar_disabled(show_progress)):
         _run_task(spec.name, bm25, report, state, _bm25_computer(report, options), options)
     models: dict[str, list[RowOutcome]] = {}
     for outcome in outcomes:
@@ -310,7 +311,7 @@ def run_matrix(
             models.setdefault(outcome.row.retriever_id, []).append(outcome)
     for group in models.values():
         compute = _model_computer(group[0].row, options)
-        for spec in tqdm(list_tasks("r2med"), desc=f"matrix: {group[0].row.retriever_id}", unit="task", disable=not show_progress):
+        for spec in tqdm(list_tasks("r2med"), desc=f"matrix: {group[0].row.retriever_id}", unit="task", disable=bar_disabled(show_progress)):
             _run_task(spec.name, group, report, state, compute, options)
     for outcome in outcomes:
         if not outcome.not_run:

@@ -31,6 +31,7 @@ from r2med_plugin.generation.prompts import lamer_passages, messages, official_p
 from r2med_plugin.generation.store import ExpansionStore, expansion_dir
 from r2med_plugin.llm.config import Sending
 from r2med_plugin.llm.cost import CostEstimate, PlannedRequest, RequestPlan, TokenCounter, estimate, token_counter
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.rules import SettingError
 from r2med_plugin.types import TaskData, TaskSpec
 from r2med_plugin.version import __version__
@@ -388,7 +389,7 @@ class _Job:
                     return query_id, error
 
         progress = tqdm(
-            total=done_before + len(pending), initial=done_before, unit="query", disable=not show_progress,
+            total=done_before + len(pending), initial=done_before, unit="query", disable=bar_disabled(show_progress),
             desc=f"{self.spec.name} {self.method}/{self.store.folder.name}",
         )
         started = time.perf_counter()

@@ -42,6 +42,7 @@ from r2med_plugin.models.placement import (
 )
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef, cached_hub_commit
+from r2med_plugin.quiet import bar_shown
 
 NAME = "mteb"
 SPLIT, SUBSET = "test", "default"
@@ -260,7 +261,7 @@ class MtebEncoder(EncoderBase):
         prompt_type = PromptType.query if kind == "query" else PromptType.document
         loader = self._loader(texts, kind)
         embeddings = self.model.encode(loader, task_metadata=metadata, hf_split=SPLIT, hf_subset=SUBSET, prompt_type=prompt_type,
-                                       batch_size=self.batch_size, show_progress_bar=self.show_progress, **self._pool_option())
+                                       batch_size=self.batch_size, show_progress_bar=bar_shown(self.show_progress), **self._pool_option())
         if hasattr(embeddings, "detach"):
             embeddings = embeddings.detach().float().cpu().numpy()
         return np.asarray(embeddings, dtype=np.float32)

@@ -35,6 +35,7 @@ from typing import Any, cast
 from tqdm import tqdm
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.rules import SettingError
 
 CHARS_PER_TOKEN = 4
@@ -73,7 +74,7 @@ class TokenCounter:
         def chunks(items: list, count: Callable[[list], list[int]]) -> list[int]:
             starts = range(0, len(items), COUNT_BATCH)
             bar = tqdm(starts, desc=f"Counting prompt tokens ({self.rule.split(' (')[0]})", unit="batch",
-                       disable=not show_progress or len(starts) < 2)
+                       disable=bar_disabled(show_progress and len(starts) >= 2))
             return [number for start in bar for number in count(items[start:start + COUNT_BATCH])]
 
         if self.templated is not None:  # each distinct conversation rendered and counted once

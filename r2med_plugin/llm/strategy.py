@@ -29,6 +29,7 @@ from r2med_plugin.llm.report import RerankReport, fallback_warning, out_of_scale
 from r2med_plugin.llm.requests import Requester, ResponseCache, run_coroutine
 from r2med_plugin.llm_settings import AnswerSettings, KindSettings
 from r2med_plugin.models.protocols import RerankerBase
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.retrieval.rerank import top_document_ids
 from r2med_plugin.rules import SettingError
 from r2med_plugin.types import Run
@@ -156,7 +157,7 @@ class LLMReranker(RerankerBase):
         estimated = self._estimate_before_run(task, show_progress)
         requester = Requester(self.model, self.config.endpoint, ResponseCache(self.config.cache_path), extra_body=self.config.extra_body)
         task.rules = requester.rules
-        with tqdm(total=self._total(task), desc=f"Reranking ({self.name})", unit="request", disable=not show_progress) as bar:
+        with tqdm(total=self._total(task), desc=f"Reranking ({self.name})", unit="request", disable=bar_disabled(show_progress)) as bar:
             try:
                 run = requester.run(lambda: drive(self.questions(task), requester, task, bar))
             finally:

@@ -37,6 +37,7 @@ from r2med_plugin.errors import UserError
 from r2med_plugin.models.checks import check_model_name
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
 from r2med_plugin.models.registry import ModelLoaderBase, RetrieverRef
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.request_options import EMBEDDING_ENDPOINT_OPTIONS
 from r2med_plugin.rules import SettingError
 
@@ -194,7 +195,7 @@ class EndpointEncoder(EncoderBase):
         gate = asyncio.Semaphore(self.concurrency)
         done: dict[int, np.ndarray] = {}
         with tqdm(total=sum(len(batch) for _, batch, _ in work), desc=f"Embedding ({self.model})", unit="text",
-                  disable=not self.show_progress) as bar:
+                  disable=bar_disabled(self.show_progress)) as bar:
             async def one(index: int, batch: list[str], cache_key: str) -> None:
                 async with gate:
                     array = await self._request(client, batch, key, extra)

@@ -29,6 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from r2med_plugin.quiet import bar_disabled
+
 FastKind = Literal["query", "document"]
 
 # Tests set this to a number of worker processes to run the fast path on a CPU device too (it is off on CPUs).
@@ -145,7 +147,7 @@ class FastEncoder:
                             pin_memory=device.type == "cuda", **multiprocess)
         truncate_dim = getattr(self.model, "truncate_dim", None)
         self.model.eval()
-        with torch.inference_mode(), tqdm(total=len(texts), desc="Batches", unit="text", disable=not self.show_progress,
+        with torch.inference_mode(), tqdm(total=len(texts), desc="Batches", unit="text", disable=bar_disabled(self.show_progress),
                                           leave=False) as bar:
             for features in loader:
                 features = {key: value.to(device, non_blocking=True) if isinstance(value, torch.Tensor) else value

@@ -13,6 +13,7 @@ from r2med_plugin.models.fast_encode import FastEncoder, fast_encoder
 from r2med_plugin.models.identity import PACKAGED_MODELS, encoder_settings, model_revision, packaged_model_folder
 from r2med_plugin.models.placement import DevicePool, auto_dtype, check_dtype, dtype_kwargs, dtype_label, merged_setting, placement
 from r2med_plugin.models.protocols import EncodeKind, EncoderBase
+from r2med_plugin.quiet import bar_shown
 from r2med_plugin.rules import SettingError
 
 
@@ -99,5 +100,5 @@ class SentenceTransformerEncoder(DevicePool, EncoderBase):
         if prompt is None and kind == "query":
             prompt = self.query_prompt
         return np.asarray(
-            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=self.show_progress, **self._pool_option())
+            encode(list(texts), prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=bar_shown(self.show_progress), **self._pool_option())
         )

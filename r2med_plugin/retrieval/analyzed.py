@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from r2med_plugin.cache import cache_dir, cache_enabled, fingerprint, key_of
 from r2med_plugin.errors import UserError
 from r2med_plugin.io import atomic_write
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.retrieval.analyzer import analyze_compact, tables
 
 _CACHE_KIND = "lucene-analyzed"
@@ -103,7 +104,7 @@ def analyze_texts(texts, *, workers: int | None = None, show_progress: bool = Fa
         workers = 1
     size = max(1, -(-len(texts) // (workers * _CHUNKS_PER_WORKER))) if workers > 1 else max(1, min(len(texts), 2000))
     chunks = [texts[start : start + size] for start in range(0, len(texts), size)]
-    progress = tqdm(total=len(texts), desc=desc, disable=not show_progress, unit="doc")
+    progress = tqdm(total=len(texts), desc=desc, disable=bar_disabled(show_progress), unit="doc")
     parts = []
     session = object() if workers == 1 else os.urandom(8).hex()
     if workers == 1:

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.identifiers import BM25_VARIANTS, Bm25Variant, TieOrder
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.retrieval.analyzed import AnalyzedTexts, analyze_corpus, analyze_texts
 from r2med_plugin.retrieval.ranking import top_k_run
 from r2med_plugin.types import Run
@@ -194,7 +195,7 @@ def bm25_search(
         retriever = build_robertson_index(corpus["text"].to_list(), show_progress=show_progress)
         score = lambda chunk: robertson_scores(retriever, chunk)  # noqa: E731
     run: Run = {}
-    progress = tqdm(total=len(query_ids), desc=f"bm25-{variant}: scoring queries", disable=not show_progress, unit="query")
+    progress = tqdm(total=len(query_ids), desc=f"bm25-{variant}: scoring queries", disable=bar_disabled(show_progress), unit="query")
     for start in range(0, len(query_ids), _QUERY_CHUNK):
         chunk_ids = query_ids[start : start + _QUERY_CHUNK]
         run.update(top_k_run(chunk_ids, doc_ids, score(query_texts[start : start + _QUERY_CHUNK]), top_k, ties=ties))
@@ -230,7 +231,7 @@ def robertson_tokens(texts: Sequence[str], show_progress: bool) -> list[list[str
     stemmer = Stemmer.Stemmer("porter")
     texts = list(texts)
     tokens: list[list[str]] = []
-    with tqdm(total=len(texts), desc="bm25-robertson: analysing documents", disable=not show_progress, unit="doc") as progress:
+    with tqdm(total=len(texts), desc="bm25-robertson: analysing documents", disable=bar_disabled(show_progress), unit="doc") as progress:
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
             chunk = texts[start : start + _TOKENIZE_CHUNK]
             tokens += bm25s.tokenize(chunk, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False)

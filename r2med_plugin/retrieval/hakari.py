@@ -30,6 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from r2med_plugin.errors import UserError
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.retrieval.porter import PORTER_REVISION
 from r2med_plugin.retrieval.porter import stem as porter_stem
 from r2med_plugin.types import Run
@@ -87,7 +88,7 @@ def hakari_tokens(texts: Sequence[str], tokenizer: str = DEFAULT_TOKENIZER, *, s
                   desc: str = "bm25-hakari: tokenising") -> list[list[str]]:
     """Each text's terms as HAKARI-Bench's ``tokenize_texts`` gives them for ``tokenizer``."""
     check_tokenizer(tokenizer)
-    raw = [_raw_tokens(text, tokenizer) for text in tqdm(texts, desc=desc, disable=not show_progress, unit="text")]
+    raw = [_raw_tokens(text, tokenizer) for text in tqdm(texts, desc=desc, disable=bar_disabled(show_progress), unit="text")]
     term_of = _term_of(tokenizer)
     terms = {token: term_of(token) for token in set(chain.from_iterable(raw))}
     if all(term is not None for term in terms.values()):

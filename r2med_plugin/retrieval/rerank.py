@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.models import cross_encoder
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.types import Run
 
 
@@ -66,7 +67,7 @@ def rerank_run(
 
 def _score_pairs(scorer: object, texts: list[tuple[str, str]], batch_size: int, show_progress: bool) -> np.ndarray:
     chunks = []
-    with tqdm(total=len(texts), desc="Reranking", unit="pair", disable=not show_progress) as bar:
+    with tqdm(total=len(texts), desc="Reranking", unit="pair", disable=bar_disabled(show_progress)) as bar:
         for start in range(0, len(texts), batch_size):
             chunk = texts[start : start + batch_size]
             chunks.append(cross_encoder.pair_scores(scorer, chunk, batch_size))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -157,7 +158,8 @@ def _bar_names(stderr: str) -> set[str]:
     return {line.split(":")[0].strip() for line in stderr.replace("\r", "\n").splitlines() if "%|" in line}
 
 
-def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.CaptureFixture[str]):
+def test_bm25_robertson_shows_one_bar_per_step_on_a_terminal_only(mirror_env: Path, capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch):
     import bm25s
     import Stemmer
 
@@ -166,6 +168,9 @@ def test_bm25_robertson_shows_one_bar_per_step(mirror_env: Path, capsys: pytest.
 
     data = load_task("NanoR2MEDBiology")
     capsys.readouterr()
+    bm25_search(data.corpus, data.queries, variant="robertson", show_progress=True)
+    assert capsys.readouterr().err == ""  # off a terminal (piped, logged) no bar: its escape codes would fill the file
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # as on a terminal
     bm25_search(data.corpus, data.queries, variant="robertson", show_progress=True)
     assert _bar_names(capsys.readouterr().err) == {"bm25-robertson"}  # "analysing documents", then "scoring queries"
     texts = data.corpus["text"].to_list()

@@ -48,6 +48,7 @@ import numpy as np
 from r2med_plugin.errors import UserError
 from r2med_plugin.models.placement import DevicePool, dtype_option
 from r2med_plugin.models.protocols import EncodeKind
+from r2med_plugin.quiet import bar_disabled, bar_shown
 
 OPENAI_CUT, VOYAGE_CUT = 6000, 16000  # RetrievalOPENAI.encode: cut_text_openai (cl100k) and cut_text (voyage's tokenizer)
 
@@ -73,7 +74,7 @@ def _batches(texts: list[str], size: int, show_progress: bool, what: str):
     from tqdm.auto import tqdm
 
     starts = range(0, len(texts), size)
-    for start in tqdm(starts, desc=what, unit="batch", disable=not show_progress or len(texts) <= size):
+    for start in tqdm(starts, desc=what, unit="batch", disable=bar_disabled(show_progress and len(texts) > size)):
         yield texts[start:start + size]
 
 
@@ -229,7 +230,7 @@ class InstructorRecipe(DevicePool, Recipe):
         return [encoder_settings(self.model)]
 
     def encode(self, texts: list[str], kind: EncodeKind, instruction: str | None, expansion: bool = False) -> np.ndarray:
-        return np.asarray(self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=self.show_progress,
+        return np.asarray(self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=bar_shown(self.show_progress),
                                             prompt=instruction, normalize_embeddings=True, convert_to_numpy=True,
                                             **self._pool_option()))
 
