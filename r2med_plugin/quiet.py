@@ -29,13 +29,17 @@ _ENVIRONMENT = {
 
 def bar_disabled(show_progress: bool) -> bool | None:
     """tqdm's ``disable`` for a bar a step shows unless told not to: None (tqdm's own rule: shown on a terminal only, as
-    a piped or logged run would hold its escape codes and carriage returns) or True."""
-    return None if show_progress else True
+    a piped or logged run would hold its escape codes and carriage returns; ``tqdm.auto`` shows it in a notebook) or
+    True (not asked for, or ``--quiet``: silence_libraries' TQDM_DISABLE, which an explicit ``disable`` would override)."""
+    return None if show_progress and not os.environ.get("TQDM_DISABLE") else True
 
 
 def bar_shown(show_progress: bool) -> bool:
-    """A library's ``show_progress_bar`` under the same rule as ``bar_disabled``: on a terminal only."""
-    return bool(show_progress) and sys.stderr.isatty()
+    """A library's ``show_progress_bar`` under the same rule as ``bar_disabled``: on a terminal or in a notebook only."""
+    if bar_disabled(show_progress):
+        return False
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty()) or type(sys.stderr).__module__.startswith("ipykernel")
 
 
 _saved: list[tuple[dict[str, str | None], dict[str, int], list, dict[str, bool]]] = []

@@ -10,7 +10,8 @@ column per query: system minus baseline) and works on all rows at once; inputs a
   (1 + #{|permuted mean| >= |observed mean|}) / (1 + permutations). The permutations are a matrix of
   random signs drawn from ``numpy.random.default_rng(seed)`` and applied to every system at once by one
   matrix product per batch: no Python loop per permutation. Its Monte-Carlo error is
-  sqrt(p (1 - p) / permutations) (``monte_carlo_error``);
+  sqrt(p (1 - p) / permutations) (``monte_carlo_error``). With 2**queries <= permutations every sign pattern is
+  enumerated once instead: the exact p-value;
 - intervals: BCa bootstrap of the mean (scipy.stats.bootstrap's equations on a vectorised resampler, seeded);
   a macro average over tasks: scipy.stats.bootstrap with one sample per task;
 - corrections: Holm's step-down or Bonferroni (in numpy, equal to statsmodels' ``multipletests`` to the last bit,
@@ -83,7 +84,9 @@ def randomization_p_values(
 
     The statistic is the mean difference, or with ``weights`` (one per query) the weighted sum
     ``sum(w * d)`` (e.g. the difference of macro averages over tasks: w = 1 / (tasks x queries of the task)).
-    All rows see the same permutations."""
+    All rows see the same permutations. Where all 2**queries sign patterns fit in ``permutations`` (13 queries or fewer
+    at 10,000), each pattern is taken once and the p-value is exact: #{|pattern's statistic| >= |observed|} / 2**queries,
+    so a few differences never show an estimate below the test's floor (``smallest_p_value``)."""
     matrix = _matrix(diffs)
     permutations = check_permutations(permutations)
     n = matrix.shape[1]
@@ -93,6 +96,9 @@ def randomization_p_values(
     weighted = matrix * w  # (systems, queries)
     observed = np.abs(weighted.sum(axis=1))
     tolerance = 1e-12 * np.maximum(1.0, observed)
+    if 2 ** n <= permutations:  # every sign pattern, each once: the exact p-value (never below 2 / 2**nonzero)
+        null = np.abs(_all_sign_patterns(n) @ weighted.T)
+        return (null >= observed - tolerance).sum(axis=0) / float(2 ** n)
     rng = np.random.default_rng(seed)
     exceed = np.zeros(matrix.shape[0], dtype=np.int64)
     batch = max(1, _BATCH_CELLS // n)
@@ -103,7 +109,14 @@ def randomization_p_values(
         null = np.abs(signs @ weighted.T)  # (permutations, systems)
         exceed += (null >= observed - tolerance).sum(axis=0)
         done += size
-    return (exceed + 1.0) / (permutations + 1.0)
+    floor = 2.0 / 2.0 ** np.count_nonzero(weighted, axis=1).astype(np.float64)  # no estimate below the exact floor
+    return np.maximum((exceed + 1.0) / (permutations + 1.0), np.minimum(1.0, floor))
+
+
+def _all_sign_patterns(n: int) -> np.ndarray:
+    """The 2**n rows of +1/-1 over n queries (row i: the bits of i)."""
+    bits = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1
+    return bits.astype(np.float64) * 2.0 - 1.0
 
 
 def smallest_p_value(test: str, nonzero: int) -> float | None:

@@ -6,6 +6,7 @@ import argparse
 import difflib
 import math
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -33,7 +34,7 @@ class OneLineParser(argparse.ArgumentParser):
 class CommandParser(OneLineParser):
     """The parser of one `r2med` command. It keeps each option's default itself and gives argparse none, so that an
     option is in the parsed namespace only when the command line wrote it (also with a value equal to the default);
-    after parsing, ``args.given`` holds those options' dests and the others take their defaults. ``option_defaults``
+    after parsing, ``args.given`` lists those options' dests in the order written and the others take their defaults. ``option_defaults``
     (dest -> default) and ``option_flags`` (dest -> its flags) list the command's options (the CLI reference and the
     flag contract read them). An argument the command does not know is refused by it (not left to the top-level
     parser), so that its did-you-mean draws on the command's own options."""
@@ -72,12 +73,21 @@ class CommandParser(OneLineParser):
         parsed, rest = super().parse_known_args(args, namespace)
         if rest:
             self.error(f"unrecognized arguments: {' '.join(rest)}")
-        given = {dest for dest in self.option_defaults if hasattr(parsed, dest)}
+        given = self._written_order({dest for dest in self.option_defaults if hasattr(parsed, dest)}, args)
         for dest, default in self.option_defaults.items():
             if dest not in given:
                 setattr(parsed, dest, default)
         parsed.given = given
         return parsed, rest
+
+
+    def _written_order(self, given: set[str], args: Any) -> list[str]:
+        """``given`` in the order the command line wrote the options (a refusal names the first one written)."""
+        words = list(sys.argv[1:] if args is None else args)
+        dest_of = {flag: dest for dest, flags in self.option_flags.items() for flag in flags}
+        written = [dest_of.get(str(word).split("=", 1)[0]) for word in words]
+        first = {dest: position for position, dest in reversed(list(enumerate(written))) if dest in given}
+        return sorted(given, key=lambda dest: (first.get(dest, len(words)), dest))
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
@@ -132,8 +142,8 @@ def flag_name(dest: str) -> str:
 
 def refuse_unreached(args: argparse.Namespace, unreached: dict[str, str]) -> None:
     """Refuse every option the user wrote that reaches no code in this command (``unreached``: dest -> why)."""
-    given: set[str] = getattr(args, "given", set())
-    written = [dest for dest in unreached if dest in given]
+    given: list[str] = getattr(args, "given", [])
+    written = [dest for dest in given if dest in unreached]  # the first one the command line wrote is refused
     if written:
         dest = written[0]
         raise UserError(f"{flag_name(dest)} reaches no code here: {unreached[dest]}; drop {flag_name(dest)}")

@@ -118,15 +118,19 @@ def _reranker_spec(given: TaskArguments) -> CrossEncoderSpec | LlmRerankerSpec |
 
 
 def _retriever_spec(retriever: object, query_prompt: str | None) -> Bm25Spec | ModelSpec | PrebuiltFirstStage:
-    """What the Python API searches with: a BM25 name or an encoder object (or a spec naming one)."""
+    """What the Python API searches with: a BM25 name, a model's name (mteb's registry, sentence-transformers, a folder,
+    minilm-packaged, openai:<model> needs its endpoint: a ModelSpec), an encoder object, or a spec naming one."""
     if isinstance(retriever, (Bm25Spec, ModelSpec)):
         if query_prompt:
             raise UserError("query_prompt applies to an encoder object; a ModelSpec sets instruction=True")
         return retriever
     if isinstance(retriever, str):
-        if retriever not in BM25_RETRIEVERS:
-            raise UserError(f"unknown retriever {retriever!r}: use one of {sorted(BM25_RETRIEVERS)} or an encoder "
-                            f"(a model by name: r2med_plugin.load_encoder({retriever!r}))")
+        if retriever not in BM25_RETRIEVERS:  # a model by name, as `r2med evaluate --retriever` takes it
+            if query_prompt:
+                raise SettingError(f"a query prompt ({{query_prompt}}) goes with an encoder object; {retriever} is a name: "
+                                   f"pass r2med_plugin.load_encoder({retriever!r}) with it, or ModelSpec({retriever!r}, "
+                                   "instruction=True) for the official instruction", field="query_prompt")
+            return ModelSpec(retriever)
         if query_prompt:
             raise SettingError("a query prompt ({query_prompt}) applies to encoders only; "
                                f"{retriever} would ignore it: leave it out", field="query_prompt")

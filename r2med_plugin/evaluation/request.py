@@ -47,7 +47,8 @@ class Scoring:
     expansion: ExpansionName | None = None  # a str given is parsed once, here
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
+        named = (self.candidates,) if isinstance(self.candidates, str) else self.candidates  # one subset by its name
+        object.__setattr__(self, "candidates", tuple(dict.fromkeys(named)))
         object.__setattr__(self, "expansion", expansion_name(self.expansion))
         if self.hybrid and self.candidates_only:
             raise RequestError("hybrid", "fuses full-corpus runs, which {candidates_only} skips", "drop one of the two")
@@ -116,7 +117,8 @@ class TaskArguments:
 
     @property
     def scoring(self) -> Scoring:
-        return Scoring(top_k=self.top_k, hybrid=self.hybrid, candidates=tuple(self.candidates),
+        candidates = (self.candidates,) if isinstance(self.candidates, str) else tuple(self.candidates)  # "bm25" is one
+        return Scoring(top_k=self.top_k, hybrid=self.hybrid, candidates=candidates,
                        candidates_only=self.candidates_only, expansion=expansion_name(self.expansion))
 
 

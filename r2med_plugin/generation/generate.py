@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
 from r2med_plugin.catalog import get_task_spec
 from r2med_plugin.endpoints import client as api

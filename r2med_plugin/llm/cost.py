@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
 from r2med_plugin.errors import UserError
 from r2med_plugin.quiet import bar_disabled

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
 from r2med_plugin.endpoints.client import endpoint_host, host_label
 from r2med_plugin.endpoints.extra_body import extra_body_label

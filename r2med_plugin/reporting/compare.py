@@ -406,7 +406,9 @@ def _paired_by_task(scores: PerQueryScores, base: str, show_progress: bool) -> _
     if show_progress:
         from tqdm.auto import tqdm
 
-        tasks = tqdm(tasks, desc="compare", unit="task")
+        from r2med_plugin.quiet import bar_disabled
+
+        tasks = tqdm(tasks, desc="compare", unit="task", disable=bar_disabled(show_progress))
     for task in tasks:
         if scores.get(base, task) is None:
             paired.notes.append(f"{task}: the baseline {base} has no result; not compared")

@@ -29,6 +29,7 @@ from r2med_plugin.cache import cached_array, key_of, read_cached_array, remove_a
 from r2med_plugin.errors import UserError
 from r2med_plugin.models import protocols
 from r2med_plugin.models.fast_encode import FastEncoder
+from r2med_plugin.quiet import bar_disabled
 from r2med_plugin.retrieval.ranking import descending_id_rank, top_k_indices, top_k_run
 from r2med_plugin.types import Run
 
@@ -102,7 +103,7 @@ def encode_in_chunks(texts: list[str], keys: list[str], encode_part: Callable[[l
         return encode_part(texts)
     size = encode_chunk_size()
     parts: list[np.ndarray] = []
-    with tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text", disable=None, leave=False) as bar:
+    with tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text", disable=bar_disabled(True), leave=False) as bar:
         for start, chunk_key in zip(range(0, len(texts), size), keys, strict=True):
             part = cached_array(CHUNK_CACHE, chunk_key, partial(encode_part, texts[start:start + size]))
             parts.append(part)
@@ -131,7 +132,7 @@ def _encode_sorted_in_chunks(texts: list[str], key: str, fast: FastEncoder, chun
     pending: list[np.ndarray] = []
     parts: list[np.ndarray] = []
     with closing(stream), tqdm(total=len(texts), desc="encoding (checkpointed chunks)", unit="text",
-                               disable=None if chunks else True, leave=False) as bar:
+                               disable=bar_disabled(fast.show_progress and bool(chunks)), leave=False) as bar:
         for start, part in zip(starts, found, strict=True):
             if part is None:
                 part = validated(_take(stream, pending, len(order[start:start + size])))

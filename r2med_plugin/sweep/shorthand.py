@@ -102,6 +102,10 @@ def read_tasks(path: Path, raw: Mapping[str, Any]) -> list[str]:
     for name in listed:
         if not isinstance(name, str) or name not in benchmarks:
             raise spec_error(path, "benchmarks", f"names {name!r}", unknown_name_message("benchmark", str(name), list(benchmarks)))
+        overlap = [task for task in benchmarks[name] if task in covered]
+        if overlap:
+            raise spec_error(path, "benchmarks", f"names {name}, which runs {overlap[0]} as {covered[overlap[0]]} does",
+                             "give each task once: list one of the two benchmarks, or their tasks in `tasks`")
         chosen += benchmarks[name]
         covered.update(dict.fromkeys(benchmarks[name], name))
     listed = as_list(path, "tasks", raw.get("tasks"))

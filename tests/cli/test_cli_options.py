@@ -20,11 +20,11 @@ def test_a_command_parser_knows_which_options_were_written_without_argparse_inte
 
     parser = build_parser()
     written = parser.parse_args(["evaluate", "--task", "NanoR2MEDBiology", "--batch-size", "32", "--top-k", "1000", "--hybrid"])
-    assert written.given == {"task", "batch_size", "top_k", "hybrid"}  # a value equal to the default counts too
+    assert written.given == ["task", "batch_size", "top_k", "hybrid"]  # in the order written; a default value counts too
     assert (written.batch_size, written.top_k, written.hybrid) == (32, 1000, True)
     assert (written.device, written.dtype, written.rerank_depth, written.trec, written.candidates) == ("auto", "auto", 10, False, None)
     export = parser.parse_args(["export", "--trec", "runs", "--out", "x"])
-    assert export.given == {"trec", "out"} and export.uses_llm is None and export.depth == 1000 and export.force is False
+    assert export.given == ["trec", "out"] and export.uses_llm is None and export.depth == 1000 and export.force is False
     assert parser.parse_args(["export", "--submission", "r", "--out", "x", "--no-uses-llm"]).uses_llm is False
 
 
@@ -40,10 +40,22 @@ def test_every_option_default_is_kept_by_the_command_parser():
     group = command.add_argument_group("group")
     group.add_argument("--name", default="x")
     probe = command.parse_args([])
-    assert (probe.count, probe.switch, probe.name, probe.given) == (3, False, "x", set())
+    assert (probe.count, probe.switch, probe.name, probe.given) == (3, False, "x", [])
     assert command.option_defaults == {"count": 3, "switch": False, "name": "x"}
     assert command.option_flags["name"] == ("--name",)
-    assert evaluate.given == {"task"}
+    assert evaluate.given == ["task"]
+
+
+def test_of_several_options_that_reach_no_code_the_first_written_is_refused(capsys):
+    """The refusal names the option the command line wrote first, whatever the order of the declarations."""
+    from r2med_plugin.cli import main
+
+    base = ["evaluate", "--task", "NanoR2MEDBiology", "--retriever", "bm25-lucene"]
+    for extra, refused in ((["--model-revision", "x", "--instruction"], "--model-revision"),
+                           (["--instruction", "--model-revision", "x"], "--instruction"),
+                           (["--loader=mteb", "--batch-size", "8"], "--loader")):
+        assert main([*base, *extra]) == 2
+        assert capsys.readouterr().err.startswith(f"r2med: error: {refused} reaches no code here")
 
 
 def test_a_parse_error_is_one_line_with_a_did_you_mean(capsys):

@@ -165,3 +165,18 @@ def test_an_expansion_lacking_a_query_is_an_input_file_error(mirror_copy_env: Pa
         with pytest.raises(InputFileError) as raised:
             check()
         assert str(path) in str(raised.value) and "'biology-q-000'" in str(raised.value)
+
+
+def test_the_python_api_takes_a_model_by_name_and_one_candidate_subset_by_name(monkeypatch):
+    """evaluate_task takes what `r2med evaluate --retriever` takes: a model's name is a ModelSpec (resolved, not loaded,
+    until it runs); candidates="bm25" is the one subset, not four letters."""
+    from r2med_plugin.evaluation.plan import request_of
+    from r2med_plugin.evaluation.request import TaskArguments
+    from r2med_plugin.evaluation.specs import ModelSpec
+
+    request = request_of("NanoR2MEDBiology", "minilm-packaged", TaskArguments(candidates="bm25"))
+    assert isinstance(request.first_stage, ModelSpec) and request.first_stage.name == "minilm-packaged"
+    assert request.scoring.candidates == ("bm25",)
+    with pytest.raises(ValueError, match="query_prompt") as refused:
+        request_of("NanoR2MEDBiology", "minilm-packaged", TaskArguments(query_prompt="Query: "))
+    assert "load_encoder('minilm-packaged')" in str(refused.value)

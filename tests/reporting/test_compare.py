@@ -135,8 +135,15 @@ def test_the_smallest_randomization_p_value_is_two_of_all_sign_patterns():
     assert (extreme, len(patterns)) == (2, 2**5)  # the observed pattern and its mirror
     assert sig.smallest_p_value("randomization", 5) == 2 / 2**5 == 0.0625
     assert sig.smallest_p_value("randomization", 0) == 1.0 and sig.smallest_p_value("t-test", 5) is None
-    (estimated,) = sig.randomization_p_values(diffs[None, :], permutations=20_000, seed=3)
-    assert abs(estimated - 0.0625) < 4 * sig.monte_carlo_error(0.0625, 20_000)  # the estimate hovers at the floor
+    # 6 queries: 64 sign patterns fit in the permutations, so the p-value is the exact one, at the floor and not below
+    assert sig.randomization_p_values(diffs[None, :], permutations=20_000, seed=3).tolist() == [0.0625]
+    mixed = np.array([[0.3, -0.1, 0.2, 0.25, -0.05, 0.4, 0.1]])
+    exact = sum(abs((np.array(signs) * mixed[0]).mean()) >= abs(mixed[0].mean()) - 1e-12
+                for signs in itertools.product((-1, 1), repeat=7)) / 2**7
+    assert sig.randomization_p_values(mixed, permutations=200).tolist() == [exact]  # any seed: nothing is drawn
+    assert sig.randomization_p_values(mixed, permutations=200, seed=9).tolist() == [exact]
+    (estimated,) = sig.randomization_p_values(np.tile(mixed, 2), permutations=10_000, seed=3)  # 2**14 > 10,000: drawn
+    assert estimated >= sig.smallest_p_value("randomization", 14)
 
 
 def test_compare_says_when_few_differences_cannot_be_significant_and_why_interval_and_test_disagree(

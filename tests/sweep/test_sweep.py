@@ -94,6 +94,13 @@ def test_a_task_or_benchmark_given_twice_is_refused_not_dropped(tmp_path: Path, 
         with pytest.raises(SpecError) as raised:
             parse_spec({**base, **fields}, tmp_path / "s.yaml")
         assert all(part in str(raised.value) for part in named), str(raised.value)
+    import r2med_plugin.sweep.shorthand as shorthand
+
+    overlapping = {"NanoR2MED": ["NanoR2MEDBiology", "NanoR2MEDMedQADiag"], "Mine": ["NanoR2MEDBiology"]}
+    with pytest.MonkeyPatch.context() as patch:  # two benchmarks that share a task (none of the built-in ones do)
+        patch.setattr(shorthand, "list_benchmarks", lambda: overlapping)
+        with pytest.raises(SpecError, match="`benchmarks` names Mine, which runs NanoR2MEDBiology as NanoR2MED does"):
+            parse_spec({**base, "benchmarks": ["NanoR2MED", "Mine"]}, tmp_path / "s.yaml")
     with pytest.raises(SpecError, match="`benchmarks` names .*'a': 1"):  # not a TypeError (a mapping is no name)
         parse_spec({**base, "benchmarks": [{"a": 1}]}, tmp_path / "s.yaml")
     spec_path = tmp_path / "sweep.yaml"  # through the command: one r2med: error line, nothing run

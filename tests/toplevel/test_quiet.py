@@ -43,3 +43,41 @@ def test_no_library_bars_turns_the_datasets_bars_off_for_a_block_then_back():
     with no_library_bars():
         assert datasets.utils.are_progress_bars_disabled()
     assert not datasets.utils.are_progress_bars_disabled()  # as it was
+
+
+def test_one_rule_for_every_bar(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """A bar shows on a terminal only (tqdm's disable=None), never when not asked for or under --quiet (TQDM_DISABLE,
+    which an explicit disable= would override); a library's show_progress_bar follows the same rule."""
+    from r2med_plugin.quiet import bar_disabled, bar_shown
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    assert (bar_disabled(True), bar_disabled(False)) == (None, True)
+    assert bar_shown(True) is False  # pytest's captured stderr is not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert bar_shown(True) is True and bar_shown(False) is False
+    monkeypatch.setenv("TQDM_DISABLE", "1")  # what --quiet sets
+    assert bar_disabled(True) is True and bar_shown(True) is False
+
+
+def test_the_checkpointed_encoding_bar_keeps_quiet(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path):
+    import numpy as np
+
+    from r2med_plugin.retrieval.dense import chunk_keys, encode_in_chunks
+
+    monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("R2MED_ENCODE_CHUNK_TEXTS", "2")  # three checkpointed chunks
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # as on a terminal
+    texts = [f"text {index}" for index in range(6)]
+
+    def encode(part: list[str]) -> np.ndarray:
+        return np.ones((len(part), 2))
+
+    for quiet, key in ((True, "quiet"), (False, "loud")):
+        if quiet:
+            monkeypatch.setenv("TQDM_DISABLE", "1")
+        else:
+            monkeypatch.delenv("TQDM_DISABLE", raising=False)
+        assert encode_in_chunks(texts, chunk_keys(texts, key), encode).shape == (6, 2)
+        shown = "encoding (checkpointed chunks)" in capsys.readouterr().err
+        assert shown is not quiet
