@@ -425,8 +425,11 @@ def _paired_by_task(scores: PerQueryScores, base: str, show_progress: bool) -> _
             _, values, base_values = aligned(scores, model, base, task)
             paired.by_task.setdefault(task, []).append((model, values, base_values))
             paired.pooled.setdefault(task_benchmark(task), {}).setdefault(model, []).append((values, base_values))
+    compared = {model for rows in paired.by_task.values() for model, _, _ in rows}
     for model, tasks_missing in missing.items():
-        paired.notes.append(f"{model}: no result for {', '.join(tasks_missing)}; its pooled row covers the other tasks")
+        rest = ("its pooled row covers the other tasks" if model in compared else
+                f"no task holds both it and the baseline {base}, so it is not compared")
+        paired.notes.append(f"{model}: no result for {', '.join(tasks_missing)}; {rest}")
     return paired
 
 

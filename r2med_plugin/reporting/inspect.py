@@ -130,8 +130,9 @@ class Loss:
 
 def worst_queries(
     folders: Sequence[str | Path], baseline: str, count: int, *, metric: str = DEFAULT_METRIC, task: str | None = None
-) -> dict[str, list[Loss]]:
-    """model -> its ``count`` largest losses to ``baseline`` (most negative differences first; only losses)."""
+) -> dict[str, list[Loss] | None]:
+    """model -> its ``count`` largest losses to ``baseline`` (most negative differences first; only losses), or None
+    for a model that shares no task with the baseline."""
     if isinstance(count, bool) or int(count) != count or count < 1:
         raise SettingError(f"{{count}} must be a positive number of queries, got {count}", field="count", flags=WORST)
     if task is not None:
@@ -145,12 +146,14 @@ def worst_queries(
     tasks = [task] if task is not None else list(scores.tasks)
     if task is not None and scores.get(base, task) is None:
         raise UserError(f"the baseline {base} has no {task} result with {metric}")
-    losses: dict[str, list[Loss]] = {}
+    losses: dict[str, list[Loss] | None] = {}
     for model in others:
         found: list[Loss] = []
-        for name in tasks:
-            if scores.get(model, name) is None or scores.get(base, name) is None:
-                continue
+        shared = [name for name in tasks if scores.get(model, name) is not None and scores.get(base, name) is not None]
+        if not shared:
+            losses[model] = None  # nothing to compare, which is not "no loss"
+            continue
+        for name in shared:
             query_ids, values, base_values = aligned(scores, model, base, name)
             diff = values - base_values
             for index in np.flatnonzero(diff < 0):
@@ -160,9 +163,13 @@ def worst_queries(
     return losses
 
 
-def render_losses(losses: dict[str, list[Loss]], metric: str, count: int, baseline: str) -> str:
+def render_losses(losses: dict[str, list[Loss] | None], metric: str, count: int, baseline: str) -> str:
+    """Each model's losses (None: it shares no task with the baseline, so nothing was compared)."""
     lines = []
     for model, rows in losses.items():
+        if rows is None:
+            lines += [f"## {model}: not compared with {baseline}", "", f"no task holds both {model} and {baseline}", ""]
+            continue
         title = f"## {model}: {len(rows)} largest losses to {baseline} ({metric})"
         lines += [title, ""]
         if not rows:

@@ -545,3 +545,22 @@ def test_significance_says_why_it_added_nothing(results_copy: Path, capsys: pyte
     assert main(["leaderboard", str(results_copy), "--compare-published", "--significance"]) == 0
     out = capsys.readouterr().out
     assert "--significance: no interval and no test, as no row of yours is ranked in this table" in out
+
+
+def test_a_model_sharing_no_task_with_the_baseline_is_said_to_be_not_compared(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]):
+    """Not "no losses", and no pooled row promised: nothing was compared."""
+    qrels, runs = _synthetic_runs(queries=8)
+    _write_synthetic(tmp_path, qrels, {"base": runs["base"], "worse": runs["worse"]}, task="R2MEDBiology")
+    _write_synthetic(tmp_path, qrels, {"elsewhere": runs["better"]}, task="R2MEDPMCTreatment")
+    assert main(["inspect", str(tmp_path), "--worst", "3", "--baseline", "base"]) == 0
+    out = capsys.readouterr().out
+    assert "## elsewhere: not compared with base" in out and "no task holds both elsewhere and base" in out
+    assert "## worse: 3 largest losses to base" in out
+    assert worst_queries([tmp_path], "base", 3)["elsewhere"] is None
+    report = compare_results([tmp_path], baseline="base")
+    assert {c.model for c in report.comparisons} == {"worse"}
+    assert any(note.startswith("elsewhere: no result for R2MEDBiology; no task holds both it and the baseline base")
+               for note in report.notes)
+    assert "R2MEDPMCTreatment: the baseline base has no result; not compared" in report.notes
+    assert not any(note.startswith("worse:") for note in report.notes)  # compared where the baseline has a result
