@@ -73,8 +73,7 @@ def evaluate_task(
     rerank_batch_size: int | None = None,
     bm25_workers: int | None = None,
 ) -> TaskRunResult:
-    """Evaluate ``retriever`` ("bm25-lucene", "bm25-hakari", "bm25-robertson", a model's name as ``r2med evaluate
-    --retriever`` takes it, e.g. "minilm-packaged", or an encoder) on ``task``, or run an
+    """Evaluate ``retriever`` (a BM25 name, a model's name as ``--retriever`` takes it, or an encoder) on ``task``, or run an
     EvaluationRequest (``evaluate_task(request)``, with no other argument). The keyword arguments are ``TaskArguments``' fields:
     full-corpus scores (main: ndcg_at_10, run ``top_k`` deep), ``hybrid_*`` (RRF with the task's BM25) when
     ``hybrid``, ``candidates_<subset>_*`` per stored list (``candidates``; ``candidates_only``: the lists only, an
